@@ -1,0 +1,28 @@
+// Backend kernel declarations. relpos::cpu is always built; relpos::cuda is built with
+// RELPOS_CUDA, and otherwise core/cuda/no_cuda.cpp defines each kernel as one line that throws.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/functors.h"
+#include "core/tensor.h"
+
+namespace relpos::cpu {
+MemoryCounter& memory_counter();
+void* allocate(size_t nbytes);
+void deallocate(void* ptr, size_t nbytes);
+#include "core/backend_kernels.inc"
+}  // namespace relpos::cpu
+
+namespace relpos::cuda {
+MemoryCounter& memory_counter(Device device);
+void* allocate(size_t nbytes, Device device);
+void deallocate(void* ptr, size_t nbytes, Device device);
+int device_count();
+// Host <-> device transfers (both contiguous, same shape and dtype).
+void copy_to_host(const Tensor& src, const Tensor& dst);
+void copy_from_host(const Tensor& src, const Tensor& dst);
+#include "core/backend_kernels.inc"
+}  // namespace relpos::cuda

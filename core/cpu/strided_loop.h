@@ -1,0 +1,124 @@
+// The CPU iteration engine for elementwise kernels: walks N operands of one shape, each with its
+// own element strides (0 for broadcast dims), in row-major order. Dims that are contiguous for
+// every operand are merged first, so a dense tensor becomes one flat loop. Work is split across
+// OpenMP threads by rows and, for long rows, by blocks inside a row.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace relpos::cpu {
+
+template <size_t N>
+struct StridedLayout {
+  Shape shape;                       // merged dims (at least one)
+  std::array<Shape, N> strides;      // per operand, per merged dim, in elements
+  std::array<char*, N> base;         // per operand, address of element [0, ..., 0]
+  std::array<int64_t, N> elem_size;  // per operand, bytes per element
+};
+
+// Builds the merged layout of `ops` (all of shape `shape`, already expanded).
+template <size_t N>
+StridedLayout<N> make_layout(const Shape& shape, const std::array<const Tensor*, N>& ops) {
+  StridedLayout<N> L;
+  for (size_t k = 0; k < N; ++k) {
+    L.base[k] = static_cast<char*>(ops[k]->raw_data());
+    L.elem_size[k] = static_cast<int64_t>(dtype_size(ops[k]->dtype()));
+  }
+  // Drop size-1 dims, then merge dim i into i+1 when every operand is contiguous across them.
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    const bool can_merge = [&] {
+      if (L.shape.empty()) return false;
+      for (size_t k = 0; k < N; ++k)
+        if (L.strides[k].back() != ops[k]->strides()[d] * shape[d]) return false;
+      return true;
+    }();
+    if (can_merge) {
+      L.shape.back() *= shape[d];
+      for (size_t k = 0; k < N; ++k) L.strides[k].back() = ops[k]->strides()[d];
+    } else {
+      L.shape.push_back(shape[d]);
+      for (size_t k = 0; k < N; ++k) L.strides[k].push_back(ops[k]->strides()[d]);
+    }
+  }
+  if (L.shape.empty()) {
+    L.shape.push_back(shape_numel(shape) == 0 ? 0 : 1);
+    for (size_t k = 0; k < N; ++k) L.strides[k].push_back(1);
+  }
+  return L;
+}
+
+// Calls inner(ptrs, n, steps) for runs of the innermost merged dim, where ptrs[k] points at the
+// run's first element of operand k and steps[k] is its stride in elements. Runs never overlap
+// in the output, so inner may write without synchronisation.
+template <size_t N, typename Inner>
+void for_each_run(const StridedLayout<N>& L, Inner&& inner) {
+  const int nd = static_cast<int>(L.shape.size());
+  const int64_t row_len = L.shape.back();
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < nd; ++d) rows *= L.shape[d];
+  if (rows == 0 || row_len == 0) return;
+
+  constexpr int64_t kBlock = 8192;  // elements per task when a row is long
+  const int64_t blocks_per_row = (row_len + kBlock - 1) / kBlock;
+  const int64_t tasks = rows * blocks_per_row;
+  std::array<int64_t, N> steps;
+  for (size_t k = 0; k < N; ++k) steps[k] = L.strides[k].back();
+
+  auto run_task = [&](int64_t task) {
+    int64_t row = task / blocks_per_row;
+    const int64_t start = (task % blocks_per_row) * kBlock;
+    std::array<char*, N> ptrs = L.base;
+    for (int d = nd - 2; d >= 0; --d) {  // row index -> per-operand offsets
+      const int64_t i = row % L.shape[d];
+      row /= L.shape[d];
+      for (size_t k = 0; k < N; ++k) ptrs[k] += i * L.strides[k][d] * L.elem_size[k];
+    }
+    for (size_t k = 0; k < N; ++k) ptrs[k] += start * steps[k] * L.elem_size[k];
+    inner(ptrs, std::min(kBlock, row_len - start), steps);
+  };
+
+  const int64_t total = rows * row_len;
+  if (total < 32768 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    for (int64_t t = 0; t < tasks; ++t) run_task(t);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) run_task(t);
+  }
+}
+
+// Elementwise map over same-shape operands: out = f(in...). Typed pointers per operand.
+//   map_elementwise<float, float, float>(out, {&a, &b}, [](float x, float y) { return x + y; });
+template <typename TOut, typename... TIn, typename F>
+void map_elementwise(const Tensor& out, const std::array<const Tensor*, sizeof...(TIn)>& in, F f) {
+  constexpr size_t N = sizeof...(TIn) + 1;
+  std::array<const Tensor*, N> ops;
+  ops[0] = &out;
+  for (size_t k = 0; k + 1 < N; ++k) ops[k + 1] = in[k];
+  const StridedLayout<N> L = make_layout<N>(out.shape(), ops);
+  for_each_run<N>(L, [&](const std::array<char*, N>& p, int64_t n,
+                         const std::array<int64_t, N>& s) {
+    TOut* o = reinterpret_cast<TOut*>(p[0]);
+    bool dense = true;
+    for (size_t k = 0; k < N; ++k) dense = dense && s[k] == 1;
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      std::tuple<TIn*...> ins{reinterpret_cast<TIn*>(p[I + 1])...};
+      if (dense) {  // unit strides: a loop the compiler vectorizes
+        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ins)[i]...);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i * s[0]] = f(std::get<I>(ins)[i * s[I + 1]]...);
+      }
+    }(std::index_sequence_for<TIn...>{});
+  });
+}
+
+}  // namespace relpos::cpu

@@ -1,0 +1,20 @@
+#include "core/device.h"
+
+#include "core/error.h"
+
+namespace relpos {
+
+Device Device::parse(const std::string& text) {
+  if (text == "cpu") return cpu();
+  if (text == "cuda") return cuda(0);
+  if (text.rfind("cuda:", 0) == 0) {
+    const std::string idx = text.substr(5);
+    if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos && idx.size() < 4)
+      return cuda(std::stoi(idx));
+  }
+  fail("device", "cannot parse device '{}'; expected cpu, cuda or cuda:N", text);
+}
+
+std::string Device::str() const { return is_cpu() ? "cpu" : fmt::format("cuda:{}", index); }
+
+}  // namespace relpos

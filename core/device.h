@@ -1,0 +1,27 @@
+// Where a tensor lives: the CPU or one CUDA device.
+#pragma once
+
+#include <string>
+
+namespace relpos {
+
+enum class DeviceType : uint8_t { cpu, cuda };
+
+struct Device {
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+
+  static Device cpu() { return {DeviceType::cpu, 0}; }
+  static Device cuda(int index = 0) { return {DeviceType::cuda, index}; }
+  static Device parse(const std::string& text);  // "cpu", "cuda", "cuda:1"
+
+  bool is_cpu() const { return type == DeviceType::cpu; }
+  bool is_cuda() const { return type == DeviceType::cuda; }
+  std::string str() const;
+  bool operator==(const Device&) const = default;
+};
+
+// True when relpos was built with CUDA and at least one GPU is visible.
+bool cuda_available();
+
+}  // namespace relpos

@@ -1,0 +1,184 @@
+// The op catalog: every tensor op, declared once, grouped by kind. Entry points (core/ops/*.cpp)
+// validate shapes, dtypes and devices, allocate the output and dispatch on the device to the
+// kernels of core/cpu/ or core/cuda/ (core/backend.h). No op moves data between devices; mixing
+// devices is an error naming the op and both devices. Inputs may be any strided view.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/generator.h"
+#include "core/tensor.h"
+
+namespace relpos {
+
+// ---------------------------------------------------------------- creation (ops/creation.cpp)
+Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
+            Device device = Device::cpu());
+Tensor zeros_like(const Tensor& x);
+Tensor full_like(const Tensor& x, double value);
+// [start, start + step, ...) below `end` (above it for step < 0): 1-D, like numpy.arange.
+Tensor arange(double start, double end, double step = 1, DType dtype = DType::i64,
+              Device device = Device::cpu());
+// Uniform in [low, high) and normal(mean, std) from the Philox stream of `gen`; the values for
+// a given generator state are identical on every device.
+Tensor rand(const Shape& shape, Generator& gen, double low = 0, double high = 1,
+            DType dtype = DType::f32, Device device = Device::cpu());
+Tensor randn(const Shape& shape, Generator& gen, double mean = 0, double std = 1,
+             DType dtype = DType::f32, Device device = Device::cpu());
+
+// ---------------------------------------------------------------- copy, cast (ops/copy.cpp)
+// dst[...] = src[...] with src broadcast to dst's shape and converted to dst's dtype. dst may be
+// a view (this is slice-assign: copy_(x.slice(1, 2, 5), y)).
+void copy_(const Tensor& dst, const Tensor& src);
+void fill_(const Tensor& dst, double value);
+Tensor cast(const Tensor& x, DType dtype);  // x itself when the dtype already matches
+Tensor to_device(const Tensor& x, Device device);
+
+// ---------------------------------------------------------------- elementwise (ops/unary.cpp)
+// Floating dtypes only, except neg/abs/add_scalar/mul_scalar which also accept integers.
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor gelu(const Tensor& x);  // exact: x * Phi(x), Phi the normal CDF (erf form)
+Tensor abs(const Tensor& x);
+Tensor pow(const Tensor& x, double exponent);
+Tensor add_scalar(const Tensor& x, double s);
+Tensor mul_scalar(const Tensor& x, double s);
+
+// ---------------------------------------------------------------- binary (ops/binary.cpp)
+// NumPy broadcasting; both operands of one dtype and device.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// Gradients of the pointwise functions, fused: grad * f'(x) (x the input) or, for tanh and
+// sigmoid, grad * f'(y) from the output y. Used by autograd/functions.
+Tensor relu_backward(const Tensor& x, const Tensor& grad);
+Tensor elu_backward(const Tensor& x, const Tensor& grad, double alpha);
+Tensor gelu_backward(const Tensor& x, const Tensor& grad);
+Tensor tanh_backward(const Tensor& y, const Tensor& grad);
+Tensor sigmoid_backward(const Tensor& y, const Tensor& grad);
+
+// ---------------------------------------------------------------- comparisons (ops/compare.cpp)
+// Broadcasting comparisons returning u8 masks (1 where true).
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+// cond (u8) ? a : b, all three broadcast together.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// x with `value` where mask (u8, broadcast to x) is non-zero.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+
+// ---------------------------------------------------------------- reductions (ops/reduce.cpp)
+// Over `dims` (negative allowed; empty = all dims). keepdim keeps reduced dims as size 1.
+// f32 sums accumulate in f64 on the CPU.
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor max(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// Index (i64) of the first maximum along one dim.
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+
+// ---------------------------------------------------------------- normalization (ops/softmax.cpp,
+// ops/layer_norm.cpp): fused and numerically stable (max subtracted before exp).
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// From the forward output y and its gradient gy: gx = y * (gy - sum(gy * y)) for softmax,
+// gx = gy - exp(y) * sum(gy) for log_softmax.
+Tensor softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim);
+Tensor log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim);
+
+struct LayerNormResult {
+  Tensor y;     // [..., D]
+  Tensor mean;  // [...] (f32/f64 like x), saved for backward
+  Tensor rstd;  // [...] 1 / sqrt(var + eps), biased variance
+};
+// Over the last dim; weight and bias are [D] or undefined (then 1 and 0).
+LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+struct LayerNormGrads {
+  Tensor dx, dweight, dbias;  // dweight/dbias undefined when weight/bias were
+};
+LayerNormGrads layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                   const Tensor& rstd, const Tensor& weight, bool has_bias);
+
+// ---------------------------------------------------------------- linear algebra (ops/matmul.cpp)
+// a: [..., M, K] (or [..., K, M] when trans_a), b: [..., K, N] (or [..., N, K] when trans_b)
+// -> [..., M, N]; batch dims broadcast. 1-D operands are not accepted (use unsqueeze).
+// Transposed views are passed to BLAS without copies.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// Strictly batched: a [B, M, K], b [B, K, N] -> [B, M, N].
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// ---------------------------------------------------------------- FFT (ops/fft.cpp)
+// Complex values are real tensors with a trailing dim of 2: (re, im).
+// x: [..., L] real -> [..., n/2 + 1, 2]; x is zero-padded or truncated to n (n = -1: n = L).
+// Unnormalized forward transform: X_k = sum_j x_j e^{-2 pi i jk/n}.
+Tensor rfft(const Tensor& x, int64_t n = -1);
+// X: [..., M, 2] -> [..., n] real, the inverse of rfft(·, n) including the 1/n factor; only the
+// first n/2 + 1 bins are read (missing ones are zero). n = -1: n = 2 (M - 1).
+Tensor irfft(const Tensor& X, int64_t n = -1);
+
+// ---------------------------------------------------------------- scans (ops/cumsum.cpp)
+// Inclusive prefix sum along dim; reverse = suffix sum (out_i = sum_{j >= i} x_j).
+Tensor cumsum(const Tensor& x, int64_t dim, bool reverse = false);
+
+// ---------------------------------------------------------------- indexing (ops/index.cpp)
+// index: 1-D i32/i64, every entry in [0, x.size(dim)); out.size(dim) = index.numel().
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// weight: [V, D], ids: any shape of i32/i64 in [0, V) -> [*ids.shape, D].
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+// out[i][j][k] = x[i][index[i][j][k]][k] (dim = 1); index has x's rank and the output's shape.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// A copy of x with out[i][index[i][j][k]][k] += src[i][j][k] (dim = 1); index shaped like src.
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// A copy of x with out.select(dim, index[i]) += src.select(dim, i); index 1-D.
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+
+// ---------------------------------------------------------------- joining (ops/join.cpp)
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim);
+// pads = {before_last, after_last, before_second_last, after_second_last, ...} (as torch's
+// F.pad), non-negative, filled with `value`.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0);
+// A copy of x with x.slice(dim, start, end) replaced by src (broadcast to the slice).
+Tensor slice_assign(const Tensor& x, int64_t dim, int64_t start, int64_t end, const Tensor& src);
+
+// ---------------------------------------------------------------- dropout (ops/dropout.cpp)
+// Keep mask (u8) where each element is kept with probability 1 - p; element i of the mask
+// depends only on (seed, offset, i), so masks match across devices.
+Tensor dropout_mask(const Shape& shape, double p, Generator& gen, Device device = Device::cpu());
+// x * mask / (1 - p).
+Tensor apply_dropout_mask(const Tensor& x, const Tensor& mask, double p);
+
+// ---------------------------------------------------------------- losses (ops/cross_entropy.cpp)
+enum class Reduction { none, mean, sum };
+// logits: [N, C] floating, target: [N] i32/i64 in [0, C) or == ignore_index. Fused with
+// log_softmax. mean divides by the number of non-ignored targets (0 -> result 0).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
+                     Reduction reduction = Reduction::mean);
+// d loss / d logits for the same arguments; grad is the loss gradient ([N] for none, [] else).
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& grad,
+                              int64_t ignore_index, Reduction reduction);
+
+// ---------------------------------------------------------------- checks (ops/checks.cpp)
+// Whether every element of a floating tensor is finite (false on NaN or +-Inf).
+bool all_finite(const Tensor& x);
+// True when a and b have the same shape and |a - b| <= atol + rtol * |b| everywhere.
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
+}  // namespace relpos

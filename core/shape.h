@@ -1,0 +1,22 @@
+// Shape and stride vectors, and the helpers every op uses to validate them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace relpos {
+
+using Shape = std::vector<int64_t>;
+
+int64_t shape_numel(const Shape& shape);
+Shape contiguous_strides(const Shape& shape);
+std::string shape_str(const Shape& shape);  // "[2, 3, 4]"
+
+// Maps a possibly negative dim into [0, ndim); errors name `op` and the tensor rank.
+int normalize_dim(int64_t dim, int ndim, const char* op);
+
+// NumPy broadcasting of two shapes; errors name `op` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+}  // namespace relpos

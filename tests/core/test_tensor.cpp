@@ -1,0 +1,93 @@
+// Tensor views and layout: reshape/view, transpose, permute, slice, expand, diagonal, as_strided.
+#include "tests/harness.h"
+
+using namespace relpos;
+
+namespace {
+Tensor iota(const Shape& shape) { return arange(0, static_cast<double>(shape_numel(shape)), 1, DType::f32).reshape(shape); }
+}  // namespace
+
+TEST_CASE("tensor: views share storage and index correctly") {
+  const Tensor x = iota({2, 3, 4});
+  CHECK(x.is_contiguous());
+  const Tensor t = x.transpose(0, 2);  // [4, 3, 2]
+  CHECK(t.shape() == Shape{4, 3, 2});
+  CHECK_FALSE(t.is_contiguous());
+  CHECK(t.storage() == x.storage());
+  const std::vector<float> tv = t.contiguous().to_vector<float>();
+  // t[i][j][k] = x[k][j][i] = k*12 + j*4 + i
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k) CHECK(tv[(i * 3 + j) * 2 + k] == float(k * 12 + j * 4 + i));
+
+  const Tensor s = x.slice(2, 1, 4, 2);  // columns 1, 3
+  CHECK(s.shape() == Shape{2, 3, 2});
+  CHECK(s.to_vector<float>() == std::vector<float>{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23});
+
+  const Tensor p = x.permute({1, 2, 0});
+  CHECK(p.shape() == Shape{3, 4, 2});
+  CHECK(p.select(0, 1).select(0, 2).to_vector<float>() == std::vector<float>{6, 18});
+
+  const Tensor e = iota({3, 1}).expand({2, 3, 4});
+  CHECK(e.stride(0) == 0);
+  CHECK(e.select(0, 1).select(0, 2).to_vector<float>() == std::vector<float>{2, 2, 2, 2});
+}
+
+TEST_CASE("tensor: reshape views when strides allow and copies otherwise") {
+  const Tensor x = iota({4, 6});
+  const Tensor v = x.reshape({2, 2, 3, 2});
+  CHECK(v.storage() == x.storage());
+  CHECK(x.reshape({-1}).shape() == Shape{24});
+  const Tensor t = x.transpose(0, 1);  // not viewable as flat
+  const Tensor r = t.reshape({24});
+  CHECK(r.storage() != x.storage());
+  CHECK(r.to_vector<float>()[1] == 6.0f);
+  CHECK_THROWS_WITH_AS(t.view({24}), doctest::Contains("[view]"), Error);
+  // Splitting a transposed dim is still a view.
+  const Tensor u = t.reshape({3, 2, 4});
+  CHECK(u.storage() == x.storage());
+  CHECK(u.contiguous().to_vector<float>() == t.contiguous().to_vector<float>());
+  CHECK_THROWS_WITH_AS(x.reshape({5, 5}), doctest::Contains("[reshape]"), Error);
+}
+
+TEST_CASE("tensor: diagonal, unsqueeze, squeeze, flatten, as_strided") {
+  const Tensor x = iota({3, 4});
+  CHECK(x.diagonal().to_vector<float>() == std::vector<float>{0, 5, 10});
+  CHECK(x.diagonal(1).to_vector<float>() == std::vector<float>{1, 6, 11});
+  CHECK(x.diagonal(-1).to_vector<float>() == std::vector<float>{4, 9});
+  CHECK(x.unsqueeze(1).shape() == Shape{3, 1, 4});
+  CHECK(x.unsqueeze(-1).shape() == Shape{3, 4, 1});
+  CHECK(x.unsqueeze(0).squeeze(0).shape() == Shape{3, 4});
+  CHECK(iota({2, 3, 4}).flatten(1).shape() == Shape{2, 12});
+  // Overlapping windows of length 3, step 1, over the first row.
+  const Tensor w = x.as_strided({2, 3}, {1, 1}, 0);
+  CHECK(w.to_vector<float>() == std::vector<float>{0, 1, 2, 1, 2, 3});
+  CHECK_THROWS_WITH_AS(x.as_strided({13}, {1}, 0), doctest::Contains("[as_strided]"), Error);
+  CHECK_THROWS_WITH_AS(x.squeeze(0), doctest::Contains("[squeeze]"), Error);
+  CHECK_THROWS_WITH_AS(x.transpose(0, 2), doctest::Contains("out of range"), Error);
+}
+
+TEST_CASE("tensor: copy_ converts dtypes and broadcasts; slice-assign writes through views") {
+  Tensor x = zeros({3, 4}, DType::f64);
+  copy_(x.slice(1, 1, 3), Tensor::from_vector<int32_t>({7, 8}, {2}));
+  CHECK(x.to_vector<double>() == std::vector<double>{0, 7, 8, 0, 0, 7, 8, 0, 0, 7, 8, 0});
+  CHECK_THROWS_WITH_AS(copy_(x, zeros({2, 4})), doctest::Contains("[copy_]"), Error);
+  CHECK_THROWS_WITH_AS(copy_(zeros({4}).expand({3, 4}), x), doctest::Contains("expanded"), Error);
+  CHECK(cast(x, DType::i64).to_vector<int64_t>()[1] == 7);
+}
+
+TEST_CASE("tensor: from_vector, item and errors name the op") {
+  CHECK_THROWS_WITH_AS(Tensor::from_vector<float>({1, 2, 3}, {2, 2}),
+                       doctest::Contains("[from_vector]"), Error);
+  CHECK(Tensor::scalar(2.5, DType::f64).item() == 2.5);
+  CHECK_THROWS_WITH_AS(zeros({2}).item(), doctest::Contains("[item]"), Error);
+  CHECK_THROWS_WITH_AS(zeros({2}).data<double>(), doctest::Contains("data<f64>"), Error);
+  CHECK_THROWS_WITH_AS(zeros({2}, DType::f32, Device::cuda(0)), doctest::Contains("CUDA"), Error);
+}
+
+TEST_CASE("tensor: strided_copy holds the same values with non-unit strides") {
+  const Tensor x = test::random_tensor({3, 5, 7}, DType::f32, 1);
+  const Tensor s = test::strided_copy(x);
+  CHECK_FALSE(s.is_contiguous());
+  CHECK(s.to_vector<float>() == x.to_vector<float>());
+}

@@ -1,0 +1,50 @@
+// The shared op-test harness: seeded random inputs, strided (non-contiguous) copies of them,
+// closeness checks that report the worst element, and CPU≡CUDA comparison that skips visibly
+// when no GPU is present.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+
+namespace relpos::test {
+
+// Uniform in [low, high) on the CPU, from a fixed seed.
+Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double low = -1,
+                     double high = 1);
+// Random integers in [0, bound) as i64 (or i32).
+Tensor random_indices(const Shape& shape, int64_t bound, uint64_t seed, DType dtype = DType::i64);
+// The same values as x, laid out as a strided view (every other element of a larger buffer,
+// with the last two dims transposed in memory), so kernels meet non-unit strides.
+Tensor strided_copy(const Tensor& x);
+
+// Max |a - b| / (atol + rtol |b|) over all elements, and where it happens.
+struct CloseReport {
+  bool ok = true;
+  std::string detail;
+};
+CloseReport compare_close(const Tensor& actual, const Tensor& expected, double rtol, double atol);
+
+}  // namespace relpos::test
+
+// CHECK that two tensors match within tolerances; the failure message names the worst element.
+#define CHECK_CLOSE(actual, expected, rtol, atol)                                        \
+  do {                                                                                   \
+    const auto relpos_report = ::relpos::test::compare_close(actual, expected, rtol, atol); \
+    CHECK_MESSAGE(relpos_report.ok, relpos_report.detail);                               \
+  } while (0)
+
+namespace relpos::test {
+
+// Runs f on CPU inputs and on the same inputs moved to cuda:0, and checks the results agree
+// (rtol, atol). Without a GPU, emits a visible "SKIPPED (no CUDA device)" message instead.
+void check_cuda_matches_cpu(const std::string& what,
+                            const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
+                            const std::vector<Tensor>& cpu_inputs, double rtol = 1e-5,
+                            double atol = 1e-6);
+
+}  // namespace relpos::test

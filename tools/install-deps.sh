@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages relpos builds, tests and benchmarks with. Idempotent: packages
+# already present are skipped, so a second run only checks.
+#   tools/install-deps.sh          build + test dependencies
+#   tools/install-deps.sh --bench  also python3-torch, the PyTorch peer of tools/bench/
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config clang-format
+  libopenblas-dev libfftw3-dev libhdf5-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  doctest-dev zlib1g-dev libgomp1
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3 python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "[install-deps] all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "[install-deps] installing: ${missing[*]}"
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
