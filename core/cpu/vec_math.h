@@ -1,0 +1,94 @@
+// Branch-free float math for CPU loops that GCC vectorizes under `#pragma omp simd`. Float
+// compares block vectorization (they may trap), so selects and maxima work on the bit patterns:
+// exp for f32 is a Cephes-style polynomial (2^n * p(r), |r| <= ln2/2, about 1 ulp), and max
+// uses an order-preserving integer key. f64 falls back to std::exp (not a hot path).
+// RELPOS_SIMD_CLONES marks hot row kernels for an extra AVX2+FMA build chosen at load time.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+// GCC on x86-64 compiles a marked function twice (x86-64-v3 = AVX2+FMA, and the baseline) and
+// picks one at load time from the CPU's features; elsewhere it is an ordinary function.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RELPOS_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define RELPOS_SIMD_CLONES
+#endif
+
+namespace relpos::cpu {
+
+// c ? a : b on the bits, so no float compare or branch is involved.
+inline float select_bits(bool c, float a, float b) {
+  const uint32_t m = 0u - static_cast<uint32_t>(c);
+  return std::bit_cast<float>((m & std::bit_cast<uint32_t>(a)) | (~m & std::bit_cast<uint32_t>(b)));
+}
+
+// exp(x) for f32 without libm calls, within 2 ulp of the exact value. Below ln(2^-126) = -87.34
+// the result is 0 (no denormals); above 88.376 (just short of ln(FLT_MAX) = 88.72) it is +inf.
+// -inf gives 0, NaN stays NaN. Softmax-style callers only pass x <= 0.
+inline float exp_f32(float x) {
+  constexpr float kLo = -87.3365447f;       // ln(2^-126): the smallest normal result
+  constexpr float kHi = 88.3762626647949f;  // keeps n <= 127 below
+  constexpr float kRound = 12582912.0f;     // 1.5 * 2^23: adding it rounds to an integer
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const bool not_nan = (u & 0x7fffffffu) <= 0x7f800000u;
+  const bool below = not_nan & (u > std::bit_cast<uint32_t>(kLo));  // negative, |x| > |kLo|
+  const bool above = not_nan & (static_cast<int32_t>(u) > std::bit_cast<int32_t>(kHi));
+  const float xc = select_bits(below, kLo, select_bits(above, kHi, x));
+  const float t = xc * 1.44269504088896341f + kRound;  // n = round(x / ln2), in t's low bits
+  const float n = t - kRound;
+  const uint32_t n_bits = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kRound);
+  float r = xc - n * 0.693359375f;  // x - n ln2, with ln2 split in two for accuracy
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const float y = p * std::bit_cast<float>((n_bits + 127u) << 23);  // p * 2^n
+  return select_bits(below, 0.0f, select_bits(above, std::numeric_limits<float>::infinity(), y));
+}
+
+template <typename T>
+inline T exp_fast(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return exp_f32(x);
+  else
+    return std::exp(x);
+}
+
+// An integer key with the order of the floats: key(a) < key(b) iff a < b (-0 < +0). A NaN with
+// the sign bit clear sorts above +inf, one with it set below -inf. The map is its own inverse.
+template <typename T>
+using OrderKey = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+
+template <typename T>
+inline OrderKey<T> order_key(T x) {
+  using K = OrderKey<T>;
+  const K u = std::bit_cast<K>(x);
+  return u ^ ((u >> (8 * sizeof(K) - 1)) & std::numeric_limits<K>::max());
+}
+
+template <typename T>
+inline T from_order_key(OrderKey<T> k) {
+  using K = OrderKey<T>;
+  return std::bit_cast<T>(
+      static_cast<K>(k ^ ((k >> (8 * sizeof(K) - 1)) & std::numeric_limits<K>::max())));
+}
+
+// max of x[0..n) (n >= 1), vectorized through the integer keys.
+template <typename T>
+inline T max_of(const T* x, int64_t n) {
+  OrderKey<T> k = std::numeric_limits<OrderKey<T>>::min();
+#pragma omp simd reduction(max : k)
+  for (int64_t i = 0; i < n; ++i) k = k > order_key(x[i]) ? k : order_key(x[i]);
+  return from_order_key<T>(k);
+}
+
+}  // namespace relpos::cpu

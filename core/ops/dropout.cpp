@@ -1,0 +1,42 @@
+// Entry points: dropout_mask (a u8 keep mask from the Philox stream of a generator) and
+// apply_dropout_mask (x * mask / (1 - p), composed from cast, mul_scalar and mul).
+#include "core/backend.h"
+#include "core/ops.h"
+#include "core/ops/validate.h"
+#include "core/philox.h"
+
+namespace relpos {
+
+namespace {
+void check_p(const char* op, double p) {
+  RELPOS_CHECK(p >= 0 && p < 1, op, "p must be in [0, 1), got {}", p);
+}
+}  // namespace
+
+Tensor dropout_mask(const Shape& shape, double p, Generator& gen, Device device) {
+  check_p("dropout_mask", p);
+  // Nothing is dropped: like torch, p == 0 draws no random numbers (gen is not advanced).
+  if (p == 0) return ones(shape, DType::u8, device);
+  Tensor mask = Tensor::empty(shape, DType::u8, device);
+  const uint64_t offset = gen.reserve(philox::blocks_for_uniform(mask.numel()));
+  if (device.is_cpu())
+    cpu::dropout_mask(mask, p, gen.seed(), offset);
+  else
+    cuda::dropout_mask(mask, p, gen.seed(), offset);
+  return mask;
+}
+
+Tensor apply_dropout_mask(const Tensor& x, const Tensor& mask, double p) {
+  const char* op = "apply_dropout_mask";
+  check_p(op, p);
+  check_floating(op, x);
+  check_defined(op, mask, "mask");
+  check_same_device(op, {&x, &mask});
+  RELPOS_CHECK(mask.dtype() == DType::u8, op, "mask must be u8, got {}", mask.str());
+  RELPOS_CHECK(broadcast_shapes(mask.shape(), x.shape(), op) == x.shape(), op,
+               "mask {} does not broadcast to input {}", mask.str(), x.str());
+  // mask * 1/(1-p) holds exactly 0 or the scale; x * 0 keeps NaN/inf -> NaN, as torch does.
+  return mul(x, mul_scalar(cast(mask, x.dtype()), 1.0 / (1.0 - p)));
+}
+
+}  // namespace relpos

@@ -1,0 +1,94 @@
+// Entry points: matmul (batch dims broadcast) and bmm (strictly 3-D). Both bring their operands
+// to [B, rows, cols] views (batch stride 0 where broadcast) and call the backend's batched GEMM.
+#include "core/backend.h"
+#include "core/ops.h"
+#include "core/ops/validate.h"
+
+namespace relpos {
+
+namespace {
+
+void check_operands(const char* op, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_same_device(op, {&a, &b});
+  check_same_dtype(op, {&a, &b});
+  check_floating(op, a);
+  RELPOS_CHECK(a.dim() >= 2 && b.dim() >= 2, op,
+               "operands need at least 2 dims (unsqueeze 1-D ones), got a {} and b {}", a.str(),
+               b.str());
+  const int64_t ka = trans_a ? a.size(-2) : a.size(-1);
+  const int64_t kb = trans_b ? b.size(-1) : b.size(-2);
+  RELPOS_CHECK(ka == kb, op, "inner dimensions differ: a is {}{}, b is {}{}", shape_str(a.shape()),
+               trans_a ? " (transposed)" : "", shape_str(b.shape()),
+               trans_b ? " (transposed)" : "");
+}
+
+// x: [..., r, c] broadcast to [*batch, r, c] and viewed (copied only when the broadcast batch
+// dims cannot be flattened into one stride) as [B, r, c].
+Tensor as_batched(const Tensor& x, const Shape& batch) {
+  Shape full = batch;
+  full.push_back(x.size(-2));
+  full.push_back(x.size(-1));
+  return x.expand(full).reshape({shape_numel(batch), x.size(-2), x.size(-1)});
+}
+
+// When a's batch dims and row dim are laid out as one strided dim, a: [..., M, K] can be seen as
+// one [1, B*M, K] matrix, so a product with a shared 2-D b is a single GEMM. Returns that row
+// stride, or 0 when the dims do not fold.
+int64_t folded_row_stride(const Tensor& a) {
+  int64_t row_stride = -1, expect = 0;
+  for (int d = a.dim() - 2; d >= 0; --d) {
+    if (a.size(d) == 1) continue;
+    if (row_stride < 0)
+      row_stride = a.stride(d);
+    else if (a.stride(d) != expect)
+      return 0;
+    expect = a.stride(d) * a.size(d);
+  }
+  return row_stride < 0 ? a.stride(-2) : row_stride;  // one row: any stride will do
+}
+
+// a3: [B, M, K] (or [B, K, M]), b3: [B, K, N] (or [B, N, K]) -> [B, M, N].
+Tensor batched_matmul(const Tensor& a3, const Tensor& b3, bool trans_a, bool trans_b) {
+  const int64_t m = trans_a ? a3.size(2) : a3.size(1);
+  const int64_t n = trans_b ? b3.size(1) : b3.size(2);
+  Tensor out = Tensor::empty({a3.size(0), m, n}, a3.dtype(), a3.device());
+  if (a3.device().is_cpu())
+    cpu::matmul(a3, b3, trans_a, trans_b, out);
+  else
+    cuda::matmul(a3, b3, trans_a, trans_b, out);
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_operands("matmul", a, b, trans_a, trans_b);
+  const int64_t m = trans_a ? a.size(-1) : a.size(-2);
+  const int64_t n = trans_b ? b.size(-2) : b.size(-1);
+  const Shape a_batch(a.shape().begin(), a.shape().end() - 2);
+  const Shape b_batch(b.shape().begin(), b.shape().end() - 2);
+  Shape out_shape = broadcast_shapes(a_batch, b_batch, "matmul");
+  const int64_t batch = shape_numel(out_shape);
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+
+  // x: [..., M, K] @ w: [K, N] (a linear layer): one GEMM over all rows.
+  const int64_t row_stride = b.dim() == 2 && !trans_a && a.dim() > 2 ? folded_row_stride(a) : 0;
+  if (row_stride != 0) {
+    const Tensor a3 =
+        a.as_strided({1, batch * m, a.size(-1)}, {0, row_stride, a.stride(-1)}, a.offset());
+    return batched_matmul(a3, b.unsqueeze(0), false, trans_b).view(out_shape);
+  }
+  const Shape batch_shape(out_shape.begin(), out_shape.end() - 2);
+  return batched_matmul(as_batched(a, batch_shape), as_batched(b, batch_shape), trans_a, trans_b)
+      .view(out_shape);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_operands("bmm", a, b, trans_a, trans_b);
+  RELPOS_CHECK(a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0), "bmm",
+               "expects [B, M, K] and [B, K, N] with one B, got a {} and b {}", a.str(), b.str());
+  return batched_matmul(a, b, trans_a, trans_b);
+}
+
+}  // namespace relpos

@@ -1,0 +1,132 @@
+// dropout_mask and apply_dropout_mask: the kept fraction, reproducibility from (seed, offset),
+// element i against the Philox formula, generator bookkeeping, p = 0, scaling, errors.
+#include <cmath>
+
+#include "core/philox.h"
+#include "tests/harness.h"
+
+using namespace relpos;
+
+namespace {
+double mean_of(const Tensor& mask) {
+  double s = 0;
+  for (double v : mask.to_vector<double>()) s += v;
+  return s / static_cast<double>(mask.numel());
+}
+}  // namespace
+
+TEST_CASE(
+    "dropout_mask: the kept fraction is 1 - p within 5 standard deviations for 1e5 elements") {
+  // Each element is kept with probability 1 - p, independently: the mean of n = 1e5 of them has
+  // standard deviation sqrt(p (1 - p) / n) <= 0.0016; 5 of those fail by chance with p < 1e-6.
+  const int64_t n = 100000;
+  for (double p : {0.1, 0.5, 0.9}) {
+    Generator gen(2024);
+    const Tensor mask = dropout_mask({n}, p, gen);
+    CHECK(mask.dtype() == DType::u8);
+    const double sigma = std::sqrt(p * (1 - p) / n);
+    INFO("p " << p << " kept " << mean_of(mask));
+    CHECK(std::abs(mean_of(mask) - (1 - p)) < 5 * sigma);
+    int64_t not_binary = 0;
+    for (double v : mask.to_vector<double>()) not_binary += v != 0 && v != 1;
+    CHECK(not_binary == 0);
+  }
+}
+
+TEST_CASE(
+    "dropout_mask: element i is philox uniform(seed, offset, i) >= p; shape does not matter") {
+  Generator gen(77);
+  gen.reserve(5);  // start at a non-zero offset
+  const Tensor mask = dropout_mask({7, 13}, 0.3, gen);
+  CHECK(mask.shape() == Shape{7, 13});
+  const std::vector<uint8_t> m = mask.to_vector<uint8_t>();
+  for (size_t i = 0; i < m.size(); ++i) CHECK(m[i] == (philox::uniform(77, 5, i) >= 0.3 ? 1 : 0));
+  Generator again(77);
+  again.reserve(5);
+  CHECK(dropout_mask({91}, 0.3, again).to_vector<uint8_t>() == m);
+}
+
+TEST_CASE("dropout_mask: same (seed, offset) repeats; a new offset or seed differs; gen advances") {
+  const Shape s = {999};
+  Generator a(5), b(5), c(6);
+  const Tensor a1 = dropout_mask(s, 0.5, a);
+  CHECK(a.offset() == philox::blocks_for_uniform(999));  // ceil(999 / 4) = 250 blocks reserved
+  const Tensor a2 = dropout_mask(s, 0.5, a);
+  const Tensor b1 = dropout_mask(s, 0.5, b);
+  const Tensor c1 = dropout_mask(s, 0.5, c);
+  CHECK(a1.to_vector<uint8_t>() == b1.to_vector<uint8_t>());
+  CHECK(a1.to_vector<uint8_t>() != a2.to_vector<uint8_t>());
+  CHECK(a1.to_vector<uint8_t>() != c1.to_vector<uint8_t>());
+  // Replaying a saved state reproduces the second mask.
+  Generator replay(5);
+  replay.set_state(5, 250);
+  CHECK(dropout_mask(s, 0.5, replay).to_vector<uint8_t>() == a2.to_vector<uint8_t>());
+}
+
+TEST_CASE("dropout_mask: p = 0 keeps every element and leaves the generator where it was") {
+  Generator gen(3);
+  const Tensor mask = dropout_mask({4, 5}, 0.0, gen);
+  CHECK(mask.to_vector<uint8_t>() == std::vector<uint8_t>(20, 1));
+  CHECK(gen.offset() == 0);
+  CHECK(dropout_mask({0}, 0.5, gen).numel() == 0);
+}
+
+TEST_CASE("apply_dropout_mask: x * mask / (1 - p) on strided inputs, f32 and f64, broadcast mask") {
+  // f32: x * (1 / (1 - p)) vs x / (1 - p) differ by at most 1 ulp, so rtol 1e-6.
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double p = 0.35;
+    const Tensor x = test::random_tensor({5, 7, 9}, dt, 301, -3, 3);
+    Generator gen(302);
+    const Tensor mask = dropout_mask({5, 7, 9}, p, gen);
+    const Tensor y = apply_dropout_mask(test::strided_copy(x), test::strided_copy(mask), p);
+    CHECK(y.dtype() == dt);
+    const std::vector<double> xv = x.to_vector<double>(), mv = mask.to_vector<double>();
+    std::vector<double> want(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) want[i] = xv[i] * mv[i] / (1 - p);
+    CHECK_CLOSE(y, Tensor::from_vector(want, {5, 7, 9}), dt == DType::f32 ? 1e-6 : 1e-15, 1e-30);
+    // A [7, 9] mask applies to every one of the 5 leading slices.
+    const Tensor m2 = dropout_mask({7, 9}, p, gen);
+    const std::vector<double> m2v = m2.to_vector<double>();
+    for (size_t i = 0; i < xv.size(); ++i) want[i] = xv[i] * m2v[i % 63] / (1 - p);
+    CHECK_CLOSE(apply_dropout_mask(x, m2, p), Tensor::from_vector(want, {5, 7, 9}),
+                dt == DType::f32 ? 1e-6 : 1e-15, 1e-30);
+  }
+  const Tensor x = test::random_tensor({6}, DType::f32, 303);
+  CHECK(apply_dropout_mask(x, ones({6}, DType::u8), 0.0).to_vector<float>() ==
+        x.to_vector<float>());
+}
+
+TEST_CASE("dropout: errors name the op (p outside [0, 1), bad mask)") {
+  Generator gen(1);
+  CHECK_THROWS_WITH_AS(dropout_mask({3}, 1.0, gen),
+                       doctest::Contains("[dropout_mask] p must be in [0, 1)"), Error);
+  CHECK_THROWS_WITH_AS(dropout_mask({3}, -0.1, gen), doctest::Contains("[dropout_mask]"), Error);
+  CHECK_THROWS_WITH_AS(dropout_mask({3}, NAN, gen), doctest::Contains("[dropout_mask]"), Error);
+  const Tensor x = zeros({3, 4});
+  const Tensor m = ones({3, 4}, DType::u8);
+  CHECK_THROWS_WITH_AS(apply_dropout_mask(x, m, 1.0), doctest::Contains("[apply_dropout_mask]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(apply_dropout_mask(x, m, -1), doctest::Contains("[apply_dropout_mask]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(apply_dropout_mask(x, ones({3, 4}), 0.5),
+                       doctest::Contains("[apply_dropout_mask] mask must be u8"), Error);
+  CHECK_THROWS_WITH_AS(apply_dropout_mask(x, ones({4, 3}, DType::u8), 0.5),
+                       doctest::Contains("[apply_dropout_mask]"), Error);
+  CHECK_THROWS_WITH_AS(apply_dropout_mask(x, ones({2, 3, 4}, DType::u8), 0.5),
+                       doctest::Contains("[apply_dropout_mask]"), Error);
+  CHECK_THROWS_WITH_AS(apply_dropout_mask(zeros({3, 4}, DType::i32), m, 0.5),
+                       doctest::Contains("[apply_dropout_mask]"), Error);
+  CHECK(gen.offset() == 0);  // failed calls reserve nothing
+}
+
+TEST_CASE("dropout: CPU and CUDA agree (identical masks for one generator state)") {
+  const Tensor x = test::random_tensor({33, 65}, DType::f32, 311, -2, 2);
+  test::check_cuda_matches_cpu(
+      "dropout",
+      [](const std::vector<Tensor>& in) {
+        Generator gen(312);
+        const Tensor mask = dropout_mask(in[0].shape(), 0.25, gen, in[0].device());
+        return std::vector<Tensor>{mask, apply_dropout_mask(in[0], mask, 0.25)};
+      },
+      {x}, 0, 1e-12);  // both devices compute the same exactly rounded products
+}
