@@ -38,6 +38,14 @@ void reset_peak_memory(Device device) {
   else cuda::memory_counter(device).reset_peak();
 }
 
+int64_t cached_bytes(Device device) {
+  return device.is_cpu() ? 0 : static_cast<int64_t>(cuda::cached_bytes(device));
+}
+
+void empty_cache(Device device) {
+  if (device.is_cuda()) cuda::empty_cache(device);
+}
+
 void* allocate_bytes(size_t nbytes, Device device) {
   return device.is_cpu() ? cpu::allocate(nbytes) : cuda::allocate(nbytes, device);
 }

@@ -20,6 +20,10 @@ MemoryStats memory_stats(Device device);
 // Sets peak to current and zeroes the allocation count.
 void reset_peak_memory(Device device);
 
+// Bytes the device's caching allocator holds in freed blocks (0 on the CPU), and their release.
+int64_t cached_bytes(Device device);
+void empty_cache(Device device);
+
 // Raw buffers for Storage. CPU buffers are 64-byte aligned. Zero-byte requests return a valid,
 // unique pointer and count nothing.
 void* allocate_bytes(size_t nbytes, Device device);

@@ -21,6 +21,9 @@ MemoryCounter& memory_counter(Device device);
 void* allocate(size_t nbytes, Device device);
 void deallocate(void* ptr, size_t nbytes, Device device);
 int device_count();
+void synchronize(Device device);
+size_t cached_bytes(Device device);  // freed blocks the caching allocator keeps
+void empty_cache(Device device);     // returns them to the driver
 // Host <-> device transfers (both contiguous, same shape and dtype).
 void copy_to_host(const Tensor& src, const Tensor& dst);
 void copy_from_host(const Tensor& src, const Tensor& dst);

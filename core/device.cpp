@@ -1,5 +1,6 @@
 #include "core/device.h"
 
+#include "core/backend.h"
 #include "core/error.h"
 
 namespace relpos {
@@ -13,6 +14,10 @@ Device Device::parse(const std::string& text) {
       return cuda(std::stoi(idx));
   }
   fail("device", "cannot parse device '{}'; expected cpu, cuda or cuda:N", text);
+}
+
+void synchronize(Device device) {
+  if (device.is_cuda()) cuda::synchronize(device);
 }
 
 std::string Device::str() const { return is_cpu() ? "cpu" : fmt::format("cuda:{}", index); }

@@ -24,4 +24,7 @@ struct Device {
 // True when relpos was built with CUDA and at least one GPU is visible.
 bool cuda_available();
 
+// Waits until every op queued on the device has finished (a no-op on the CPU). For timing.
+void synchronize(Device device);
+
 }  // namespace relpos

@@ -6,33 +6,15 @@
 #include <string>
 #include <type_traits>
 
+#include "core/dtype_id.h"
 #include "core/error.h"
 
 namespace relpos {
-
-enum class DType : uint8_t { f32, f64, i32, i64, u8 };
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 DType dtype_from_name(const std::string& name);  // "f32", "float32", ... -> DType
 inline bool is_floating(DType t) { return t == DType::f32 || t == DType::f64; }
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-template <typename T>
-constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::f32;
-  else if constexpr (std::is_same_v<T, double>) return DType::f64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
-  else {
-    static_assert(std::is_same_v<T, uint8_t>, "relpos has no such dtype");
-    return DType::u8;
-  }
-}
 
 // Calls f(TypeTag<T>{}) with T the C++ type of `t`:
 //   dispatch_dtype(x.dtype(), [&](auto tag) { using T = typename decltype(tag)::type; ... });

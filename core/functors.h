@@ -52,7 +52,10 @@ RELPOS_HOST_DEVICE T normal_cdf(T x) {
 template <UnaryOp Op, typename T>
 RELPOS_HOST_DEVICE T unary(T x, T s) {
   if constexpr (Op == UnaryOp::neg) return -x;
-  else if constexpr (Op == UnaryOp::abs) return x < T(0) ? -x : x;
+  else if constexpr (Op == UnaryOp::abs) {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else return x < T(0) ? -x : x;
+  }
   else if constexpr (Op == UnaryOp::add_scalar) return x + s;
   else if constexpr (Op == UnaryOp::mul_scalar) return x * s;
   else if constexpr (Op == UnaryOp::exp) return std::exp(x);

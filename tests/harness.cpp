@@ -50,7 +50,7 @@ CloseReport compare_close(const Tensor& actual, const Tensor& expected, double r
   for (size_t i = 0; i < a.size(); ++i) {
     const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
     const bool same_inf = std::isinf(a[i]) && a[i] == b[i];
-    if (both_nan || same_inf) continue;
+    if (both_nan || same_inf || a[i] == b[i]) continue;
     const double ratio = std::abs(a[i] - b[i]) / (atol + rtol * std::abs(b[i]));
     if (!(ratio <= worst)) {  // also catches NaN
       worst = std::isnan(ratio) ? INFINITY : ratio;

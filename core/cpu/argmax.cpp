@@ -1,14 +1,16 @@
-// CPU argmax along one dim: x viewed as [outer, K, inner]; each task keeps a running maximum and
-// its index for a chunk of columns while walking K, so inner dims are read contiguously.
+// CPU argmax along one dim: x (in memory order) viewed as [outer, K, inner]; each task keeps a
+// running maximum and its index for a chunk of columns while walking K, reading rows contiguously.
 #include <algorithm>
 
 #include "core/backend.h"
+#include "core/cpu/memory_order.h"
 
 namespace relpos::cpu {
 
-void argmax(const Tensor& x, int dim, const Tensor& out) {
-  // x: [outer, K, inner] (any strides, made contiguous) -> out: [outer, 1, inner] i64.
-  const Tensor xc = x.contiguous();
+namespace {
+
+void argmax_contiguous(const Tensor& xc, int dim, const Tensor& out) {
+  // xc: [outer, K, inner] contiguous -> out: [outer, 1, inner] i64.
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= xc.size(d);
   for (int d = dim + 1; d < xc.dim(); ++d) inner *= xc.size(d);
@@ -16,7 +18,7 @@ void argmax(const Tensor& x, int dim, const Tensor& out) {
   constexpr int64_t kChunk = 256;  // columns per task
   const int64_t chunks = (inner + kChunk - 1) / kChunk;
   int64_t* po = out.data<int64_t>();
-  dispatch_dtype(x.dtype(), [&](auto tag) {
+  dispatch_dtype(xc.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = xc.data<T>();
 #pragma omp parallel for schedule(static) if (outer * K * inner > 32768)
@@ -41,6 +43,16 @@ void argmax(const Tensor& x, int dim, const Tensor& out) {
         }
     }
   });
+}
+
+}  // namespace
+
+void argmax(const Tensor& x, int dim, const Tensor& out) {
+  // x: [...] any strides, taken in memory order; out: x's shape with dim set to 1, i64.
+  in_memory_order(x, {dim}, out,
+                  [](const Tensor& xm, const std::vector<int>& dm, const Tensor& om) {
+                    argmax_contiguous(xm, dm[0], om);
+                  });
 }
 
 }  // namespace relpos::cpu

@@ -1,6 +1,6 @@
-// CPU layer norm over the last dim, forward and backward, one row per task. Row statistics are
-// two-pass (mean, then the mean of squared deviations) accumulated in f64; weight and bias
-// gradients are summed over fixed row blocks in f64, so results do not depend on thread count.
+// CPU layer norm over the last dim: forward one row per task, backward one block of rows per
+// task. Row statistics are two-pass (mean, then mean squared deviation) accumulated in f64;
+// dweight/dbias are summed over fixed row blocks in f64, so they do not depend on thread count.
 #include <algorithm>
 #include <cmath>
 #include <utility>

@@ -1,9 +1,6 @@
-// CPU reductions: sum, max, logsumexp over any set of dims (argmax: core/cpu/argmax.cpp). x is made
-// contiguous and its dims merged into alternating kept/reduced groups. A reduced innermost group is
-// folded along contiguous runs; a kept innermost group is accumulated row by row (a vectorized loop
-// over it).
-#include <omp.h>
-
+// CPU reductions sum, max, logsumexp over any set of dims (argmax: cpu/argmax.cpp). x is taken in
+// memory order (cpu/memory_order.h) and its dims merged into alternating kept/reduced groups. A
+// reduced innermost group is folded along contiguous runs; a kept one is accumulated row by row.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,6 +9,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/cpu/memory_order.h"
 #include "core/cpu/vec_math.h"
 
 namespace relpos::cpu {
@@ -92,12 +90,12 @@ struct SumOp {
   using A = Wide<T>;  // f32 sums accumulate in double, integer sums in int64
   using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
   static A identity() { return 0; }
-  static A fold(A acc, const T* x, int64_t n, T) {
+  RELPOS_SIMD_CLONES static A fold(A acc, const T* x, int64_t n, T) {
 #pragma omp simd reduction(+ : acc)
     for (int64_t i = 0; i < n; ++i) acc += static_cast<A>(x[i]);
     return acc;
   }
-  static void fold_rows(A* acc, const T* x, int64_t n, const T*) {
+  RELPOS_SIMD_CLONES static void fold_rows(A* acc, const T* x, int64_t n, const T*) {
     for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<A>(x[i]);
   }
   static A merge(A a, A b) {
@@ -120,11 +118,18 @@ struct MaxOp {
       return std::numeric_limits<T>::lowest();
   }
   static A merge(A a, A b) { return fn::binary<BinaryOp::maximum, T>(a, b, T(0)); }  // NaN wins
-  static A fold(A acc, const T* x, int64_t n, T) {
-    for (int64_t i = 0; i < n; ++i) acc = merge(acc, x[i]);
+  // A chain of compares does not vectorize; 16 independent lanes (fold_rows) do.
+  RELPOS_SIMD_CLONES static A fold(A acc, const T* x, int64_t n, T) {
+    constexpr int64_t kLanes = 16;
+    A lanes[kLanes];  // lanes: [kLanes]
+    std::fill(lanes, lanes + kLanes, acc);
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) fold_rows(lanes, x + i, kLanes, nullptr);
+    for (; i < n; ++i) acc = merge(acc, x[i]);
+    for (A lane : lanes) acc = merge(acc, lane);
     return acc;
   }
-  static void fold_rows(A* acc, const T* x, int64_t n, const T*) {
+  RELPOS_SIMD_CLONES static void fold_rows(A* acc, const T* x, int64_t n, const T*) {
     for (int64_t i = 0; i < n; ++i) acc[i] = merge(acc[i], x[i]);
   }
   static Out finalize(A a, T) { return a; }
@@ -138,12 +143,12 @@ struct SumExpOp {
   using A = Wide<T>;
   using Out = T;
   static A identity() { return 0; }
-  static A fold(A acc, const T* x, int64_t n, T shift) {
+  RELPOS_SIMD_CLONES static A fold(A acc, const T* x, int64_t n, T shift) {
 #pragma omp simd reduction(+ : acc)
     for (int64_t i = 0; i < n; ++i) acc += static_cast<A>(exp_fast(x[i] - shift));
     return acc;
   }
-  static void fold_rows(A* acc, const T* x, int64_t n, const T* shift) {
+  RELPOS_SIMD_CLONES static void fold_rows(A* acc, const T* x, int64_t n, const T* shift) {
     for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<A>(exp_fast(x[i] - shift[i]));
   }
   static A merge(A a, A b) {
@@ -243,28 +248,32 @@ void reduce_with(const ReduceLayout& L, const typename P::In* x, typename P::Out
 
 void reduce(ReduceOp op, const Tensor& x, const std::vector<int>& dims, const Tensor& out) {
   // x: [...] any strides; out: x's shape with dims set to 1, contiguous.
-  const Tensor xc = x.contiguous();
-  const ReduceLayout L = make_reduce_layout(xc.shape(), dims);
-  const int64_t numel = xc.numel();
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* px = xc.data<T>();
-    if (op == ReduceOp::sum) {
-      reduce_with<SumOp<T>>(L, px, out.data<typename SumOp<T>::Out>(), nullptr, numel);
-    } else if (op == ReduceOp::max) {
-      reduce_with<MaxOp<T>>(L, px, out.data<T>(), nullptr, numel);
-    } else if constexpr (std::is_floating_point_v<T>) {  // logsumexp: max, then sum of exp
-      T* po = out.data<T>();
-      reduce_with<MaxOp<T>>(L, px, po, nullptr, numel);
-      // shift: [out.numel()]; an infinite or NaN max gives shift 0, so an all -inf row sums
-      // exp(-inf) = 0 to -inf, and +inf / NaN propagate instead of becoming inf - inf.
-      std::vector<T> shift(out.numel());
-      for (size_t i = 0; i < shift.size(); ++i) shift[i] = std::isfinite(po[i]) ? po[i] : T(0);
-      reduce_with<SumExpOp<T>>(L, px, po, shift.data(), numel);
-    } else {
-      fail("logsumexp", "expects a floating dtype (f32 or f64), got {}", dtype_name(x.dtype()));
-    }
-  });
+  in_memory_order(
+      x, dims, out, [&](const Tensor& xm, const std::vector<int>& dm, const Tensor& om) {
+        const ReduceLayout L = make_reduce_layout(xm.shape(), dm);
+        const int64_t numel = xm.numel();
+        dispatch_dtype(xm.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* px = xm.data<T>();
+          if (op == ReduceOp::sum) {
+            reduce_with<SumOp<T>>(L, px, om.data<typename SumOp<T>::Out>(), nullptr, numel);
+          } else if (op == ReduceOp::max) {
+            reduce_with<MaxOp<T>>(L, px, om.data<T>(), nullptr, numel);
+          } else if constexpr (std::is_floating_point_v<T>) {  // logsumexp: max, then sum of exp
+            T* po = om.data<T>();
+            reduce_with<MaxOp<T>>(L, px, po, nullptr, numel);
+            // shift: [om.numel()]; an infinite or NaN max gives shift 0, so an all -inf row sums
+            // exp(-inf) = 0 to -inf, and +inf / NaN propagate instead of becoming inf - inf.
+            std::vector<T> shift(om.numel());
+            for (size_t i = 0; i < shift.size(); ++i)
+              shift[i] = std::isfinite(po[i]) ? po[i] : T(0);
+            reduce_with<SumExpOp<T>>(L, px, po, shift.data(), numel);
+          } else {
+            fail("logsumexp", "expects a floating dtype (f32 or f64), got {}",
+                 dtype_name(x.dtype()));
+          }
+        });
+      });
 }
 
 }  // namespace relpos::cpu

@@ -91,6 +91,7 @@ RELPOS_SIMD_CLONES void forward_cols(const T* x, T* y, int64_t D, int64_t inner,
       sum[c] += yd[c];
     }
   }
+  // From here sum[c] holds log(sum) for log_softmax and 1 / sum for softmax.
   for (int64_t c = 0; c < w; ++c) sum[c] = log ? std::log(sum[c]) : T(1) / sum[c];
   for (int64_t d = 0; d < D; ++d) {
     const T* xd = x + d * inner;

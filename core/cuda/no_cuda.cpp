@@ -19,6 +19,9 @@ MemoryCounter& memory_counter(Device) { no_cuda("memory_stats"); }
 void* allocate(size_t, Device) { no_cuda("cuda allocator"); }
 void deallocate(void*, size_t, Device) { no_cuda("cuda allocator"); }
 int device_count() { return 0; }
+void synchronize(Device) { no_cuda("synchronize"); }
+size_t cached_bytes(Device) { no_cuda("cached_bytes"); }
+void empty_cache(Device) { no_cuda("empty_cache"); }
 void copy_to_host(const Tensor&, const Tensor&) { no_cuda("to"); }
 void copy_from_host(const Tensor&, const Tensor&) { no_cuda("to"); }
 

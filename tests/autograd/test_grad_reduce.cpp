@@ -12,6 +12,15 @@ using namespace relpos;
 
 namespace {
 
+// test::check_noncontiguous_grad where test::strided_copy can give f's output a non-contiguous
+// layout; outputs like [] or [3, 1, 7] (size-1 trailing dims) stay dense there, and are covered by
+// the gradchecks through transposed views instead.
+void check_strided_grad(const std::function<Var(const std::vector<Var>&)>& f, const Tensor& x) {
+  const Shape out = f({Var(x)}).shape();  // x needs no grad: no graph is recorded
+  if (test::strided_copy(zeros(out, DType::f64)).is_contiguous()) return;
+  test::check_noncontiguous_grad(f, {x});
+}
+
 using ReduceFn = std::function<Var(const Var&, const std::vector<int64_t>&, bool)>;
 using CoreReduceFn = std::function<Tensor(const Tensor&, const std::vector<int64_t>&, bool)>;
 
@@ -36,8 +45,7 @@ void check_reduction(const ReduceFn& f, const CoreReduceFn& core, const Tensor& 
       const auto strided = gradcheck(
           [&](const std::vector<Var>& v) { return f(transpose(v[0], 0, 2), dims, keepdim); }, {x});
       CHECK_MESSAGE(strided.ok, strided.detail);
-      test::check_noncontiguous_grad(
-          [&](const std::vector<Var>& v) { return f(v[0], dims, keepdim); }, {x});
+      check_strided_grad([&](const std::vector<Var>& v) { return f(v[0], dims, keepdim); }, x);
       test::check_same(f(Var(x), dims, keepdim).value(), core(x, dims, keepdim));
     }
   }

@@ -159,6 +159,9 @@ TEST_CASE("cross_entropy: errors name the op, the bad target and its row") {
                        "[cross_entropy] target 12 out of range [0, 10) at row 3", Error);
   CHECK_THROWS_WITH_AS(cross_entropy(x, cast(bad, DType::i32), -100, Reduction::none),
                        "[cross_entropy] target 12 out of range [0, 10) at row 3", Error);
+  const Tensor at_c = Tensor::from_vector<int64_t>({0, 10, 2, 3, 4}, {5});  // C itself is out
+  CHECK_THROWS_WITH_AS(cross_entropy(x, at_c),
+                       "[cross_entropy] target 10 out of range [0, 10) at row 1", Error);
   const Tensor neg = Tensor::from_vector<int64_t>({0, -1, 2, 3, 4}, {5});
   CHECK_THROWS_WITH_AS(cross_entropy(x, neg), doctest::Contains("target -1 out of range"), Error);
   CHECK_THROWS_WITH_AS(cross_entropy_backward(x, bad, full({}, 1.0), -100, Reduction::mean),

@@ -163,3 +163,72 @@ TEST_CASE("rfft/irfft: CUDA matches CPU") {
       },
       {x}, 1e-4, 1e-4);
 }
+
+TEST_CASE("rfft/irfft: CUDA matches CPU for odd, even, prime and large n, f32 and f64") {
+  // cuFFT and FFTW round differently; both are within ~eps log2(n) ||row||_2 of the exact
+  // transform. Rows in [-1, 1] of up to 8192 samples have ||row|| <= 91, so spectra get atol
+  // 1e-3 (f32) / 1e-11 (f64) and the inverse (values ~1, the spectrum's error over n) 1e-5 /
+  // 1e-13 relative to ~1 — with rtol 1e-5 (f32) / 1e-12 (f64) for the largest bins.
+  for (DType dtype : kFloating)
+    for (int64_t n : {1, 2, 5, 37, 40, 1001, 4099, 8192}) {
+      INFO("dtype " << dtype_name(dtype) << " n " << n);
+      const bool f32 = dtype == DType::f32;
+      const Tensor x = test::random_tensor({3, 5, n}, dtype, 500 + n);
+      test::check_cuda_matches_cpu(
+          "rfft", [n](const std::vector<Tensor>& in) { return std::vector{rfft(in[0], n)}; }, {x},
+          f32 ? 1e-5 : 1e-12, f32 ? 1e-3 : 1e-11);
+      // Arbitrary spectra: the imaginary parts of bin 0 (and bin n/2, n even) must be ignored.
+      const Tensor X = test::random_tensor({3, 5, n / 2 + 1, 2}, dtype, 600 + n);
+      test::check_cuda_matches_cpu(
+          "irfft", [n](const std::vector<Tensor>& in) { return std::vector{irfft(in[0], n)}; },
+          {X}, f32 ? 1e-5 : 1e-12, f32 ? 1e-5 : 1e-13);
+    }
+}
+
+TEST_CASE("rfft/irfft: CUDA matches CPU for many rows, padding, truncation and strided inputs") {
+  for (DType dtype : kFloating) {
+    INFO("dtype " << dtype_name(dtype));
+    const bool f32 = dtype == DType::f32;
+    const double rtol = f32 ? 1e-5 : 1e-12, atol = f32 ? 1e-3 : 1e-11;  // as above
+    // [64, 8192] (the benchmark's shape) and 3000 short rows; each shape planned once, then
+    // served from the plan cache on the second call.
+    test::check_cuda_matches_cpu(
+        "rfft over many rows, twice",
+        [](const std::vector<Tensor>& in) {
+          return std::vector{rfft(in[0]), rfft(in[0]), rfft(in[1]), irfft(rfft(in[1]), 37)};
+        },
+        {test::random_tensor({64, 8192}, dtype, 700), test::random_tensor({3000, 37}, dtype, 701)},
+        rtol, atol);
+    test::check_cuda_matches_cpu(
+        "rfft/irfft of padded, truncated, strided and misaligned inputs",
+        [](const std::vector<Tensor>& in) {
+          // A contiguous view one element into its buffer: cuFFT needs complex-aligned data.
+          const Tensor shifted = in[0].view({-1}).slice(0, 1, 1 + 36 * 1000).view({36, 1000});
+          return std::vector{rfft(in[0], 1010),          rfft(in[0], 999),
+                             rfft(test::strided_copy(in[0])), rfft(shifted),
+                             irfft(in[1], 30),            irfft(in[1], 9),
+                             irfft(test::strided_copy(in[1])), irfft(in[1].slice(1, 1, 13), 24)};
+        },
+        {test::random_tensor({37, 1001}, dtype, 702),
+         test::random_tensor({4, 13, 2}, dtype, 703)},
+        rtol, atol);
+  }
+}
+
+TEST_CASE("rfft/irfft: CUDA round trip returns x, and CUDA errors name the op") {
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): CUDA rfft/irfft round trip and errors");
+    return;
+  }
+  const Device gpu = Device::cuda(0);
+  for (int64_t n : {6, 7, 4096}) {
+    INFO("n " << n);
+    const Tensor x = test::random_tensor({9, n}, DType::f32, 800 + n);
+    // Round trip in f32: ~eps log2(n) relative to |x| ~ 1.
+    CHECK_CLOSE(irfft(rfft(x.to(gpu)), n).to(Device::cpu()), x, 1e-5, 1e-5);
+  }
+  CHECK(rfft(zeros({0, 8}, DType::f32, gpu)).shape() == Shape{0, 5, 2});
+  CHECK(irfft(zeros({0, 5, 2}, DType::f32, gpu)).shape() == Shape{0, 8});
+  CHECK_THROWS_WITH_AS(rfft(zeros({3, 4}, DType::i64, gpu)), doctest::Contains("[rfft]"), Error);
+  CHECK_THROWS_WITH_AS(irfft(zeros({3, 4}, DType::f32, gpu)), doctest::Contains("[irfft]"), Error);
+}

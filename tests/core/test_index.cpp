@@ -285,3 +285,152 @@ TEST_CASE("index ops: shape, dtype and dim errors name the op") {
     CHECK_THROWS_WITH_AS(gather(x.to(Device::cuda(0)), 0, i2), has("[gather]"), Error);
   }
 }
+
+namespace {
+
+// Random data of any dtype, u8 and i32 included: integers in [0, 250) (u8) or [-50, 50).
+Tensor any_data(const Shape& shape, DType dtype, uint64_t seed) {
+  if (dtype == DType::u8) return cast(test::random_tensor(shape, DType::f64, seed, 0, 250), dtype);
+  if (dtype == DType::i32) return cast(make_data(shape, DType::i64, seed), dtype);
+  return make_data(shape, dtype, seed);
+}
+
+// What `f` throws, or "" when it does not.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("index ops: CUDA matches CPU on every dim, all dtypes, strided data and indices") {
+  uint64_t seed = 100;
+  for (DType dt : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8})
+    for (DType it : kIndexTypes)
+      for (int dim = 0; dim < 3; ++dim) {
+        CAPTURE(dtype_name(dt));
+        CAPTURE(dtype_name(it));
+        CAPTURE(dim);
+        Shape ishape = {4, 5, 3}, sshape = {5, 5, 4};  // index <= src, and <= x off dim
+        ishape[dim] = 11;
+        sshape[dim] = 12;
+        Shape add_shape = kShape;  // index_add's src: x's shape with 13 along dim
+        add_shape[dim] = 13;
+        const Tensor x = any_data(kShape, dt, ++seed);
+        const Tensor src = any_data(sshape, dt, ++seed);
+        const Tensor add_src = any_data(add_shape, dt, ++seed);
+        const Tensor index = test::random_indices(ishape, kShape[dim], ++seed, it);
+        const Tensor ids = test::random_indices({26}, kShape[dim], ++seed, it);
+        // f32 sums of <= 11 terms added in another order by the atomics: within 1e-5 (as above);
+        // the rest is exact (f64 sums of <= 11 values in [-1, 1] differ by ~1e-15).
+        const double tol = dt == DType::f32 ? 1e-5 : dt == DType::f64 ? 1e-12 : 0;
+        test::check_cuda_matches_cpu(
+            "index_select, gather, scatter_add, index_add",
+            [dim](const std::vector<Tensor>& in) {
+              const Tensor ids13 = in[4].slice(0, 1, 26, 2);  // strided 1-D index
+              return std::vector{
+                  index_select(in[0], dim, in[4]),
+                  index_select(test::strided_copy(in[0]), dim, ids13),
+                  gather(in[0], dim, in[3]),
+                  gather(test::strided_copy(in[0]), dim, test::strided_copy(in[3])),
+                  scatter_add(in[0], dim, in[3], in[1]),
+                  scatter_add(test::strided_copy(in[0]), dim, test::strided_copy(in[3]),
+                              test::strided_copy(in[1])),
+                  index_add(in[0], dim, ids13, in[2]),
+                  index_add(test::strided_copy(in[0]), dim, ids13, test::strided_copy(in[2]))};
+            },
+            {x, src, add_src, index, ids}, tol, tol);
+      }
+}
+
+TEST_CASE("scatter_add and index_add: CUDA matches CPU with many colliding ids, large inputs") {
+  // ~700 terms land on each output element. The atomics add them in a nondeterministic order
+  // and the CPU in increasing position: f32 sums of magnitude ~15 then differ by ~sqrt(700) eps
+  // |partial sums| ~ 3e-5 typically, <= 700 eps * 40 ~ 2e-3 at worst; f64 by ~1e-13.
+  // Integers (u8 wrapping modulo 256) are exact in any order.
+  for (DType dt : {DType::f32, DType::f64, DType::i64, DType::i32, DType::u8})
+    for (int dim : {0, 1, 2}) {
+      CAPTURE(dtype_name(dt));
+      CAPTURE(dim);
+      const Shape xs = {3, 4, 5};
+      Shape ss = xs;
+      ss[dim] = 2100;
+      const double rtol = dt == DType::f32 ? 1e-4 : dt == DType::f64 ? 1e-10 : 0;
+      const double atol = dt == DType::f32 ? 2e-3 : dt == DType::f64 ? 1e-10 : 0;
+      test::check_cuda_matches_cpu(
+          "scatter_add / index_add with collisions",
+          [dim](const std::vector<Tensor>& in) {
+            return std::vector{scatter_add(in[0], dim, in[2], in[1]),
+                               index_add(in[0], dim, in[3], in[1])};
+          },
+          {any_data(xs, dt, 110 + dim), any_data(ss, dt, 120 + dim),
+           test::random_indices(ss, xs[dim], 130 + dim, DType::i32),
+           test::random_indices({2100}, xs[dim], 140 + dim)},
+          rtol, atol);
+    }
+  // Large gathers: 60000 embedding rows of 64, and a gather over a 5000 x 300 index.
+  test::check_cuda_matches_cpu(
+      "large index_select / embedding / gather",
+      [](const std::vector<Tensor>& in) {
+        return std::vector{index_select(in[0], 0, in[1]), embedding(in[0], in[2]),
+                           gather(in[3], 1, in[4])};
+      },
+      {test::random_tensor({1000, 64}, DType::f32, 150),
+       test::random_indices({60000}, 1000, 151),
+       test::random_indices({300, 200}, 1000, 152, DType::i32),
+       test::random_tensor({5000, 40}, DType::f32, 153),
+       test::random_indices({5000, 300}, 40, 154)},
+      0, 0);
+}
+
+TEST_CASE("index ops: CUDA out-of-range ids throw the CPU's message: op, first id, range, count") {
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): CUDA index range errors");
+    return;
+  }
+  const Device gpu = Device::cuda(0);
+  const Tensor x = test::random_tensor({3, 5}, DType::f32, 1);
+  const Tensor xg = x.to(gpu);
+  // Three bad ids; the first in order is 9 (the check runs in parallel, the report is ordered).
+  const Tensor bad = Tensor::from_vector<int64_t>({0, 9, 2, -3, 11}, {5});
+  const Tensor badg = bad.to(gpu);
+  CHECK(error_of([&] { index_select(xg, 1, badg); }) ==
+        "[index_select] index 9 is out of range [0, 5) for dim 1 of f32[3, 5] cuda:0 (3 of 5 ids "
+        "out of range)");
+  // The same words as the CPU, but for the device.
+  std::string cpu_message = error_of([&] { index_select(x, 1, bad); });
+  cpu_message.replace(cpu_message.find(" cpu "), 5, " cuda:0 ");
+  CHECK(error_of([&] { index_select(xg, 1, badg); }) == cpu_message);
+  CHECK_THROWS_WITH_AS(embedding(xg, badg), doctest::Contains("[embedding]"), Error);
+  CHECK_THROWS_WITH_AS(index_select(xg, 0, Tensor::from_vector<int32_t>({-1, 0}, {2}).to(gpu)),
+                       doctest::Contains("[index_select] index -1 is out of range [0, 3)"), Error);
+  // A transposed index: "first" is in the view's row-major order, not memory order.
+  const Tensor ids = Tensor::from_vector<int64_t>({0, 7, 6, 1, 2, 3}, {2, 3}).to(gpu);  // [2, 3]
+  CHECK_THROWS_WITH_AS(gather(xg, 1, ids.transpose(0, 1)),  // view: [[0, 1], [7, 2], [6, 3]]
+                       doctest::Contains("[gather] index 7 is out of range [0, 5) for dim 1"),
+                       Error);
+  CHECK_THROWS_WITH_AS(scatter_add(xg, 1, ids, ones({2, 3}, DType::f32, gpu)),
+                       doctest::Contains("[scatter_add] index 7 is out of range [0, 5) for dim 1 "
+                                         "of f32[3, 5] cuda:0 (2 of 6 ids out of range)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(index_add(xg, 0, badg.slice(0, 0, 3), ones({3, 5}, DType::f32, gpu)),
+                       doctest::Contains("[index_add] index 9 is out of range [0, 3)"), Error);
+  // An empty dim: every id is out of range.
+  CHECK_THROWS_WITH_AS(index_select(zeros({3, 0}, DType::f32, gpu), 1, badg.slice(0, 0, 1)),
+                       doctest::Contains("[index_select] index 0 is out of range [0, 0)"), Error);
+  // One bad id far inside a large index is still found.
+  Tensor big = zeros({100000}, DType::i64, gpu);
+  fill_(big.slice(0, 77777, 77778), 9);
+  CHECK_THROWS_WITH_AS(index_select(xg, 1, big),
+                       doctest::Contains("index 9 is out of range [0, 5) for dim 1 of f32[3, 5] "
+                                         "cuda:0 (1 of 100000 ids out of range)"),
+                       Error);
+  // After an error the device is still usable.
+  CHECK(index_select(xg, 1, big.slice(0, 0, 4)).to(Device::cpu()).to_vector<double>() ==
+        index_select(x, 1, zeros({4}, DType::i64)).to_vector<double>());
+}

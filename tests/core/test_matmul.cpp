@@ -176,3 +176,154 @@ TEST_CASE("matmul: CUDA matches CPU") {
       [](const std::vector<Tensor>& in) { return std::vector{matmul(in[0], in[1], false, true)}; },
       {a, b});
 }
+
+#if RELPOS_WITH_CUDA
+// From core/cuda/context.h, which pulls in cuDNN's headers (not on the test targets' paths).
+namespace relpos::cuda {
+void set_allow_tf32(bool on);
+bool allow_tf32();
+}  // namespace relpos::cuda
+#endif
+
+TEST_CASE("matmul: CUDA matches CPU for every transpose pair, strided and broadcast operands") {
+  for (DType dtype : kFloating) {
+    INFO("dtype " << dtype_name(dtype));
+    const double t = tol(dtype);  // K <= 9 products: both backends round like the naive loop
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        INFO("trans_a " << ta << " trans_b " << tb);
+        const Tensor a = test::random_tensor(stored({3}, 7, 5, ta), dtype, 61);
+        const Tensor b = test::random_tensor(stored({3}, 5, 9, tb), dtype, 62);
+        test::check_cuda_matches_cpu(
+            "matmul/bmm with trans flags",
+            [&](const std::vector<Tensor>& in) {
+              return std::vector{matmul(in[0], in[1], ta, tb), bmm(in[0], in[1], ta, tb)};
+            },
+            {a, b}, t, t);
+      }
+    const Tensor a = test::random_tensor({3, 7, 5}, dtype, 63);
+    const Tensor b = test::random_tensor({3, 5, 9}, dtype, 64);
+    test::check_cuda_matches_cpu(
+        "matmul of strided, transposed-storage and stepped views",
+        [](const std::vector<Tensor>& in) {
+          const Tensor big = in[2];  // [3, 14, 15] -> stepped [3, 7, 5]: no unit stride, copied
+          return std::vector{
+              matmul(test::strided_copy(in[0]), test::strided_copy(in[1])),
+              matmul(in[0].transpose(1, 2).contiguous().transpose(1, 2), in[1]),
+              matmul(in[0].transpose(1, 2), in[1].transpose(1, 2).contiguous(), true, true),
+              matmul(big.slice(1, 0, 14, 2).slice(2, 1, 15, 3), in[1])};
+        },
+        {a, b, test::random_tensor({3, 14, 15}, dtype, 65)}, t, t);
+    test::check_cuda_matches_cpu(
+        "matmul with broadcast batches (stride 0), row-broadcast matrices and a shared 2-D b",
+        [](const std::vector<Tensor>& in) {
+          const Tensor x = in[0];  // [2, 3, 7, 5]
+          return std::vector{
+              bmm(in[1].expand({3, 7, 5}), in[3]),                   // batch stride 0
+              bmm(in[2].expand({3, 7, 5}), in[3]),                   // row stride 0: copied
+              matmul(in[0].slice(1, 0, 1), in[3]),                   // [2, 1, 7, 5] @ [3, 5, 9]
+              matmul(x, in[4], false, true),                         // folded into one GEMM
+              matmul(x.slice(-1, 1, 4), in[4].slice(1, 0, 3), false, true),  // strided fold
+              matmul(in[4], x, false, true)};                        // [4, 5] @ [..., 7, 5]^T
+        },
+        {test::random_tensor({2, 3, 7, 5}, dtype, 66), test::random_tensor({1, 7, 5}, dtype, 67),
+         test::random_tensor({3, 1, 5}, dtype, 68), b, test::random_tensor({4, 5}, dtype, 69)},
+        t, t);
+  }
+}
+
+TEST_CASE("matmul: CUDA matches CPU on a 513x257x129 product, batched and transposed") {
+  // f32 dot products of K = 257 terms in [-1, 1] (results ~5): cuBLAS and OpenBLAS sum in
+  // different orders, each within ~sqrt(K) eps |partial sums| ~ 1e-5 of the exact value
+  // (K eps sum|ab| ~ 1e-3 in the worst case); 1e-4 absolute keeps a margin over the typical
+  // error, while a wrong layout gives O(1) errors. f64: the same at eps 1e-16.
+  for (DType dtype : kFloating) {
+    INFO("dtype " << dtype_name(dtype));
+    const double atol = dtype == DType::f32 ? 1e-4 : 1e-12;
+    const Tensor a = test::random_tensor({2, 513, 257}, dtype, 71);
+    const Tensor b = test::random_tensor({2, 257, 129}, dtype, 72);
+    test::check_cuda_matches_cpu(
+        "513x257x129 matmul",
+        [](const std::vector<Tensor>& in) {
+          return std::vector{matmul(in[0], in[1]),
+                             matmul(in[0].transpose(1, 2).contiguous(), in[1], true, false),
+                             matmul(in[0], in[1].select(0, 1)),  // one GEMM over 1026 rows
+                             matmul(in[0].transpose(1, 2), in[1].transpose(1, 2), true, true)};
+        },
+        {a, b}, 1e-5, atol);
+  }
+}
+
+TEST_CASE("matmul: CUDA K = 0 gives zeros and empty M, N, batch give empty outputs") {
+  for (DType dtype : kFloating)
+    test::check_cuda_matches_cpu(
+        "matmul with empty dims",
+        [](const std::vector<Tensor>& in) {
+          const DType dt = in[0].dtype();
+          const Device dev = in[0].device();
+          // Fill the K = 0 output's memory with garbage first: the kernel must zero it.
+          full({2, 3, 4}, 7.0, dt, dev);  // freed at once, so the caching allocator reuses it
+          return std::vector{matmul(zeros({2, 3, 0}, dt, dev), zeros({2, 0, 4}, dt, dev)),
+                             matmul(zeros({0, 5}, dt, dev), in[0]),
+                             matmul(zeros({3, 5}, dt, dev), in[0].slice(1, 0, 0)),
+                             bmm(zeros({0, 3, 5}, dt, dev), zeros({0, 5, 4}, dt, dev))};
+        },
+        {test::random_tensor({5, 4}, dtype, 73)}, 0, 0);
+}
+
+TEST_CASE("matmul: CUDA transposed views reach cuBLAS without a copy") {
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): CUDA matmul memory check");
+    return;
+  }
+  const Device gpu = Device::cuda(0);
+  const Tensor a = test::random_tensor({4, 33, 17}, DType::f32, 74).to(gpu);
+  const Tensor b = test::random_tensor({4, 33, 19}, DType::f32, 75).to(gpu);
+  synchronize(gpu);
+  reset_peak_memory(gpu);
+  const int64_t before = memory_stats(gpu).current_bytes;
+  const Tensor out = matmul(a.transpose(1, 2), b.transpose(1, 2).transpose(1, 2));  // [4, 17, 19]
+  // Only the output is allocated: a copy of either operand would raise the peak further.
+  CHECK(memory_stats(gpu).peak_bytes - before == out.numel() * 4);
+  CHECK_CLOSE(out.to(Device::cpu()), naive_matmul(a.to(Device::cpu()), b.to(Device::cpu()), true,
+                                                   false),
+              1e-5, 1e-5);
+}
+
+TEST_CASE("matmul: TF32 is off by default, so CUDA f32 GEMMs round like the CPU's") {
+#if RELPOS_WITH_CUDA
+  CHECK_FALSE(cuda::allow_tf32());
+#endif
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): TF32 on/off check");
+    return;
+  }
+#if RELPOS_WITH_CUDA
+  const Tensor a = test::random_tensor({300, 257}, DType::f32, 76);
+  const Tensor b = test::random_tensor({257, 200}, DType::f32, 77);
+  const Tensor want = naive_matmul(a, b, false, false);
+  const Tensor a_gpu = a.to(Device::cuda(0)), b_gpu = b.to(Device::cuda(0));
+  // Off: fp32 products (error ~1e-5, see the 513x257x129 case). On: TF32 keeps 10 mantissa bits
+  // of each operand (relative error 2^-11 per product), ~1e-2 over 257 terms.
+  CHECK_CLOSE(matmul(a_gpu, b_gpu).to(Device::cpu()), want, 1e-5, 1e-4);
+  cuda::set_allow_tf32(true);
+  CHECK(cuda::allow_tf32());
+  const Tensor tf32 = matmul(a_gpu, b_gpu).to(Device::cpu());
+  cuda::set_allow_tf32(false);
+  CHECK_CLOSE(tf32, want, 1e-2, 5e-2);
+  CHECK_FALSE(cuda::allow_tf32());
+  CHECK_CLOSE(matmul(a_gpu, b_gpu).to(Device::cpu()), want, 1e-5, 1e-4);  // off again
+#endif
+}
+
+TEST_CASE("matmul: CUDA operands with bad dtypes or shapes throw naming the op") {
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): CUDA matmul errors");
+    return;
+  }
+  const Device gpu = Device::cuda(0);
+  CHECK_THROWS_WITH_AS(matmul(zeros({3, 4}, DType::i64, gpu), zeros({4, 2}, DType::i64, gpu)),
+                       doctest::Contains("[matmul]"), Error);
+  CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}, DType::f32, gpu), zeros({2, 5, 2}, DType::f32, gpu)),
+                       doctest::Contains("[bmm] inner dimensions differ"), Error);
+}

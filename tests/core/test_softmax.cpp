@@ -125,15 +125,18 @@ TEST_CASE(
 
 TEST_CASE(
     "softmax: logits of +-1000 stay finite; -inf gets probability 0; an all -inf row is NaN") {
-  const std::vector<float> v = {1000, -1000, 0, 999.5f, -1000, 1000, -1000, -999, 0.5f, 0, 0, 0};
+  // The last row is all large and negative: only the max shift keeps exp(x - max) in range.
+  const std::vector<float> v = {1000, -1000, 0, 999.5f, -1000, 1000,  -1000,   -999,
+                                0.5f, 0,     0, 0,      -1000, -1001, -999.5f, -1200};
   for (DType dt : {DType::f32, DType::f64}) {
-    const Tensor x = cast(Tensor::from_vector(v, {3, 4}), dt);
+    const Tensor x = cast(Tensor::from_vector(v, {4, 4}), dt);
     const Tensor y = softmax(x, 1), ly = log_softmax(x, 1);
     CHECK(all_finite(y));
     CHECK(all_finite(ly));
     const std::vector<double> xv = x.to_vector<double>();
-    CHECK_CLOSE(y, f64(naive_softmax(xv, {3, 4}, 1, false), {3, 4}), 1e-6, 1e-30);
-    CHECK_CLOSE(ly, f64(naive_softmax(xv, {3, 4}, 1, true), {3, 4}), 1e-6, 1e-6);
+    CHECK_CLOSE(y, f64(naive_softmax(xv, {4, 4}, 1, false), {4, 4}), 1e-6, 1e-30);
+    CHECK_CLOSE(ly, f64(naive_softmax(xv, {4, 4}, 1, true), {4, 4}), 1e-6, 1e-6);
+    CHECK_CLOSE(softmax(x, 0), f64(naive_softmax(xv, {4, 4}, 0, false), {4, 4}), 1e-6, 1e-30);
   }
   // A masked (-inf) logit gets exactly 0 probability and -inf log-probability. A row with every
   // logit -inf has no defined distribution: NaN, like torch.softmax.

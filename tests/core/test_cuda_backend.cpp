@@ -1,0 +1,88 @@
+// The CUDA backend's own machinery: exact byte counting in the caching allocator, transfers
+// (larger than the pinned staging chunk, strided sources), identical Philox streams on both
+// devices, and errors for mixed devices. Every case skips visibly without a GPU.
+#include "tests/harness.h"
+
+using namespace relpos;
+
+namespace {
+bool skip_without_gpu(const char* what) {
+  if (cuda_available()) return false;
+  MESSAGE("SKIPPED (no CUDA device): " << what);
+  return true;
+}
+const Device kGpu = Device::cuda(0);
+}  // namespace
+
+TEST_CASE("cuda allocator: current and peak bytes are exact, cached blocks are reused") {
+  if (skip_without_gpu("cuda allocator accounting")) return;
+  synchronize(kGpu);
+  const int64_t base = memory_stats(kGpu).current_bytes;
+  reset_peak_memory(kGpu);
+  {
+    const Tensor a = Tensor::empty({1000}, DType::f32, kGpu);   // 4000 bytes
+    const Tensor b = Tensor::empty({3, 7}, DType::f64, kGpu);   // 168 bytes
+    CHECK(memory_stats(kGpu).current_bytes == base + 4168);
+    {
+      const Tensor c = Tensor::empty({1 << 20}, DType::u8, kGpu);  // 1 MiB
+      CHECK(memory_stats(kGpu).peak_bytes == base + 4168 + (1 << 20));
+    }
+    CHECK(memory_stats(kGpu).current_bytes == base + 4168);
+    CHECK(cached_bytes(kGpu) >= (1 << 20));  // c's block stays in the cache
+    const int64_t cached = cached_bytes(kGpu);
+    const Tensor d = Tensor::empty({1 << 20}, DType::u8, kGpu);  // served from the cache
+    CHECK(cached_bytes(kGpu) == cached - (2 << 20));  // 1 MiB requests use 2 MiB granules
+  }
+  CHECK(memory_stats(kGpu).current_bytes == base);
+  CHECK(memory_stats(kGpu).peak_bytes == base + 4168 + (1 << 20));
+  empty_cache(kGpu);
+  CHECK(cached_bytes(kGpu) == 0);
+}
+
+TEST_CASE("cuda transfers: round trip through the pinned buffer, larger than one chunk") {
+  if (skip_without_gpu("cuda transfers")) return;
+  const Tensor x = test::random_tensor({5, 1 << 20}, DType::f32, 3);  // 20 MiB > 16 MiB chunk
+  const Tensor back = x.to(kGpu).to(Device::cpu());
+  CHECK(back.to_vector<float>() == x.to_vector<float>());
+  const Tensor s = test::strided_copy(test::random_tensor({7, 9, 11}, DType::f64, 4));
+  CHECK(s.to(kGpu).to(Device::cpu()).to_vector<double>() == s.to_vector<double>());
+  CHECK(s.to(kGpu).is_contiguous());
+  const Tensor ids = Tensor::from_vector<int64_t>({3, -1, 7}, {3});
+  CHECK(ids.to(kGpu).to_vector<int64_t>() == std::vector<int64_t>{3, -1, 7});
+}
+
+TEST_CASE("cuda philox: rand, randn and dropout masks match the CPU for the same seed") {
+  if (skip_without_gpu("cuda philox streams")) return;
+  Generator g1(42), g2(42);
+  CHECK(rand({1001}, g1, -2, 3, DType::f32).to_vector<float>() ==
+        rand({1001}, g2, -2, 3, DType::f32, kGpu).to_vector<float>());
+  CHECK(g1.offset() == g2.offset());
+  CHECK(dropout_mask({77, 13}, 0.3, g1).to_vector<uint8_t>() ==
+        dropout_mask({77, 13}, 0.3, g2, kGpu).to_vector<uint8_t>());
+  // Normals go through log/cos, whose last bit may differ between libm and CUDA's math.
+  CHECK_CLOSE(randn({999}, g2, 0, 1, DType::f64, kGpu).to(Device::cpu()),
+              randn({999}, g1, 0, 1, DType::f64), 1e-12, 1e-12);
+}
+
+TEST_CASE("cuda ops: mixing devices is an error naming the op and both devices") {
+  if (skip_without_gpu("cuda device-mismatch errors")) return;
+  const Tensor a = zeros({3}), b = zeros({3}, DType::f32, kGpu);
+  CHECK_THROWS_WITH_AS(add(a, b), doctest::Contains("[add]"), Error);
+  CHECK_THROWS_WITH_AS(add(a, b), doctest::Contains("cuda:0"), Error);
+  CHECK_THROWS_WITH_AS(matmul(zeros({2, 2}), zeros({2, 2}, DType::f32, kGpu)),
+                       doctest::Contains("[matmul]"), Error);
+  CHECK_THROWS_WITH_AS(zeros({2}).to(Device::cuda(99)), doctest::Contains("cuda:99"), Error);
+}
+
+TEST_CASE("cuda ops: elementwise on strided and broadcast views match the CPU") {
+  const Tensor a = test::strided_copy(test::random_tensor({6, 5, 7}, DType::f32, 5));
+  const Tensor b = test::random_tensor({5, 1}, DType::f32, 6);
+  test::check_cuda_matches_cpu(
+      "elementwise chain",
+      [](const std::vector<Tensor>& in) {
+        const Tensor s = add(mul(in[0], in[1]), exp(in[1]));
+        return std::vector<Tensor>{s, gelu(s), where(gt(s, in[1]), s, in[1]),
+                                   cast(s, DType::f64)};
+      },
+      {a, b});
+}
