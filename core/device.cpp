@@ -1,5 +1,7 @@
 #include "core/device.h"
 
+#include <atomic>
+
 #include "core/backend.h"
 #include "core/error.h"
 
@@ -15,6 +17,13 @@ Device Device::parse(const std::string& text) {
   }
   fail("device", "cannot parse device '{}'; expected cpu, cuda or cuda:N", text);
 }
+
+namespace {
+std::atomic<bool> g_allow_tf32{false};
+}  // namespace
+
+void set_allow_tf32(bool on) { g_allow_tf32 = on; }
+bool allow_tf32() { return g_allow_tf32; }
 
 void synchronize(Device device) {
   if (device.is_cuda()) cuda::synchronize(device);

@@ -24,6 +24,11 @@ struct Device {
 // True when relpos was built with CUDA and at least one GPU is visible.
 bool cuda_available();
 
+// TF32 tensor-core math for f32 GEMMs on CUDA. Off by default, so f32 results match the CPU's
+// (fp32 relative error <= 1e-5); on, products keep 10 mantissa bits (about 1e-3 relative).
+void set_allow_tf32(bool on);
+bool allow_tf32();
+
 // Waits until every op queued on the device has finished (a no-op on the CPU). For timing.
 void synchronize(Device device);
 

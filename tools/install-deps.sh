@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config clang-format
-  libopenblas-dev libfftw3-dev libhdf5-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  libopenblas-openmp-dev libfftw3-dev libhdf5-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
   doctest-dev zlib1g-dev libgomp1
 )
 if [[ "${1:-}" == "--bench" ]]; then

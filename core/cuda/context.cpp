@@ -16,7 +16,6 @@ namespace cuda {
 
 namespace {
 constexpr int kMaxDevices = 16;
-std::atomic<bool> g_allow_tf32{false};
 }  // namespace
 
 const char* cublas_status_name(cublasStatus_t s) {
@@ -92,8 +91,6 @@ void synchronize(Device device) {
   RELPOS_CUDA_CHECK("synchronize", cudaStreamSynchronize(stream_of(device)));
 }
 
-void set_allow_tf32(bool on) { g_allow_tf32 = on; }
-bool allow_tf32() { return g_allow_tf32; }
 
 }  // namespace cuda
 }  // namespace relpos

@@ -37,8 +37,4 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-// TF32 tensor-core math in cuBLAS GEMMs: off by default (fp32 results then match the CPU).
-void set_allow_tf32(bool on);
-bool allow_tf32();
-
 }  // namespace relpos::cuda

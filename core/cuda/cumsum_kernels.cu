@@ -1,6 +1,7 @@
-// cumsum kernels: a block per position scanning its line tile by tile with cub::BlockScan and a
-// running carry, or (short lines, or many positions adjacent in memory) a thread per position
-// summing sequentially. Floats accumulate in double and integers in int64, as on the CPU.
+// cumsum kernels, one line (the elements of a position along the scan dim) at a time: short lines
+// a thread each; lines whose positions are adjacent in memory 32 to a block, cut into segments;
+// other lines a block each, tile by tile with cub::BlockScan and a running carry. Floats
+// accumulate in double and integers in int64, as on the CPU.
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -16,7 +17,8 @@ namespace {
 template <typename T>
 using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
-// Line addresses of a position: x element j at x[j * scan_x], out element j at out[j * scan_o].
+// A position's line: element t of the scan (t = 0 first; from the end when reversed) is
+// x[j * scan_x] and out[j * scan_o], j = t or len - 1 - t.
 template <typename T>
 struct Line {
   const T* x;
@@ -30,22 +32,78 @@ __device__ __forceinline__ Line<T> line_at(const StridedArgs<2>& pos, int64_t p)
   return {static_cast<const T*>(pos.data[1]) + off[1], static_cast<T*>(pos.data[0]) + off[0]};
 }
 
-// A thread per position, scanning its line in order: coalesced when neighbouring threads own
-// neighbouring positions.
+__device__ __forceinline__ int64_t element_of(int64_t t, int64_t len, bool reverse) {
+  return reverse ? len - 1 - t : t;
+}
+
+constexpr int kShortLine = 16;  // lines up to this long: a thread each
+
+// A thread per position: all loads first (they are independent), then the running sum.
 template <typename T>
-__global__ void scan_lines_kernel(StridedArgs<2> pos, int64_t len, int64_t scan_x, int64_t scan_o,
+__global__ void scan_short_kernel(StridedArgs<2> pos, int64_t len, int64_t scan_x, int64_t scan_o,
                                   bool reverse) {
   using Acc = Accumulator<T>;
-  const int64_t first = reverse ? len - 1 : 0, step = reverse ? -1 : 1;
   for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < pos.n;
        p += int64_t{blockDim.x} * gridDim.x) {
     const Line<T> line = line_at<T>(pos, p);
+    Acc v[kShortLine];  // v: [kShortLine], the line in scan order
+#pragma unroll
+    for (int t = 0; t < kShortLine; ++t)
+      v[t] = t < len ? static_cast<Acc>(line.x[element_of(t, len, reverse) * scan_x]) : Acc(0);
     Acc acc = 0;
-    int64_t j = first;
-#pragma unroll 4
-    for (int64_t t = 0; t < len; ++t, j += step) {
-      acc += static_cast<Acc>(line.x[j * scan_x]);
-      line.out[j * scan_o] = static_cast<T>(acc);
+#pragma unroll
+    for (int t = 0; t < kShortLine; ++t) {
+      acc += v[t];
+      if (t < len) line.out[element_of(t, len, reverse) * scan_o] = static_cast<T>(acc);
+    }
+  }
+}
+
+// Blocks of kLanes positions x kSegments segments (lanes are neighbouring positions, so loads
+// are coalesced when positions are adjacent in memory). A tile is kSegments * kSteps elements of
+// the scan; segment s owns kSteps consecutive ones, scans them in registers, and adds the carry
+// of the earlier tiles plus the totals of segments < s, shared through shared memory.
+constexpr int kLanes = 32, kSegments = 8, kSteps = 8;
+
+template <typename T>
+__global__ void __launch_bounds__(kLanes* kSegments)
+    scan_columns_kernel(StridedArgs<2> pos, int64_t len, int64_t scan_x, int64_t scan_o,
+                        bool reverse) {
+  using Acc = Accumulator<T>;
+  __shared__ Acc segment_sums[kSegments][kLanes];  // segment_sums: [kSegments, kLanes]
+  const int lane = threadIdx.x, segment = threadIdx.y;
+  const int64_t groups = (pos.n + kLanes - 1) / kLanes;
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {  // uniform across the block
+    const int64_t p = g * kLanes + lane;
+    const bool active = p < pos.n;
+    const Line<T> line = active ? line_at<T>(pos, p) : Line<T>{nullptr, nullptr};
+    Acc carry = 0;  // sum of the earlier tiles of this lane's line
+    for (int64_t t0 = 0; t0 < len; t0 += kSegments * kSteps) {
+      const int64_t s0 = t0 + int64_t{segment} * kSteps;
+      Acc v[kSteps];  // v: [kSteps], this segment's elements, then their running sums
+#pragma unroll
+      for (int u = 0; u < kSteps; ++u) {
+        const int64_t t = s0 + u;
+        v[u] = active && t < len ? static_cast<Acc>(line.x[element_of(t, len, reverse) * scan_x])
+                                 : Acc(0);
+      }
+#pragma unroll
+      for (int u = 1; u < kSteps; ++u) v[u] += v[u - 1];
+      segment_sums[segment][lane] = v[kSteps - 1];
+      __syncthreads();
+      Acc before = carry;
+#pragma unroll
+      for (int s = 0; s < kSegments; ++s) {
+        if (s == segment) before = carry;  // carry holds the segments < s so far
+        carry += segment_sums[s][lane];
+      }
+#pragma unroll
+      for (int u = 0; u < kSteps; ++u) {
+        const int64_t t = s0 + u;
+        if (active && t < len)
+          line.out[element_of(t, len, reverse) * scan_o] = static_cast<T>(before + v[u]);
+      }
+      __syncthreads();  // segment_sums is rewritten by the next tile
     }
   }
 }
@@ -62,12 +120,12 @@ struct RunningCarry {
 };
 
 // A block per position: tiles of kBlock * kItems elements in scan order are loaded striped
-// (coalesced when scan_x is +-1), made blocked for cub::BlockScan, scanned with the carry of the
+// (coalesced when scan_x is 1), made blocked for cub::BlockScan, scanned with the carry of the
 // earlier tiles, and stored back striped.
 template <typename T, int kBlock, int kItems>
 __global__ void __launch_bounds__(kBlock)
-    scan_blocks_kernel(StridedArgs<2> pos, int64_t len, int64_t scan_x, int64_t scan_o,
-                       bool reverse) {
+    scan_rows_kernel(StridedArgs<2> pos, int64_t len, int64_t scan_x, int64_t scan_o,
+                     bool reverse) {
   using Acc = Accumulator<T>;
   using Scan = cub::BlockScan<Acc, kBlock>;
   using Exchange = cub::BlockExchange<Acc, kBlock, kItems>;
@@ -84,8 +142,8 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
         const int64_t t = t0 + int64_t{i} * kBlock + threadIdx.x;
-        const int64_t j = reverse ? len - 1 - t : t;
-        items[i] = t < len ? static_cast<Acc>(line.x[j * scan_x]) : Acc(0);
+        items[i] =
+            t < len ? static_cast<Acc>(line.x[element_of(t, len, reverse) * scan_x]) : Acc(0);
       }
       __syncthreads();  // the previous tile is done with the shared storage
       Exchange(shared.exchange).StripedToBlocked(items, items);
@@ -96,42 +154,43 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
         const int64_t t = t0 + int64_t{i} * kBlock + threadIdx.x;
-        const int64_t j = reverse ? len - 1 - t : t;
-        if (t < len) line.out[j * scan_o] = static_cast<T>(items[i]);
+        if (t < len) line.out[element_of(t, len, reverse) * scan_o] = static_cast<T>(items[i]);
       }
     }
   }
 }
 
-constexpr int64_t kMaxBlocks = int64_t{1} << 20;  // positions per block beyond this loop
+constexpr int64_t kMaxBlocks = int64_t{1} << 20;  // a grid's blocks loop over further positions
 
-template <typename T, int kBlock, int kItems>
-void launch_blocks(const StridedArgs<2>& pos, int64_t len, int64_t scan_x, int64_t scan_o,
-                   bool reverse, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>(std::min(pos.n, kMaxBlocks));
-  scan_blocks_kernel<T, kBlock, kItems>
-      <<<blocks, kBlock, 0, stream>>>(pos, len, scan_x, scan_o, reverse);
+unsigned blocks_for(int64_t work_items) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(work_items, kMaxBlocks)));
 }
 
 }  // namespace
 
 cudaError_t launch_cumsum(DType dtype, const StridedArgs<2>& positions, int64_t len, int64_t scan_x,
                           int64_t scan_o, bool reverse, cudaStream_t stream) {
-  if (positions.n == 0 || len == 0) return cudaSuccess;
-  // A thread per position pays off for short lines, and for lines whose positions are adjacent
-  // in x (a scan over an outer dim) when there are enough of them to fill the GPU.
-  constexpr int64_t kShortLine = 16, kManyPositions = 4096;
+  const int64_t n = positions.n;
+  if (n == 0 || len == 0) return cudaSuccess;
+  // Positions adjacent in x, scanned along another dim (a scan over an outer dim): enough of
+  // them fill the GPU with coalesced column blocks; a few long lines go a block each instead.
+  constexpr int64_t kManyColumns = 256;
   const bool adjacent = positions.strides[1][positions.ndim - 1] == 1 && scan_x != 1;
-  const bool per_thread = len <= kShortLine || (adjacent && positions.n >= kManyPositions);
   visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (per_thread)
-      scan_lines_kernel<T>
-          <<<grid_for(positions.n), kThreads, 0, stream>>>(positions, len, scan_x, scan_o, reverse);
+    if (len <= kShortLine)
+      scan_short_kernel<T>
+          <<<grid_for(n), kThreads, 0, stream>>>(positions, len, scan_x, scan_o, reverse);
+    else if (adjacent && n >= kManyColumns)
+      scan_columns_kernel<T>
+          <<<blocks_for((n + kLanes - 1) / kLanes), dim3(kLanes, kSegments), 0, stream>>>(
+              positions, len, scan_x, scan_o, reverse);
     else if (len <= 256)
-      launch_blocks<T, 64, 4>(positions, len, scan_x, scan_o, reverse, stream);
+      scan_rows_kernel<T, 64, 4>
+          <<<blocks_for(n), 64, 0, stream>>>(positions, len, scan_x, scan_o, reverse);
     else
-      launch_blocks<T, 256, 4>(positions, len, scan_x, scan_o, reverse, stream);
+      scan_rows_kernel<T, 256, 8>
+          <<<blocks_for(n), 256, 0, stream>>>(positions, len, scan_x, scan_o, reverse);
   });
   return cudaGetLastError();
 }

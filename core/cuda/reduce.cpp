@@ -59,8 +59,8 @@ ReduceView reduce_view(const Tensor& xm, const std::vector<int>& dm) {
       groups.push_back({xm.size(d), reduced(d)});
   }
   ReduceView v{xm};
-  const auto n_reduced = std::count_if(groups.begin(), groups.end(),
-                                       [](const auto& g) { return g.second; });
+  const auto n_reduced =
+      std::count_if(groups.begin(), groups.end(), [](const auto& g) { return g.second; });
   if (n_reduced == 0) {  // nothing of size > 1 is reduced: each output is one element
     v.I = xm.numel();
     return v;
@@ -88,8 +88,7 @@ ReduceView reduce_view(const Tensor& xm, const std::vector<int>& dm) {
 
 // Scratch for a split plan, counted by the caching allocator like any tensor.
 Tensor scratch_for(const ReducePlan& plan, Device device) {
-  return plan.scratch_bytes > 0 ? Tensor::empty({plan.scratch_bytes}, DType::u8, device)
-                                : Tensor();
+  return plan.scratch_bytes > 0 ? Tensor::empty({plan.scratch_bytes}, DType::u8, device) : Tensor();
 }
 
 }  // namespace
@@ -102,32 +101,34 @@ void reduce(ReduceOp op, const Tensor& x, const std::vector<int>& dims, const Te
     fill(out, op == ReduceOp::sum ? 0.0 : -std::numeric_limits<double>::infinity());
     return;
   }
-  in_memory_order(x, dims, out, [&](const Tensor& xm, const std::vector<int>& dm,
-                                    const Tensor& om) {
-    const ReduceView v = reduce_view(xm, dm);
-    const ReducePlan plan = plan_reduce(v.O, v.R, v.I);
-    const Tensor scratch = scratch_for(plan, out.device());
-    RELPOS_CUDA_CHECK("reduce", launch_reduce(op, v.x.dtype(), plan, v.x.raw_data(), om.raw_data(),
-                                              scratch.defined() ? scratch.raw_data() : nullptr,
-                                              stream_of(out.device())));
-  });
+  in_memory_order(
+      x, dims, out, [&](const Tensor& xm, const std::vector<int>& dm, const Tensor& om) {
+        const ReduceView v = reduce_view(xm, dm);
+        const ReducePlan plan = plan_reduce(v.O, v.R, v.I);
+        const Tensor scratch = scratch_for(plan, out.device());
+        RELPOS_CUDA_CHECK("reduce",
+                          launch_reduce(op, v.x.dtype(), plan, v.x.raw_data(), om.raw_data(),
+                                        scratch.defined() ? scratch.raw_data() : nullptr,
+                                        stream_of(out.device())));
+      });
 }
 
 void argmax(const Tensor& x, int dim, const Tensor& out) {
   // x: [...] any strides, seen in memory order as [O, K, I]; out: x's shape with dim set to 1.
   DeviceGuard guard(out.device());
   if (out.numel() == 0) return;
-  in_memory_order(x, {dim}, out, [&](const Tensor& xm, const std::vector<int>& dm,
-                                     const Tensor& om) {
-    int64_t O = 1, I = 1;
-    for (int d = 0; d < dm[0]; ++d) O *= xm.size(d);
-    for (int d = dm[0] + 1; d < xm.dim(); ++d) I *= xm.size(d);
-    const ReducePlan plan = plan_reduce(O, xm.size(dm[0]), I);
-    const Tensor scratch = scratch_for(plan, out.device());
-    RELPOS_CUDA_CHECK("argmax", launch_argmax(xm.dtype(), plan, xm.raw_data(), om.data<int64_t>(),
-                                              scratch.defined() ? scratch.raw_data() : nullptr,
-                                              stream_of(out.device())));
-  });
+  in_memory_order(x, {dim}, out,
+                  [&](const Tensor& xm, const std::vector<int>& dm, const Tensor& om) {
+                    int64_t O = 1, I = 1;
+                    for (int d = 0; d < dm[0]; ++d) O *= xm.size(d);
+                    for (int d = dm[0] + 1; d < xm.dim(); ++d) I *= xm.size(d);
+                    const ReducePlan plan = plan_reduce(O, xm.size(dm[0]), I);
+                    const Tensor scratch = scratch_for(plan, out.device());
+                    RELPOS_CUDA_CHECK(
+                        "argmax", launch_argmax(xm.dtype(), plan, xm.raw_data(), om.data<int64_t>(),
+                                                scratch.defined() ? scratch.raw_data() : nullptr,
+                                                stream_of(out.device())));
+                  });
 }
 
 bool all_finite(const Tensor& x) {

@@ -18,14 +18,16 @@ namespace {
 
 constexpr int kRowThreads = 256;  // threads of a row block (and of a block of row warps)
 constexpr int kRowWarps = kRowThreads / kWarpSize;
-constexpr int64_t kWarpRowMax = 1024;  // chunks up to this long get a warp, longer ones a block
-constexpr int64_t kRowChunk = 8192;    // chunk length when a few long rows are split
-constexpr int64_t kFewRows = 512;      // fewer row outputs than this may be split
+constexpr int64_t kWarpRowMax = 1024;   // chunks up to this long get a warp, longer ones a block
+constexpr int64_t kRowChunk = 8192;     // chunk length when a few long rows are split
+constexpr int64_t kFewRows = 512;       // fewer row outputs than this may be split
 constexpr int kTileX = 32, kTileY = 8;  // column tile: 32 columns x 8 row lanes
 constexpr int64_t kFewTiles = 256;      // fewer (o, tile) blocks than this may be split
 constexpr int64_t kMaxAccBytes = 16;    // the largest accumulator (the argmax pair)
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 template <typename T>
 using Wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
@@ -282,7 +284,8 @@ ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I) {
   // Splits depend on the shape only, so results are the same on every GPU.
   int64_t want = 1;
   if (I == 1) {
-    if (O < kFewRows && R > 2 * kRowChunk) want = std::min(ceil_div(R, kRowChunk), ceil_div(2048, O));
+    if (O < kFewRows && R > 2 * kRowChunk)
+      want = std::min(ceil_div(R, kRowChunk), ceil_div(2048, O));
   } else {
     const int64_t blocks = O * ceil_div(I, kTileX);
     if (blocks < kFewTiles && R >= 512) want = std::min(ceil_div(R, 256), ceil_div(512, blocks));

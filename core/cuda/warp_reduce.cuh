@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace relpos::cuda {
 
@@ -61,5 +62,20 @@ struct FmaxOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
   __device__ __forceinline__ double operator()(double a, double b) const { return fmax(a, b); }
 };
+
+// Rows up to this long are held in registers by one warp: kPerLane values per lane.
+constexpr int64_t kMaxRegisterRow = 1024;
+
+// Calls f(std::integral_constant<int, K>{}) for the smallest K in {1, 2, 4, ..., kMax} with
+// 32 * K >= D (the caller keeps D <= 32 * kMax), so a row kernel is compiled for a few fixed K.
+template <int kMax = 32, int K = 1, typename F>
+void with_per_lane(int64_t D, F&& f) {
+  if constexpr (K >= kMax)
+    f(std::integral_constant<int, K>{});
+  else if (D <= int64_t{kWarpSize} * K)
+    f(std::integral_constant<int, K>{});
+  else
+    with_per_lane<kMax, 2 * K>(D, f);
+}
 
 }  // namespace relpos::cuda

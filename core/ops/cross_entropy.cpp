@@ -23,11 +23,13 @@ void check_args(const char* op, const Tensor& logits, const Tensor& target) {
                target.str());
 }
 
-// Rows whose target is not ignore_index (read on the host).
-int64_t count_kept(const Tensor& target, int64_t ignore_index) {
-  int64_t count = 0;
-  for (int64_t t : target.to_vector<int64_t>()) count += t != ignore_index ? 1 : 0;
-  return count;
+// max(1, number of rows whose target is not ignore_index) as a 0-dim tensor of `dtype` on the
+// target's device: the mean's divisor, computed without a host round trip. With no kept row every
+// loss and gradient is 0 already, so the 1 leaves them 0.
+Tensor kept_rows(const Tensor& target, int64_t ignore_index, DType dtype) {
+  const Tensor ignore = full({}, static_cast<double>(ignore_index), target.dtype(), target.device());
+  const Tensor kept = sum(cast(ne(target, ignore), dtype));
+  return maximum(kept, ones({}, dtype, target.device()));
 }
 
 }  // namespace
@@ -48,9 +50,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   if (N == 0) return zeros({}, logits.dtype(), logits.device());
   const Tensor total = sum(losses);  // []
   if (reduction == Reduction::sum) return total;
-  const int64_t count = count_kept(target, ignore_index);
-  if (count == 0) return zeros({}, logits.dtype(), logits.device());
-  return mul_scalar(total, 1.0 / static_cast<double>(count));
+  return div(total, kept_rows(target, ignore_index, logits.dtype()));
 }
 
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& grad,
@@ -70,9 +70,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   if (reduction == Reduction::sum) {
     row_grad = grad.expand({N});
   } else if (reduction == Reduction::mean) {
-    const int64_t count = count_kept(target, ignore_index);
-    row_grad = count == 0 ? grad.expand({N})
-                          : mul_scalar(grad, 1.0 / static_cast<double>(count)).expand({N});
+    row_grad = div(grad, kept_rows(target, ignore_index, logits.dtype())).expand({N});
   }
   const Tensor lc = logits.contiguous();
   if (logits.device().is_cpu())

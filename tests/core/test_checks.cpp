@@ -57,3 +57,35 @@ TEST_CASE("all_finite: CUDA matches CPU") {
                                },
                                {x, y});
 }
+
+TEST_CASE("all_finite: CUDA matches CPU for one NaN or Inf anywhere in a large tensor, strided") {
+  using V = std::vector<Tensor>;
+  const double nan = std::numeric_limits<double>::quiet_NaN(),
+               inf = std::numeric_limits<double>::infinity();
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Tensor x = test::random_tensor({1000, 1001}, dt, 154);  // more than one grid pass
+    const int64_t n = x.numel();
+    for (double bad : {nan, inf, -inf})
+      for (int64_t at : {n - 1, int64_t{0}, n / 2 + 7}) {
+        INFO(dtype_name(dt) << " value " << bad << " at " << at);
+        const Tensor y = x.clone();
+        copy_(y.reshape({-1}).slice(0, at, at + 1), Tensor::scalar(bad, DType::f64));
+        test::check_cuda_matches_cpu(
+            "all_finite",
+            [](const V& in) {
+              auto as_tensor = [](bool b) { return Tensor::scalar(b ? 1 : 0); };
+              return V{as_tensor(all_finite(in[0])), as_tensor(all_finite(in[1])),
+                       as_tensor(all_finite(test::strided_copy(in[1])))};
+            },
+            {x, y}, 0, 1e-300);
+        if (cuda_available()) {  // and the answers themselves, not only their agreement
+          CHECK(all_finite(x.to(Device::cuda(0))));
+          CHECK_FALSE(all_finite(test::strided_copy(y.to(Device::cuda(0)))));
+        }
+      }
+  }
+  if (cuda_available()) {
+    CHECK(all_finite(zeros({0}, DType::f32, Device::cuda(0))));
+    CHECK(all_finite(full({5}, 3, DType::i64, Device::cuda(0))));
+  }
+}

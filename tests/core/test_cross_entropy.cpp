@@ -197,3 +197,70 @@ TEST_CASE("cross_entropy: CPU and CUDA agree (forward, every reduction, and back
       },
       {x, t}, 1e-5, 1e-5);
 }
+
+TEST_CASE("cross_entropy: CUDA matches CPU on many, long and odd rows, i32/i64 and strided ids") {
+  using V = std::vector<Tensor>;
+  // Rows of up to 1024 classes take a warp each, longer ones (1025, 5000, 100000) a block.
+  const std::vector<Shape> shapes = {{3000, 37}, {257, 1024}, {64, 1025}, {5, 5000}, {3, 100000}};
+  for (DType dt : {DType::f32, DType::f64})
+    for (DType tdt : {DType::i32, DType::i64})
+      for (const Shape& s : shapes) {
+        const int64_t N = s[0], C = s[1];
+        const int64_t ignore = tdt == DType::i32 ? -100 : 3;  // an ignore_index inside [0, C) too
+        INFO(dtype_name(dt) << " " << shape_str(s) << " targets " << dtype_name(tdt));
+        const Tensor x = test::random_tensor(s, dt, 141, -3, 3);
+        // Targets and per-row grads as every other entry of [2N] buffers: strided views.
+        const Tensor t2 =
+            cast(Tensor::from_vector(make_targets(2 * N, C, ignore, 142), {2 * N}), tdt);
+        const Tensor g2 = test::random_tensor({2 * N}, dt, 143, -2, 2);
+        // f32: each backend sums exp in f32 in its own order (~3e-6 relative for 1e5 terms) and
+        // exp is within 2 ulp: 1e-5 on losses of size ~5 and on gradients of size <= 2.
+        const double tol = dt == DType::f32 ? 1e-5 : 1e-11;
+        test::check_cuda_matches_cpu(
+            "cross_entropy",
+            [N, ignore](const V& in) {
+              const Tensor t = in[1].slice(0, 0, 2 * N, 2), g = in[2].slice(0, 0, 2 * N, 2);
+              return V{
+                  cross_entropy(in[0], t, ignore, Reduction::none),
+                  cross_entropy(in[0], t, ignore, Reduction::mean),
+                  cross_entropy_backward(in[0], t, g, ignore, Reduction::none),
+                  cross_entropy_backward(in[0], t, full({}, 0.7, in[0].dtype(), in[0].device()),
+                                         ignore, Reduction::sum)};
+            },
+            {x, t2, g2}, tol, tol);
+      }
+}
+
+TEST_CASE("cross_entropy: on CUDA an out-of-range target names the op, the first bad row, its id") {
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): CUDA errors of cross_entropy");
+    return;
+  }
+  const Device gpu = Device::cuda(0);
+  for (const Shape& s : {Shape{5, 10}, Shape{5, 2000}}) {  // a warp per row, a block per row
+    INFO(shape_str(s));
+    const int64_t C = s[1];
+    const Tensor x = zeros(s, DType::f32, gpu);
+    // Rows 1 and 3 are bad; row 1 must be reported whatever order the rows ran in.
+    for (DType tdt : {DType::i64, DType::i32}) {
+      const Tensor bad = cast(Tensor::from_vector<int64_t>({0, C + 5, 2, -4, 4}, {5}), tdt).to(gpu);
+      const std::string want = "[cross_entropy] target " + std::to_string(C + 5) +
+                               " out of range [0, " + std::to_string(C) + ") at row 1";
+      CHECK_THROWS_WITH_AS(cross_entropy(x, bad, -100, Reduction::none), want.c_str(), Error);
+      const std::string want_backward =
+          "[cross_entropy_backward] target " + std::to_string(C + 5) + " out of range";
+      CHECK_THROWS_WITH_AS(
+          cross_entropy_backward(x, bad, full({}, 1.0, DType::f32, gpu), -100, Reduction::sum),
+          doctest::Contains(want_backward.c_str()), Error);
+    }
+    const Tensor neg = Tensor::from_vector<int64_t>({0, 1, 2, -4, 4}, {5}).to(gpu);
+    CHECK_THROWS_WITH_AS(cross_entropy(x, neg), doctest::Contains("target -4 out of range"), Error);
+    const Tensor at_c = Tensor::from_vector<int64_t>({0, 1, 2, 3, C}, {5}).to(gpu);
+    CHECK_THROWS_WITH_AS(cross_entropy(x, at_c), doctest::Contains("at row 4"), Error);
+    // The ignore index itself is never out of range, even when negative.
+    const Tensor ok = Tensor::from_vector<int64_t>({0, -7, 2, -7, 4}, {5}).to(gpu);
+    CHECK(cross_entropy(x, ok, -7, Reduction::none).to_vector<float>()[1] == 0.0f);
+  }
+  CHECK_THROWS_WITH_AS(cross_entropy(zeros({5, 10}, DType::f32, gpu), zeros({5}, DType::i64)),
+                       doctest::Contains("[cross_entropy]"), Error);  // devices differ
+}

@@ -134,9 +134,9 @@ TEST_CASE("cumsum: CUDA matches CPU") {
 namespace {
 
 // CPU and CUDA both accumulate f32 in double and round each sum once; only the order of the
-// double additions differs (~1e-11 over 1e5 terms), so results differ by at most one f32 ulp:
-// rtol 1e-6, and atol 1e-9 for sums that cancel to near zero. f64: the order alone, ~n eps
-// |partial sums| <= 1e-10 in the worst case. Integers are exact.
+// double additions differs (~sqrt(n) eps |partial sums| ~ 1e-11 for 2e5 terms), so results differ
+// by at most one f32 ulp: rtol 1e-6, and atol 1e-9 for sums that cancel to near zero. f64: that
+// order difference itself, ~1e-11 (atol 1e-10). Integers are exact.
 double cuda_rtol(DType dtype) {
   return dtype == DType::f32 ? 1e-6 : dtype == DType::f64 ? 1e-12 : 0;
 }
@@ -163,7 +163,8 @@ TEST_CASE("cumsum: CUDA matches CPU on every dim, both directions, strided views
               const Tensor stepped = in[1].slice(1, 1, 15, 2).slice(2, 0, 9, 3).transpose(0, 2);
               return std::vector{cumsum(in[0], dim, reverse),
                                  cumsum(test::strided_copy(in[0]), dim, reverse),
-                                 cumsum(stepped, dim, reverse), cumsum(in[2], dim - 3, reverse)};
+                                 cumsum(stepped, dim, reverse), cumsum(in[2], dim - 3, reverse),
+                                 cumsum(test::strided_copy(in[2]), dim, reverse)};
             },
             {cumsum_input({5, 7, 3}, dtype, 70), cumsum_input({6, 15, 9}, dtype, 71),
              cumsum_input({33, 300, 19}, dtype, 72)},
@@ -179,15 +180,15 @@ TEST_CASE("cumsum: CUDA matches CPU on lines longer than a block, short lines, m
           "cumsum of long and short lines",
           [reverse](const std::vector<Tensor>& in) {
             return std::vector{
-                cumsum(in[0], 1, reverse),                   // 5000: five 1024-element tiles
-                cumsum(in[1], 0, reverse),                   // 100001 on one line
-                cumsum(in[1].view({100001, 2}), 0, reverse), // two lines of stride 2
-                cumsum(in[2], 0, reverse),   // 300-long lines, 5000 adjacent positions
-                cumsum(in[2], 1, reverse),   // 5000-long lines of 300 rows
-                cumsum(in[3], 1, reverse),   // 40001 lines of 5 (a thread each)
-                cumsum(in[3], 0, reverse),   // 5 lines of 40001, strided by 5
-                cumsum(in[4], 1, reverse),   // 1000 lines of 200 (one partial tile)
-                cumsum(in[4], 0, reverse),   // 200 lines of 1000 strided by 200
+                cumsum(in[0], 1, reverse),                    // 5000: five 1024-element tiles
+                cumsum(in[1], 0, reverse),                    // 100001 on one line
+                cumsum(in[1].view({100001, 2}), 0, reverse),  // two lines of stride 2
+                cumsum(in[2], 0, reverse),  // 300-long lines, 5000 adjacent positions
+                cumsum(in[2], 1, reverse),  // 5000-long lines of 300 rows
+                cumsum(in[3], 1, reverse),  // 40001 lines of 5 (a thread each)
+                cumsum(in[3], 0, reverse),  // 5 lines of 40001, strided by 5
+                cumsum(in[4], 1, reverse),  // 1000 lines of 200 (one partial tile)
+                cumsum(in[4], 0, reverse),  // 200 lines of 1000 strided by 200
                 cumsum(in[4].transpose(0, 1), 1, reverse)};  // the same, transposed
           },
           {cumsum_input({3, 5000}, dtype, 80), cumsum_input({200002}, dtype, 81),
@@ -202,7 +203,8 @@ TEST_CASE("cumsum: CUDA f32 accumulates in double, so each sum is rounded once")
     MESSAGE("SKIPPED (no CUDA device): CUDA cumsum accumulator check");
     return;
   }
-  // As on the CPU: a float accumulator (even a block scan's tree) drifts past 2^-24 over these 1e5 terms.
+  // As on the CPU: a float accumulator (even a block scan's tree) drifts past 2^-24 over these 1e5
+  // terms.
   for (bool reverse : {false, true}) {
     const Tensor x = full({100000}, 0.1, DType::f32, Device::cuda(0));
     const std::vector<float> out = cumsum(x, 0, reverse).to_vector<float>();

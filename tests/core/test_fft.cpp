@@ -180,8 +180,8 @@ TEST_CASE("rfft/irfft: CUDA matches CPU for odd, even, prime and large n, f32 an
       // Arbitrary spectra: the imaginary parts of bin 0 (and bin n/2, n even) must be ignored.
       const Tensor X = test::random_tensor({3, 5, n / 2 + 1, 2}, dtype, 600 + n);
       test::check_cuda_matches_cpu(
-          "irfft", [n](const std::vector<Tensor>& in) { return std::vector{irfft(in[0], n)}; },
-          {X}, f32 ? 1e-5 : 1e-12, f32 ? 1e-5 : 1e-13);
+          "irfft", [n](const std::vector<Tensor>& in) { return std::vector{irfft(in[0], n)}; }, {X},
+          f32 ? 1e-5 : 1e-12, f32 ? 1e-5 : 1e-13);
     }
 }
 
@@ -204,13 +204,16 @@ TEST_CASE("rfft/irfft: CUDA matches CPU for many rows, padding, truncation and s
         [](const std::vector<Tensor>& in) {
           // A contiguous view one element into its buffer: cuFFT needs complex-aligned data.
           const Tensor shifted = in[0].view({-1}).slice(0, 1, 1 + 36 * 1000).view({36, 1000});
-          return std::vector{rfft(in[0], 1010),          rfft(in[0], 999),
-                             rfft(test::strided_copy(in[0])), rfft(shifted),
-                             irfft(in[1], 30),            irfft(in[1], 9),
-                             irfft(test::strided_copy(in[1])), irfft(in[1].slice(1, 1, 13), 24)};
+          return std::vector{rfft(in[0], 1010),
+                             rfft(in[0], 999),
+                             rfft(test::strided_copy(in[0])),
+                             rfft(shifted),
+                             irfft(in[1], 30),
+                             irfft(in[1], 9),
+                             irfft(test::strided_copy(in[1])),
+                             irfft(in[1].slice(1, 1, 13), 24)};
         },
-        {test::random_tensor({37, 1001}, dtype, 702),
-         test::random_tensor({4, 13, 2}, dtype, 703)},
+        {test::random_tensor({37, 1001}, dtype, 702), test::random_tensor({4, 13, 2}, dtype, 703)},
         rtol, atol);
   }
 }

@@ -380,8 +380,7 @@ TEST_CASE("scatter_add and index_add: CUDA matches CPU with many colliding ids, 
         return std::vector{index_select(in[0], 0, in[1]), embedding(in[0], in[2]),
                            gather(in[3], 1, in[4])};
       },
-      {test::random_tensor({1000, 64}, DType::f32, 150),
-       test::random_indices({60000}, 1000, 151),
+      {test::random_tensor({1000, 64}, DType::f32, 150), test::random_indices({60000}, 1000, 151),
        test::random_indices({300, 200}, 1000, 152, DType::i32),
        test::random_tensor({5000, 40}, DType::f32, 153),
        test::random_indices({5000, 300}, 40, 154)},
@@ -410,12 +409,12 @@ TEST_CASE("index ops: CUDA out-of-range ids throw the CPU's message: op, first i
   CHECK_THROWS_WITH_AS(index_select(xg, 0, Tensor::from_vector<int32_t>({-1, 0}, {2}).to(gpu)),
                        doctest::Contains("[index_select] index -1 is out of range [0, 3)"), Error);
   // A transposed index: "first" is in the view's row-major order, not memory order.
-  const Tensor ids = Tensor::from_vector<int64_t>({0, 7, 6, 1, 2, 3}, {2, 3}).to(gpu);  // [2, 3]
-  CHECK_THROWS_WITH_AS(gather(xg, 1, ids.transpose(0, 1)),  // view: [[0, 1], [7, 2], [6, 3]]
+  const Tensor ids = Tensor::from_vector<int64_t>({0, 6, 1, 7, 2, 3}, {2, 3}).to(gpu);  // [2, 3]
+  CHECK_THROWS_WITH_AS(gather(xg, 1, ids.transpose(0, 1)),  // view: [[0, 7], [6, 2], [1, 3]]
                        doctest::Contains("[gather] index 7 is out of range [0, 5) for dim 1"),
                        Error);
   CHECK_THROWS_WITH_AS(scatter_add(xg, 1, ids, ones({2, 3}, DType::f32, gpu)),
-                       doctest::Contains("[scatter_add] index 7 is out of range [0, 5) for dim 1 "
+                       doctest::Contains("[scatter_add] index 6 is out of range [0, 5) for dim 1 "
                                          "of f32[3, 5] cuda:0 (2 of 6 ids out of range)"),
                        Error);
   CHECK_THROWS_WITH_AS(index_add(xg, 0, badg.slice(0, 0, 3), ones({3, 5}, DType::f32, gpu)),

@@ -226,3 +226,80 @@ TEST_CASE("layer_norm: CPU and CUDA agree (forward and backward)") {
       },
       {x, w, b, gy}, 1e-4, 1e-4);
 }
+
+TEST_CASE("layer_norm: CUDA matches CPU on many, long and odd rows, with/without weight and bias") {
+  using V = std::vector<Tensor>;
+  // Rows held by a warp (1, 33, 256, 512, 1024 long; 5000 rows: 512 row blocks of partial
+  // dweight/dbias sums), rows past that (513: backward by blocks; 1025, 5000, 100000: forward
+  // too), a 3-D x, and a large common offset.
+  const std::vector<Shape> shapes = {{7, 1},      {5000, 33}, {64, 256},  {2, 33, 512}, {130, 1024},
+                                     {1000, 513}, {3, 1025},  {11, 5000}, {2, 100000}};
+  const double eps = 1e-5;
+  for (DType dt : {DType::f32, DType::f64})
+    for (const Shape& s : shapes)
+      for (int mode = 0; mode < 4; ++mode) {
+        const bool has_w = mode & 1, has_b = mode & 2, strided = mode == 3;
+        INFO(dtype_name(dt) << " " << shape_str(s) << " weight " << has_w << " bias " << has_b);
+        const int64_t D = s.back();
+        const Tensor x = test::random_tensor(s, dt, 95, -2, 2);
+        const Tensor w = test::random_tensor({D}, dt, 96, 0.5, 1.5);
+        const Tensor b = test::random_tensor({D}, dt, 97, -1, 1);
+        const Tensor gy = test::random_tensor(s, dt, 98, -1, 1);
+        auto view = [strided](const Tensor& t) { return strided ? test::strided_copy(t) : t; };
+        auto forward = [&](const V& in) {
+          return layer_norm(view(in[0]), has_w ? in[1] : Tensor(), has_b ? in[2] : Tensor(), eps);
+        };
+        // Row statistics are f64 sums on both backends, so mean/rstd/y differ by an ulp or two
+        // of f32 (1e-5 on values of size ~3).
+        test::check_cuda_matches_cpu(
+            "layer_norm",
+            [&](const V& in) {
+              const LayerNormResult r = forward(in);
+              return V{r.y, r.mean, r.rstd};
+            },
+            {x, w, b}, dt == DType::f32 ? 1e-5 : 1e-12, dt == DType::f32 ? 1e-5 : 1e-12);
+        // dx cancels g against two row means of size ~1: 1e-5 absolute in f32. dweight/dbias
+        // are f64 sums of the same f32 products in another order.
+        test::check_cuda_matches_cpu(
+            "layer_norm_backward",
+            [&](const V& in) {
+              const LayerNormResult r = forward(in);
+              const LayerNormGrads g = layer_norm_backward(view(in[3]), view(in[0]), r.mean, r.rstd,
+                                                           has_w ? in[1] : Tensor(), has_b);
+              V out{g.dx};
+              if (has_w) out.push_back(g.dweight);
+              if (has_b) out.push_back(g.dbias);
+              return out;
+            },
+            {x, w, b, gy}, dt == DType::f32 ? 1e-4 : 1e-10, dt == DType::f32 ? 1e-5 : 1e-11);
+      }
+  // A large common offset: the two-pass f64 statistics keep the variance on both backends.
+  const Tensor off = add_scalar(test::random_tensor({9, 257}, DType::f32, 99, -1, 1), 1e4);
+  test::check_cuda_matches_cpu(
+      "layer_norm with offset",
+      [](const V& in) {
+        const LayerNormResult r = layer_norm(in[0], Tensor(), Tensor(), 1e-6);
+        return V{r.mean, r.rstd};
+      },
+      {off}, 1e-6, 0);
+}
+
+TEST_CASE("layer_norm_backward: CUDA dweight/dbias are deterministic (no atomics)") {
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): CUDA determinism of layer_norm_backward");
+    return;
+  }
+  const Device gpu = Device::cuda(0);
+  for (const Shape& s : {Shape{5000, 67}, Shape{700, 1500}}) {
+    INFO(shape_str(s));
+    const Tensor x = test::random_tensor(s, DType::f32, 85, -2, 2).to(gpu);
+    const Tensor w = test::random_tensor({s[1]}, DType::f32, 86, 0.5, 1.5).to(gpu);
+    const Tensor gy = test::random_tensor(s, DType::f32, 87, -1, 1).to(gpu);
+    const LayerNormResult r = layer_norm(x, w, Tensor(), 1e-5);
+    const LayerNormGrads a = layer_norm_backward(gy, x, r.mean, r.rstd, w, true);
+    const LayerNormGrads b = layer_norm_backward(gy, x, r.mean, r.rstd, w, true);
+    CHECK(a.dweight.to_vector<float>() == b.dweight.to_vector<float>());
+    CHECK(a.dbias.to_vector<float>() == b.dbias.to_vector<float>());
+    CHECK(a.dx.to_vector<float>() == b.dx.to_vector<float>());
+  }
+}

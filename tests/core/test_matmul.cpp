@@ -177,14 +177,6 @@ TEST_CASE("matmul: CUDA matches CPU") {
       {a, b});
 }
 
-#if RELPOS_WITH_CUDA
-// From core/cuda/context.h, which pulls in cuDNN's headers (not on the test targets' paths).
-namespace relpos::cuda {
-void set_allow_tf32(bool on);
-bool allow_tf32();
-}  // namespace relpos::cuda
-#endif
-
 TEST_CASE("matmul: CUDA matches CPU for every transpose pair, strided and broadcast operands") {
   for (DType dtype : kFloating) {
     INFO("dtype " << dtype_name(dtype));
@@ -219,12 +211,12 @@ TEST_CASE("matmul: CUDA matches CPU for every transpose pair, strided and broadc
         [](const std::vector<Tensor>& in) {
           const Tensor x = in[0];  // [2, 3, 7, 5]
           return std::vector{
-              bmm(in[1].expand({3, 7, 5}), in[3]),                   // batch stride 0
-              bmm(in[2].expand({3, 7, 5}), in[3]),                   // row stride 0: copied
-              matmul(in[0].slice(1, 0, 1), in[3]),                   // [2, 1, 7, 5] @ [3, 5, 9]
-              matmul(x, in[4], false, true),                         // folded into one GEMM
+              bmm(in[1].expand({3, 7, 5}), in[3]),  // batch stride 0
+              bmm(in[2].expand({3, 7, 5}), in[3]),  // row stride 0: copied
+              matmul(in[0].slice(1, 0, 1), in[3]),  // [2, 1, 7, 5] @ [3, 5, 9]
+              matmul(x, in[4], false, true),        // folded into one GEMM
               matmul(x.slice(-1, 1, 4), in[4].slice(1, 0, 3), false, true),  // strided fold
-              matmul(in[4], x, false, true)};                        // [4, 5] @ [..., 7, 5]^T
+              matmul(in[4], x, false, true)};  // [4, 5] @ [..., 7, 5]^T
         },
         {test::random_tensor({2, 3, 7, 5}, dtype, 66), test::random_tensor({1, 7, 5}, dtype, 67),
          test::random_tensor({3, 1, 5}, dtype, 68), b, test::random_tensor({4, 5}, dtype, 69)},
@@ -261,10 +253,11 @@ TEST_CASE("matmul: CUDA K = 0 gives zeros and empty M, N, batch give empty outpu
         [](const std::vector<Tensor>& in) {
           const DType dt = in[0].dtype();
           const Device dev = in[0].device();
-          // Fill the K = 0 output's memory with garbage first: the kernel must zero it.
-          full({2, 3, 4}, 7.0, dt, dev);  // freed at once, so the caching allocator reuses it
-          return std::vector{matmul(zeros({2, 3, 0}, dt, dev), zeros({2, 0, 4}, dt, dev)),
-                             matmul(zeros({0, 5}, dt, dev), in[0]),
+          const Tensor a = zeros({2, 3, 0}, dt, dev), b = zeros({2, 0, 4}, dt, dev);
+          // Garbage where the K = 0 output will likely go (a block freed at once is reused
+          // first): the kernel must zero it.
+          full({2, 3, 4}, 7.0, dt, dev);
+          return std::vector{matmul(a, b), matmul(zeros({0, 5}, dt, dev), in[0]),
                              matmul(zeros({3, 5}, dt, dev), in[0].slice(1, 0, 0)),
                              bmm(zeros({0, 3, 5}, dt, dev), zeros({0, 5, 4}, dt, dev))};
         },
@@ -285,20 +278,16 @@ TEST_CASE("matmul: CUDA transposed views reach cuBLAS without a copy") {
   const Tensor out = matmul(a.transpose(1, 2), b.transpose(1, 2).transpose(1, 2));  // [4, 17, 19]
   // Only the output is allocated: a copy of either operand would raise the peak further.
   CHECK(memory_stats(gpu).peak_bytes - before == out.numel() * 4);
-  CHECK_CLOSE(out.to(Device::cpu()), naive_matmul(a.to(Device::cpu()), b.to(Device::cpu()), true,
-                                                   false),
-              1e-5, 1e-5);
+  CHECK_CLOSE(out.to(Device::cpu()),
+              naive_matmul(a.to(Device::cpu()), b.to(Device::cpu()), true, false), 1e-5, 1e-5);
 }
 
 TEST_CASE("matmul: TF32 is off by default, so CUDA f32 GEMMs round like the CPU's") {
-#if RELPOS_WITH_CUDA
-  CHECK_FALSE(cuda::allow_tf32());
-#endif
+  CHECK_FALSE(allow_tf32());
   if (!cuda_available()) {
     MESSAGE("SKIPPED (no CUDA device): TF32 on/off check");
     return;
   }
-#if RELPOS_WITH_CUDA
   const Tensor a = test::random_tensor({300, 257}, DType::f32, 76);
   const Tensor b = test::random_tensor({257, 200}, DType::f32, 77);
   const Tensor want = naive_matmul(a, b, false, false);
@@ -306,14 +295,13 @@ TEST_CASE("matmul: TF32 is off by default, so CUDA f32 GEMMs round like the CPU'
   // Off: fp32 products (error ~1e-5, see the 513x257x129 case). On: TF32 keeps 10 mantissa bits
   // of each operand (relative error 2^-11 per product), ~1e-2 over 257 terms.
   CHECK_CLOSE(matmul(a_gpu, b_gpu).to(Device::cpu()), want, 1e-5, 1e-4);
-  cuda::set_allow_tf32(true);
-  CHECK(cuda::allow_tf32());
+  set_allow_tf32(true);
+  CHECK(allow_tf32());
   const Tensor tf32 = matmul(a_gpu, b_gpu).to(Device::cpu());
-  cuda::set_allow_tf32(false);
+  set_allow_tf32(false);
   CHECK_CLOSE(tf32, want, 1e-2, 5e-2);
-  CHECK_FALSE(cuda::allow_tf32());
+  CHECK_FALSE(allow_tf32());
   CHECK_CLOSE(matmul(a_gpu, b_gpu).to(Device::cpu()), want, 1e-5, 1e-4);  // off again
-#endif
 }
 
 TEST_CASE("matmul: CUDA operands with bad dtypes or shapes throw naming the op") {

@@ -240,3 +240,117 @@ TEST_CASE("reduce: CUDA matches CPU for sum, mean, max, logsumexp and argmax") {
   test::check_cuda_matches_cpu(
       "argmax", [](const V& in) { return V{argmax(in[0], 1)}; }, {x}, 0, 1e-30);
 }
+
+TEST_CASE(
+    "reduce: CUDA matches CPU on long, split, many and strided rows and on columns, f32/f64") {
+  // Rows split over blocks ([3, 100000], [1000003] whole), many short rows (a warp each), long
+  // rows (a block each), leading dims reduced as columns ([8192, 256] -> [256], split over row
+  // chunks; [4099, 33]), a middle dim ([2, 9001, 17]), several reduced groups ([50, 301, 7] over
+  // {0, 2}: permuted first), a reduced dim of size 1 ([9000, 1, 3] over {1}), all dims.
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
+      {{3, 100000}, {1}},     {{1000003}, {}},         {{5000, 37}, {1}},   {{37, 5000}, {1}},
+      {{8192, 256}, {0}},     {{4099, 33}, {0}},       {{3, 70001}, {0}},   {{2, 9001, 17}, {1}},
+      {{50, 301, 7}, {0, 2}}, {{300, 3, 600}, {0, 2}}, {{7, 5, 3000}, {1}}, {{9000, 1, 3}, {1}},
+      {{6, 5, 4, 3}, {}}};
+  using V = std::vector<Tensor>;
+  for (DType dt : {DType::f32, DType::f64})
+    for (const auto& [shape, dims] : cases) {
+      INFO(dtype_name(dt) << " " << shape_str(shape) << " dims " << shape_str(dims));
+      const Tensor x = test::random_tensor(shape, dt, 161, -3, 3);
+      // Both backends sum in f64 and differ only in the order of the additions, so f32 results
+      // are within an ulp or two (rtol 2e-6); atol covers sums that cancel to near 0. logsumexp
+      // adds each backend's f32 exp error (<= 2 ulp per term). f64: rounding of 1e6 terms.
+      const double rtol = dt == DType::f32 ? 2e-6 : 1e-11, atol = dt == DType::f32 ? 1e-5 : 1e-9;
+      const auto d = dims;
+      for (bool strided : {false, true}) {
+        auto sums = [d, strided](const V& in) {
+          const Tensor xs = strided ? test::strided_copy(in[0]) : in[0];
+          return V{sum(xs, d), mean(xs, d, true), logsumexp(xs, d, true)};
+        };
+        test::check_cuda_matches_cpu("sum, mean, logsumexp", sums, {x}, rtol, atol);
+        auto maxima = [d, strided](const V& in) {  // selections: exact
+          const Tensor xs = strided ? test::strided_copy(in[0]) : in[0];
+          return V{max(xs, d, true)};
+        };
+        test::check_cuda_matches_cpu("max", maxima, {x}, 0, 1e-300);
+      }
+    }
+}
+
+TEST_CASE("reduce: CUDA matches CPU exactly for integer sums (to i64) and integer max") {
+  using V = std::vector<Tensor>;
+  const Tensor xi = cast(test::random_indices({3001, 67}, 2000000000, 171), DType::i32);
+  const Tensor mask = cast(test::random_indices({3001, 67}, 2, 172), DType::u8);
+  const Tensor xl = test::random_indices({50001, 3}, 1000000, 173);  // i64
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{0}, {1}, {}}) {
+    INFO("dims " << shape_str(dims));
+    test::check_cuda_matches_cpu(
+        "integer sums and max",
+        [dims](const V& in) {
+          return V{sum(in[0], dims), max(in[0], dims), sum(in[1], dims),
+                   sum(in[2], dims), max(in[2], dims), sum(test::strided_copy(in[0]), dims)};
+        },
+        {xi, mask, xl}, 0, 1e-300);
+  }
+}
+
+TEST_CASE("argmax: CUDA matches CPU exactly: ties pick the first index, NaN wins, every layout") {
+  using V = std::vector<Tensor>;
+  // Values in {0, 1, 2}: ties everywhere. Rows (a warp, a block, split into chunks), columns
+  // (split too), a middle dim, strided.
+  const std::vector<std::pair<Shape, int64_t>> cases = {
+      {{3, 20001}, 1}, {{3, 20001}, 0},    {{1, 200003}, 1}, {{4099, 33}, 0},
+      {{5000, 37}, 1}, {{2, 9001, 17}, 1}, {{4, 5, 6}, -1},  {{7, 1, 3}, 1}};
+  for (DType dt : {DType::f32, DType::f64, DType::i64, DType::u8})
+    for (const auto& [shape, dim] : cases) {
+      INFO(dtype_name(dt) << " " << shape_str(shape) << " dim " << dim);
+      const Tensor x = cast(test::random_indices(shape, 3, 181), dt);
+      const int64_t d = dim;
+      test::check_cuda_matches_cpu(
+          "argmax",
+          [d](const V& in) {
+            return V{argmax(in[0], d), argmax(test::strided_copy(in[0]), d, true)};
+          },
+          {x}, 0, 1e-300);
+    }
+  // NaNs late in a long row and in a long column: the first NaN is the answer on both backends.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = test::random_tensor({3, 50001}, DType::f32, 182);
+  for (int64_t at : {40000, 45000, 50000})
+    copy_(x.slice(0, 1, 2).slice(1, at, at + 1), Tensor::scalar(nan));
+  CHECK(argmax(x, 1).to_vector<int64_t>()[1] == 40000);
+  test::check_cuda_matches_cpu(
+      "argmax with NaN",
+      [](const V& in) {
+        return V{argmax(in[0], 1), argmax(in[0].transpose(0, 1).contiguous(), 0), max(in[0], {1})};
+      },
+      {x}, 0, 1e-300);
+  test::check_cuda_matches_cpu(  // NaN in row 1 only; f32 exp differs by <= 2 ulp per term
+      "logsumexp with NaN", [](const V& in) { return V{logsumexp(in[0], {1})}; }, {x}, 2e-6, 1e-5);
+}
+
+TEST_CASE("reduce: CUDA matches CPU on special values (+-1000, -inf rows, +inf, NaN) and empties") {
+  using V = std::vector<Tensor>;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> rows = {1000,  1000, 1000,  -1000, -1000, -1000, -kInf, -kInf, -kInf,
+                                    -kInf, 0,    -kInf, kInf,  1,     2,     nan,   1,     2};
+  for (DType dt : {DType::f32, DType::f64}) {
+    INFO("dtype " << dtype_name(dt));
+    const Tensor x = cast(Tensor::from_vector(rows, {6, 3}), dt);
+    // Rows and, transposed, columns; f32 exp differs by <= 2 ulp on the two backends.
+    test::check_cuda_matches_cpu(
+        "special values",
+        [](const V& in) {
+          const Tensor xt = in[0].transpose(0, 1).contiguous();
+          return V{logsumexp(in[0], {1}), max(in[0], {1}), sum(in[0], {1}),
+                   logsumexp(xt, {0}),    max(xt, {0}),    sum(xt, {0})};
+        },
+        {x}, 2e-6, 1e-5);
+  }
+  test::check_cuda_matches_cpu(
+      "empty reductions",
+      [](const V& in) {
+        return V{sum(in[0], {1}), logsumexp(in[0], {1}), sum(in[0], {0}), max(in[0], {0})};
+      },
+      {zeros({3, 0})}, 0, 1e-300);
+}

@@ -2,6 +2,7 @@
 // the column-block and threaded paths, extreme logits, central differences, errors; and the
 // vectorizable exp / max helpers of core/cpu/vec_math.h that the fused kernels use.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "core/cpu/vec_math.h"
@@ -279,4 +280,88 @@ TEST_CASE("vec_math: exp_f32 within 2 ulp of exp; 0 below -87.34, inf above 88.3
   CHECK(std::isnan(cpu::max_of(n.data(), 3)));
   for (float f : {-5.0f, -0.0f, 0.0f, 1e-30f, 3e38f, -INFINITY})
     CHECK(cpu::from_order_key<float>(cpu::order_key(f)) == f);
+}
+
+namespace {
+
+// Runs softmax, log_softmax and both backwards along `dim` on each backend (x, gy and, when
+// `strided`, strided views of them made on that device) and checks CUDA against the CPU.
+void check_softmax_on_cuda(const Shape& s, int dim, DType dt, bool strided, uint64_t seed) {
+  using V = std::vector<Tensor>;
+  INFO(shape_str(s) << " dim " << dim << " " << dtype_name(dt) << (strided ? " strided" : ""));
+  const Tensor x = test::random_tensor(s, dt, seed, -3, 3);
+  const Tensor gy = test::random_tensor(s, dt, seed + 1, -1, 1);
+  auto view = [strided](const Tensor& t) { return strided ? test::strided_copy(t) : t; };
+  // f32: both backends sum in f32 in different orders (the CPU in SIMD lanes of up to 12500
+  // terms for the longest rows, ~3e-6 relative), and exp is within 2 ulp on each: 5e-5 relative
+  // on softmax; log_softmax values reach ~17, so 1e-5 absolute. The backward cancels gy against
+  // sums of size <= 1: 1e-7 absolute. f64: rounding only.
+  const bool f32 = dt == DType::f32;
+  test::check_cuda_matches_cpu(
+      "softmax",
+      [&](const V& in) {
+        const Tensor y = softmax(view(in[0]), dim);
+        return V{y, softmax_backward(view(y), view(in[1]), dim)};
+      },
+      {x, gy}, f32 ? 5e-5 : 1e-10, f32 ? 1e-7 : 1e-13);
+  test::check_cuda_matches_cpu(
+      "log_softmax",
+      [&](const V& in) {
+        const Tensor y = log_softmax(view(in[0]), dim);
+        return V{y, log_softmax_backward(view(y), view(in[1]), dim)};
+      },
+      {x, gy}, f32 ? 1e-5 : 1e-10, f32 ? 1e-5 : 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("softmax: CUDA matches CPU on long and many rows, columns, every dim, strided, f32/f64") {
+  // Last-dim rows held in registers by a warp (37, 256, 1024 long), rows just past that (1025),
+  // long rows with one block each (5000, 100000), columns (inner > 1, including D = 1000 over 3
+  // columns and 70 columns over 40), and every dim of an odd 3-D shape.
+  const std::vector<std::pair<Shape, int>> cases = {
+      {{3000, 37}, 1},  {{64, 256}, 1},   {{130, 1024}, 1}, {{7, 1025}, 1},
+      {{4, 5000}, 1},   {{2, 100000}, 1}, {{1000, 3}, 0},   {{3, 40, 70}, 1},
+      {{5, 33, 17}, 0}, {{5, 33, 17}, 1}, {{5, 33, 17}, 2}, {{2, 2000, 2}, 1}};
+  uint64_t seed = 51;
+  for (DType dt : {DType::f32, DType::f64})
+    for (const auto& [s, dim] : cases)
+      for (bool strided : {false, true}) check_softmax_on_cuda(s, dim, dt, strided, seed += 2);
+}
+
+TEST_CASE("softmax: cuDNN (RELPOS_CUDNN_SOFTMAX=1) matches the CPU too") {
+  // The same checks with cuDNN's softmax in place of our kernels, then the switch is reset.
+  setenv("RELPOS_CUDNN_SOFTMAX", "1", 1);
+  for (DType dt : {DType::f32, DType::f64}) {
+    check_softmax_on_cuda({64, 256}, 1, dt, false, 71);
+    check_softmax_on_cuda({4, 5000}, 1, dt, true, 73);
+    check_softmax_on_cuda({5, 33, 17}, 1, dt, false, 75);
+  }
+  unsetenv("RELPOS_CUDNN_SOFTMAX");
+}
+
+TEST_CASE("softmax: CUDA matches CPU on +-1000, -inf, all -inf and NaN rows; errors name the op") {
+  using V = std::vector<Tensor>;
+  const std::vector<float> v = {1000,      -1000,     0,         999.5f, -1000, 1000, -1000, -999,
+                                -INFINITY, -INFINITY, -INFINITY, 2,      NAN,   1,    0,     3};
+  for (DType dt : {DType::f32, DType::f64}) {
+    INFO("dtype " << dtype_name(dt));
+    const Tensor x = cast(Tensor::from_vector(v, {4, 4}), dt);
+    test::check_cuda_matches_cpu(
+        "softmax special values",
+        [](const V& in) {
+          return V{softmax(in[0], 1), log_softmax(in[0], 1), softmax(in[0], 0),
+                   log_softmax(in[0], 0)};
+        },
+        {x}, 1e-5, 1e-6);
+  }
+  if (cuda_available()) {
+    const Tensor g = zeros({2, 3}, DType::f32, Device::cuda(0));
+    CHECK_THROWS_WITH_AS(softmax(zeros({2, 3}, DType::i64, Device::cuda(0)), 0),
+                         doctest::Contains("[softmax]"), Error);
+    CHECK_THROWS_WITH_AS(softmax_backward(g, zeros({2, 3}), 1),
+                         doctest::Contains("[softmax_backward]"), Error);
+    CHECK_THROWS_WITH_AS(log_softmax_backward(g, zeros({2, 3}, DType::f64, Device::cuda(0)), 1),
+                         doctest::Contains("[log_softmax_backward]"), Error);
+  }
 }
