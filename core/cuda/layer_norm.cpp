@@ -9,10 +9,8 @@ namespace relpos::cuda {
 
 namespace {
 
-const void* data_or_null(const Tensor& t) {
-  return t.defined() ? t.raw_data() : nullptr;
-}
-void* data_or_null_mut(const Tensor& t) {
+// An optional tensor's data: null when undefined (no weight, gradient not wanted).
+void* data_or_null(const Tensor& t) {
   return t.defined() ? t.raw_data() : nullptr;
 }
 
@@ -48,7 +46,7 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
       "layer_norm_backward",
       launch_layer_norm_backward(
           x.dtype(), gc.raw_data(), xc.raw_data(), mc.raw_data(), rc.raw_data(), data_or_null(wc),
-          dx.raw_data(), data_or_null_mut(dweight), data_or_null_mut(dbias),
+          dx.raw_data(), data_or_null(dweight), data_or_null(dbias),
           part_w.defined() ? part_w.data<double>() : nullptr,
           part_b.defined() ? part_b.data<double>() : nullptr, R, D, stream_of(dx.device())));
 }

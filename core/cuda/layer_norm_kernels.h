@@ -1,5 +1,6 @@
-// Launchers of the layer norm kernels (layer_norm_kernels.cu) over the last dim of x: [R, D]
-// contiguous; the host glue is layer_norm.cpp. Row statistics accumulate in f64, as on the CPU.
+// Launchers of the layer norm kernels over the last dim of x: [R, D] contiguous (forward in
+// layer_norm_kernels.cu, backward in layer_norm_backward_kernels.cu); the host glue is
+// layer_norm.cpp. Row statistics accumulate in f64, as on the CPU.
 #pragma once
 
 #include <cuda_runtime.h>
