@@ -57,7 +57,7 @@ cmake_args=(-S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELPOS_CUDA=O
                                      -DCUDNN_LIBRARY="$cudnn_lib")
 start=$SECONDS
 if cmake "${cmake_args[@]}" >"$out/configure.log" 2>&1 &&
-   cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1; then
+   cmake --build "$build" -j "$(nproc)" -- -k 0 >"$out/build.log" 2>&1; then
   note "build: ok ($((SECONDS - start)) s)"
 else
   note "build: FAILED (see build.log / configure.log)"

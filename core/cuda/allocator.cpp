@@ -2,6 +2,7 @@
 // handed out again without cudaMalloc; since every op of a device runs on its one stream, a
 // block freed by the host can be reused by the next op in stream order. The MemoryCounter counts
 // the bytes tensors asked for (exact, like the CPU's); cached bytes are reported separately.
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -89,18 +90,25 @@ class CachingAllocator {
   MemoryCounter counter_;
 };
 
-CachingAllocator& allocator_for(Device device) {
-  RELPOS_CHECK(device.is_cuda() && device.index >= 0 && device.index < device_count() &&
-                   device.index < 16,
-               "cuda allocator", "no such device {} ({} CUDA device(s) visible)", device.str(),
-               device_count());
-  // Intentionally never destroyed: tensors with static lifetime may free after main returns.
-  static std::vector<CachingAllocator*>* allocators = [] {
+std::vector<CachingAllocator*>& allocators() {
+  // Never destroyed: tensors with static lifetime may still free blocks after main returns.
+  static std::vector<CachingAllocator*>* all = [] {
     auto* v = new std::vector<CachingAllocator*>();
     for (int i = 0; i < device_count(); ++i) v->push_back(new CachingAllocator(i));
+    // At exit, cached blocks go back to the driver, so leak checkers see only real leaks.
+    std::atexit([] {
+      for (CachingAllocator* a : allocators()) a->release_cache();
+    });
     return v;
   }();
-  return *(*allocators)[device.index];
+  return *all;
+}
+
+CachingAllocator& allocator_for(Device device) {
+  RELPOS_CHECK(device.is_cuda() && device.index >= 0 && device.index < device_count(),
+               "cuda allocator", "no such device {} ({} CUDA device(s) visible)", device.str(),
+               device_count());
+  return *allocators()[device.index];
 }
 
 }  // namespace

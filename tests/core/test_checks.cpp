@@ -49,13 +49,14 @@ TEST_CASE("allclose: |a - b| <= atol + rtol |b| everywhere, same shape; NaN neve
 TEST_CASE("all_finite: CUDA matches CPU") {
   const Tensor x = test::random_tensor({5, 7}, DType::f32, 153);
   const Tensor y = add(x, Tensor::scalar(std::numeric_limits<double>::infinity()));
-  test::check_cuda_matches_cpu("all_finite",
-                               [](const std::vector<Tensor>& in) {
-                                 return std::vector<Tensor>{
-                                     Tensor::scalar(all_finite(in[0]) ? 1 : 0),
-                                     Tensor::scalar(all_finite(in[1]) ? 1 : 0)};
-                               },
-                               {x, y});
+  test::check_cuda_matches_cpu(
+      "all_finite",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{
+            Tensor::scalar(all_finite(in[0]) ? 1 : 0, DType::f32, in[0].device()),
+            Tensor::scalar(all_finite(in[1]) ? 1 : 0, DType::f32, in[1].device())};
+      },
+      {x, y});
 }
 
 TEST_CASE("all_finite: CUDA matches CPU for one NaN or Inf anywhere in a large tensor, strided") {
@@ -73,7 +74,8 @@ TEST_CASE("all_finite: CUDA matches CPU for one NaN or Inf anywhere in a large t
         test::check_cuda_matches_cpu(
             "all_finite",
             [](const V& in) {
-              auto as_tensor = [](bool b) { return Tensor::scalar(b ? 1 : 0); };
+              const Device d = in[0].device();  // the answer lives where it was computed
+              auto as_tensor = [d](bool b) { return Tensor::scalar(b ? 1 : 0, DType::f32, d); };
               return V{as_tensor(all_finite(in[0])), as_tensor(all_finite(in[1])),
                        as_tensor(all_finite(test::strided_copy(in[1])))};
             },

@@ -1,0 +1,224 @@
+// relpos_bench_ops: times core ops on fixed shapes, on the CPU or a GPU — the same cases, shape
+// strings and timing method as bench_ops_torch.py, so run_cpu_bench.sh / run_gpu_bench.sh can put
+// relpos and PyTorch side by side. On CUDA each sample ends with a device synchronize.
+// Usage: relpos_bench_ops [--json] [--filter OP[,OP...]] [--min-time SECONDS] [--device cpu|cuda]
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/ops.h"
+
+using namespace relpos;
+
+namespace {
+
+using Call = std::function<Tensor()>;
+
+struct Case {
+  const char* op;                        // --filter selects by this name
+  const char* shape;                     // printed; identical in bench_ops_torch.py
+  std::function<Call(Generator&)> make;  // builds the inputs (untimed), returns the timed call
+};
+
+Device g_device = Device::cpu();  // where the cases run (--device)
+
+Tensor normal(const Shape& shape, Generator& gen) {
+  return randn(shape, gen, 0, 1, DType::f32, g_device);
+}
+
+// One row per case. Inputs are contiguous f32 drawn from N(0, 1).
+const std::vector<Case>& cases() {
+  static const std::vector<Case> table = {
+      {"matmul", "[1024, 1024] x [1024, 1024]",
+       [](Generator& g) {
+         const Tensor a = normal({1024, 1024}, g), b = normal({1024, 1024}, g);
+         return Call([=] { return matmul(a, b); });
+       }},
+      {"bmm", "[64, 256, 64] x [64, 64, 256]",
+       [](Generator& g) {
+         const Tensor a = normal({64, 256, 64}, g), b = normal({64, 64, 256}, g);
+         return Call([=] { return bmm(a, b); });
+       }},
+      {"bmm", "[16, 512, 512] x [16, 512, 512]",
+       [](Generator& g) {
+         const Tensor a = normal({16, 512, 512}, g), b = normal({16, 512, 512}, g);
+         return Call([=] { return bmm(a, b); });
+       }},
+      {"softmax", "[64, 1024, 256], dim -1",
+       [](Generator& g) {
+         const Tensor x = normal({64, 1024, 256}, g);
+         return Call([=] { return softmax(x, -1); });
+       }},
+      {"layer_norm", "[64, 1024, 256], weight+bias [256]",
+       [](Generator& g) {
+         const Tensor x = normal({64, 1024, 256}, g), w = normal({256}, g), b = normal({256}, g);
+         return Call([=] { return layer_norm(x, w, b, 1e-5).y; });
+       }},
+      {"rfft", "[64, 8192]",
+       [](Generator& g) {
+         const Tensor x = normal({64, 8192}, g);
+         return Call([=] { return rfft(x); });
+       }},
+      {"cumsum", "[64, 8192], dim 1",
+       [](Generator& g) {
+         const Tensor x = normal({64, 8192}, g);
+         return Call([=] { return cumsum(x, 1); });
+       }},
+      {"cumsum", "[64, 1024, 256], dim 1",
+       [](Generator& g) {
+         const Tensor x = normal({64, 1024, 256}, g);
+         return Call([=] { return cumsum(x, 1); });
+       }},
+      {"copy", "[4096, 4096] clone",  // the bandwidth baseline
+       [](Generator& g) {
+         const Tensor x = normal({4096, 4096}, g);
+         return Call([=] { return x.clone(); });
+       }},
+      {"add", "[4096, 4096] + [4096, 4096]",
+       [](Generator& g) {
+         const Tensor a = normal({4096, 4096}, g), b = normal({4096, 4096}, g);
+         return Call([=] { return add(a, b); });
+       }},
+      {"sum", "[4096, 4096], all dims",
+       [](Generator& g) {
+         const Tensor x = normal({4096, 4096}, g);
+         return Call([=] { return sum(x); });
+       }},
+      {"sum", "[64, 1024, 256], dim -1",
+       [](Generator& g) {
+         const Tensor x = normal({64, 1024, 256}, g);
+         return Call([=] { return sum(x, {-1}); });
+       }},
+  };
+  return table;
+}
+
+struct Timing {
+  double median_ms = 0, min_ms = 0;
+  int64_t runs = 0;
+};
+
+// Two warm-up calls (FFT plans, first-touch page faults, thread pools), then repetitions until
+// at least 5 runs and `min_seconds` in total. Each sample covers the call including the output
+// allocation; the output is freed after the clock stops (as `out = fn()` in the Python twin).
+Timing time_call(const Call& call, double min_seconds) {
+  for (int i = 0; i < 2; ++i) call();
+  synchronize(g_device);
+  std::vector<double> ms;
+  double total_s = 0;
+  while ((ms.size() < 5 || total_s < min_seconds) && ms.size() < 100000) {
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor out = call();
+    synchronize(g_device);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ms.push_back(s * 1e3);
+    total_s += s;
+  }
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  return {median, ms.front(), static_cast<int64_t>(n)};
+}
+
+// Bytes the device's allocator held at the peak of one call beyond what was live before it
+// (output plus temporaries; FFTW / OpenBLAS / cuBLAS internal buffers do not go through it), and
+// the output's size.
+struct Memory {
+  int64_t peak_bytes = 0, out_bytes = 0;
+};
+Memory memory_of(const Call& call) {
+  synchronize(g_device);
+  reset_peak_memory(g_device);
+  const int64_t before = memory_stats(g_device).current_bytes;
+  int64_t out_bytes = 0;
+  {
+    const Tensor out = call();
+    out_bytes = out.numel() * static_cast<int64_t>(dtype_size(out.dtype()));
+    synchronize(g_device);
+  }
+  return {memory_stats(g_device).peak_bytes - before, out_bytes};
+}
+
+// The comma-separated op names of --filter (empty: all); unknown names fail listing the known.
+std::vector<std::string> parse_filter(const std::string& filter) {
+  std::vector<std::string> known, names;
+  for (const Case& c : cases())
+    if (std::find(known.begin(), known.end(), c.op) == known.end()) known.push_back(c.op);
+  std::stringstream list(filter);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) {
+      names.push_back(name);
+      continue;
+    }
+    std::string message = "[bench] unknown op '" + name + "'; known:";
+    for (const std::string& k : known) message += " " + k;
+    throw std::runtime_error(message);
+  }
+  return names;
+}
+
+std::string flag_value(int argc, char** argv, const char* name, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return fallback;
+}
+
+bool has_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const bool json = has_flag(argc, argv, "--json");
+  const std::vector<std::string> ops = parse_filter(flag_value(argc, argv, "--filter", ""));
+  const double min_seconds =
+      std::strtod(flag_value(argc, argv, "--min-time", "0.5").c_str(), nullptr);
+  g_device = Device::parse(flag_value(argc, argv, "--device", "cpu"));
+  const int threads = omp_get_max_threads(), blas_threads = openblas_get_num_threads();
+  if (!json)
+    std::printf(
+        "relpos ops on %s: %d OpenMP threads, %d OpenBLAS threads, f32\n%-11s %-36s %10s "
+        "%10s %6s %9s\n",
+        g_device.str().c_str(), threads, blas_threads, "op", "shape", "median ms", "min ms", "runs",
+        "peak MB");
+  Generator gen(0);
+  for (const Case& c : cases()) {
+    if (!ops.empty() && std::find(ops.begin(), ops.end(), c.op) == ops.end()) continue;
+    const int64_t live_before = memory_stats(g_device).current_bytes;
+    const Call call = c.make(gen);
+    const int64_t in_bytes = memory_stats(g_device).current_bytes - live_before;  // the inputs
+    const Timing t = time_call(call, min_seconds);
+    const Memory m = memory_of(call);
+    if (json)
+      std::printf(
+          "{\"op\": \"%s\", \"shape\": \"%s\", \"device\": \"%s\", \"median_ms\": %.4f, "
+          "\"min_ms\": %.4f, \"runs\": %lld, \"peak_bytes\": %lld, \"io_bytes\": %lld, "
+          "\"threads\": %d, \"blas_threads\": %d}\n",
+          c.op, c.shape, g_device.str().c_str(), t.median_ms, t.min_ms,
+          static_cast<long long>(t.runs), static_cast<long long>(m.peak_bytes),
+          static_cast<long long>(in_bytes + m.out_bytes), threads, blas_threads);
+    else
+      std::printf("%-11s %-36s %10.3f %10.3f %6lld %9.2f\n", c.op, c.shape, t.median_ms, t.min_ms,
+                  static_cast<long long>(t.runs), static_cast<double>(m.peak_bytes) / (1 << 20));
+    std::fflush(stdout);
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "relpos_bench_ops: %s\n", e.what());
+  return 2;
+}
