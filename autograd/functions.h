@@ -39,18 +39,39 @@ Var minimum(const Var& a, const Var& b);
 Var where(const Tensor& cond, const Var& a, const Var& b);
 Var masked_fill(const Var& x, const Tensor& mask, double value);
 
-inline Var operator+(const Var& a, const Var& b) { return add(a, b); }
-inline Var operator-(const Var& a, const Var& b) { return sub(a, b); }
-inline Var operator*(const Var& a, const Var& b) { return mul(a, b); }
-inline Var operator/(const Var& a, const Var& b) { return div(a, b); }
-inline Var operator-(const Var& x) { return neg(x); }
-inline Var operator+(const Var& x, double s) { return add_scalar(x, s); }
-inline Var operator-(const Var& x, double s) { return add_scalar(x, -s); }
-inline Var operator*(const Var& x, double s) { return mul_scalar(x, s); }
-inline Var operator/(const Var& x, double s) { return mul_scalar(x, 1.0 / s); }
-inline Var operator*(double s, const Var& x) { return mul_scalar(x, s); }
+inline Var operator+(const Var& a, const Var& b) {
+  return add(a, b);
+}
+inline Var operator-(const Var& a, const Var& b) {
+  return sub(a, b);
+}
+inline Var operator*(const Var& a, const Var& b) {
+  return mul(a, b);
+}
+inline Var operator/(const Var& a, const Var& b) {
+  return div(a, b);
+}
+inline Var operator-(const Var& x) {
+  return neg(x);
+}
+inline Var operator+(const Var& x, double s) {
+  return add_scalar(x, s);
+}
+inline Var operator-(const Var& x, double s) {
+  return add_scalar(x, -s);
+}
+inline Var operator*(const Var& x, double s) {
+  return mul_scalar(x, s);
+}
+inline Var operator/(const Var& x, double s) {
+  return mul_scalar(x, 1.0 / s);
+}
+inline Var operator*(double s, const Var& x) {
+  return mul_scalar(x, s);
+}
 
-// ---------------------------------------------------------------- reductions (functions/reduce.cpp)
+// ---------------------------------------------------------------- reductions
+// (functions/reduce.cpp)
 Var sum(const Var& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 Var mean(const Var& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 // The gradient goes to every position equal to the maximum, divided among ties (as torch's
@@ -59,7 +80,8 @@ Var max(const Var& x, const std::vector<int64_t>& dims = {}, bool keepdim = fals
 Var logsumexp(const Var& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 Var cumsum(const Var& x, int64_t dim, bool reverse = false);
 
-// ---------------------------------------------------------------- normalization (functions/norm.cpp)
+// ---------------------------------------------------------------- normalization
+// (functions/norm.cpp)
 Var softmax(const Var& x, int64_t dim);
 Var log_softmax(const Var& x, int64_t dim);
 // weight/bias may be undefined Vars (no affine part).
@@ -75,7 +97,8 @@ Var bmm(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 Var rfft(const Var& x, int64_t n = -1);
 Var irfft(const Var& X, int64_t n = -1);
 
-// ---------------------------------------------------------------- indexing, joining (functions/index.cpp, join.cpp)
+// ---------------------------------------------------------------- indexing, joining
+// (functions/index.cpp, join.cpp)
 Var index_select(const Var& x, int64_t dim, const Tensor& index);
 Var embedding(const Var& weight, const Tensor& ids);
 Var gather(const Var& x, int64_t dim, const Tensor& index);
@@ -86,7 +109,8 @@ Var stack(const std::vector<Var>& xs, int64_t dim);
 Var pad(const Var& x, const std::vector<int64_t>& pads, double value = 0);
 Var slice_assign(const Var& x, int64_t dim, int64_t start, int64_t end, const Var& src);
 
-// ---------------------------------------------------------------- views, casts (functions/view.cpp)
+// ---------------------------------------------------------------- views, casts
+// (functions/view.cpp)
 Var reshape(const Var& x, const Shape& shape);
 Var transpose(const Var& x, int64_t d0, int64_t d1);
 Var permute(const Var& x, const std::vector<int64_t>& dims);

@@ -20,13 +20,23 @@ std::atomic<bool>& anomaly_flag() {
 }
 }  // namespace
 
-bool grad_enabled() { return g_grad_enabled; }
+bool grad_enabled() {
+  return g_grad_enabled;
+}
 
-NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) {
+  g_grad_enabled = false;
+}
+NoGradGuard::~NoGradGuard() {
+  g_grad_enabled = previous_;
+}
 
-bool detect_anomaly() { return anomaly_flag().load(std::memory_order_relaxed); }
-void set_detect_anomaly(bool on) { anomaly_flag().store(on); }
+bool detect_anomaly() {
+  return anomaly_flag().load(std::memory_order_relaxed);
+}
+void set_detect_anomaly(bool on) {
+  anomaly_flag().store(on);
+}
 
 void check_anomaly(const Tensor& t, const std::string& function, const char* what) {
   if (!detect_anomaly() || !t.defined() || !is_floating(t.dtype())) return;

@@ -25,8 +25,7 @@ GradcheckResult gradcheck(const std::function<Var(const std::vector<Var>&)>& f,
   std::vector<Tensor> xs;
   std::vector<Var> vars;
   for (const Tensor& in : inputs) {
-    RELPOS_CHECK(in.device().is_cpu(), "gradcheck", "inputs must be CPU tensors, got {}",
-                 in.str());
+    RELPOS_CHECK(in.device().is_cpu(), "gradcheck", "inputs must be CPU tensors, got {}", in.str());
     RELPOS_CHECK(!is_floating(in.dtype()) || in.dtype() == DType::f64, "gradcheck",
                  "floating inputs must be f64 (finite differences in f32 are too coarse), got {}",
                  in.str());
@@ -56,8 +55,9 @@ GradcheckResult gradcheck(const std::function<Var(const std::vector<Var>&)>& f,
       x[j] = saved;
       const double numeric = (plus - minus) / (2 * options.eps);
       if (!(std::abs(a[j] - numeric) <= options.atol + options.rtol * std::abs(numeric))) {
-        return {false, fmt::format("input {} element {}: analytic {:.10g} numeric {:.10g} (shape {})",
-                                   i, j, a[j], numeric, shape_str(xs[i].shape()))};
+        return {false,
+                fmt::format("input {} element {}: analytic {:.10g} numeric {:.10g} (shape {})", i,
+                            j, a[j], numeric, shape_str(xs[i].shape()))};
       }
     }
   }

@@ -43,8 +43,10 @@ Var make_result(const char* name, Tensor value, std::vector<Var> inputs, Backwar
     Edge e;
     if (in.requires_grad()) {
       e.shape = in.shape();
-      if (in.is_leaf()) e.leaf = in.impl_ptr();
-      else e.node = in.grad_fn();
+      if (in.is_leaf())
+        e.leaf = in.impl_ptr();
+      else
+        e.node = in.grad_fn();
     }
     node->edges.push_back(std::move(e));
   }

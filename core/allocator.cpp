@@ -34,8 +34,10 @@ MemoryStats memory_stats(Device device) {
 }
 
 void reset_peak_memory(Device device) {
-  if (device.is_cpu()) cpu::memory_counter().reset_peak();
-  else cuda::memory_counter(device).reset_peak();
+  if (device.is_cpu())
+    cpu::memory_counter().reset_peak();
+  else
+    cuda::memory_counter(device).reset_peak();
 }
 
 int64_t cached_bytes(Device device) {
@@ -51,8 +53,10 @@ void* allocate_bytes(size_t nbytes, Device device) {
 }
 
 void free_bytes(void* ptr, size_t nbytes, Device device) {
-  if (device.is_cpu()) cpu::deallocate(ptr, nbytes);
-  else cuda::deallocate(ptr, nbytes, device);
+  if (device.is_cpu())
+    cpu::deallocate(ptr, nbytes);
+  else
+    cuda::deallocate(ptr, nbytes, device);
 }
 
 }  // namespace relpos

@@ -22,13 +22,19 @@ namespace {
 std::atomic<bool> g_allow_tf32{false};
 }  // namespace
 
-void set_allow_tf32(bool on) { g_allow_tf32 = on; }
-bool allow_tf32() { return g_allow_tf32; }
+void set_allow_tf32(bool on) {
+  g_allow_tf32 = on;
+}
+bool allow_tf32() {
+  return g_allow_tf32;
+}
 
 void synchronize(Device device) {
   if (device.is_cuda()) cuda::synchronize(device);
 }
 
-std::string Device::str() const { return is_cpu() ? "cpu" : fmt::format("cuda:{}", index); }
+std::string Device::str() const {
+  return is_cpu() ? "cpu" : fmt::format("cuda:{}", index);
+}
 
 }  // namespace relpos

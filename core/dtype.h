@@ -14,18 +14,25 @@ namespace relpos {
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 DType dtype_from_name(const std::string& name);  // "f32", "float32", ... -> DType
-inline bool is_floating(DType t) { return t == DType::f32 || t == DType::f64; }
+inline bool is_floating(DType t) {
+  return t == DType::f32 || t == DType::f64;
+}
 
 // Calls f(TypeTag<T>{}) with T the C++ type of `t`:
 //   dispatch_dtype(x.dtype(), [&](auto tag) { using T = typename decltype(tag)::type; ... });
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::f32: return f(TypeTag<float>{});
-    case DType::f64: return f(TypeTag<double>{});
-    case DType::i32: return f(TypeTag<int32_t>{});
-    case DType::i64: return f(TypeTag<int64_t>{});
-    case DType::u8: return f(TypeTag<uint8_t>{});
+    case DType::f32:
+      return f(TypeTag<float>{});
+    case DType::f64:
+      return f(TypeTag<double>{});
+    case DType::i32:
+      return f(TypeTag<int32_t>{});
+    case DType::i64:
+      return f(TypeTag<int64_t>{});
+    case DType::u8:
+      return f(TypeTag<uint8_t>{});
   }
   throw Error("[dtype] invalid dtype value");
 }
@@ -34,9 +41,12 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
 template <typename F>
 decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::f32: return f(TypeTag<float>{});
-    case DType::f64: return f(TypeTag<double>{});
-    default: fail(op, "expects a floating dtype (f32 or f64), got {}", dtype_name(t));
+    case DType::f32:
+      return f(TypeTag<float>{});
+    case DType::f64:
+      return f(TypeTag<double>{});
+    default:
+      fail(op, "expects a floating dtype (f32 or f64), got {}", dtype_name(t));
   }
 }
 

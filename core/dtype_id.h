@@ -16,10 +16,14 @@ struct TypeTag {
 
 template <typename T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::f32;
-  else if constexpr (std::is_same_v<T, double>) return DType::f64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
+  if constexpr (std::is_same_v<T, float>)
+    return DType::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::f64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::i32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::i64;
   else {
     static_assert(std::is_same_v<T, uint8_t>, "relpos has no such dtype");
     return DType::u8;
@@ -31,11 +35,16 @@ constexpr DType dtype_of() {
 template <typename F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::f64: return f(TypeTag<double>{});
-    case DType::i32: return f(TypeTag<int32_t>{});
-    case DType::i64: return f(TypeTag<int64_t>{});
-    case DType::u8: return f(TypeTag<uint8_t>{});
-    default: return f(TypeTag<float>{});
+    case DType::f64:
+      return f(TypeTag<double>{});
+    case DType::i32:
+      return f(TypeTag<int32_t>{});
+    case DType::i64:
+      return f(TypeTag<int64_t>{});
+    case DType::u8:
+      return f(TypeTag<uint8_t>{});
+    default:
+      return f(TypeTag<float>{});
   }
 }
 

@@ -23,9 +23,9 @@ template <typename... Args>
 }  // namespace relpos
 
 // RELPOS_CHECK(cond, "op", "fmt", args...): the message is only formatted when cond is false.
-#define RELPOS_CHECK(cond, component, ...)         \
-  do {                                             \
-    if (!(cond)) {                                 \
-      ::relpos::fail(component, __VA_ARGS__);      \
-    }                                              \
+#define RELPOS_CHECK(cond, component, ...)    \
+  do {                                        \
+    if (!(cond)) {                            \
+      ::relpos::fail(component, __VA_ARGS__); \
+    }                                         \
   } while (0)

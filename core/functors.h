@@ -11,12 +11,34 @@
 namespace relpos {
 
 enum class UnaryOp : uint8_t {
-  neg, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, elu, gelu, abs, pow, add_scalar, mul_scalar
+  neg,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  tanh,
+  sigmoid,
+  relu,
+  elu,
+  gelu,
+  abs,
+  pow,
+  add_scalar,
+  mul_scalar
 };
 enum class BinaryOp : uint8_t {
-  add, sub, mul, div, maximum, minimum,
+  add,
+  sub,
+  mul,
+  div,
+  maximum,
+  minimum,
   // (a, b) = (x or y, grad): grad * f'(.)
-  relu_grad, elu_grad, gelu_grad, tanh_grad, sigmoid_grad
+  relu_grad,
+  elu_grad,
+  gelu_grad,
+  tanh_grad,
+  sigmoid_grad
 };
 enum class CompareOp : uint8_t { eq, ne, lt, le, gt, ge };
 enum class ReduceOp : uint8_t { sum, max, logsumexp };
@@ -51,22 +73,35 @@ RELPOS_HOST_DEVICE T normal_cdf(T x) {
 // `s` carries the scalar argument (elu alpha, pow exponent, the added or multiplied scalar).
 template <UnaryOp Op, typename T>
 RELPOS_HOST_DEVICE T unary(T x, T s) {
-  if constexpr (Op == UnaryOp::neg) return -x;
+  if constexpr (Op == UnaryOp::neg)
+    return -x;
   else if constexpr (Op == UnaryOp::abs) {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    else return x < T(0) ? -x : x;
-  }
-  else if constexpr (Op == UnaryOp::add_scalar) return x + s;
-  else if constexpr (Op == UnaryOp::mul_scalar) return x * s;
-  else if constexpr (Op == UnaryOp::exp) return std::exp(x);
-  else if constexpr (Op == UnaryOp::log) return std::log(x);
-  else if constexpr (Op == UnaryOp::sqrt) return std::sqrt(x);
-  else if constexpr (Op == UnaryOp::rsqrt) return T(1) / std::sqrt(x);
-  else if constexpr (Op == UnaryOp::tanh) return std::tanh(x);
-  else if constexpr (Op == UnaryOp::sigmoid) return sigmoid(x);
-  else if constexpr (Op == UnaryOp::relu) return x > T(0) ? x : T(0);
-  else if constexpr (Op == UnaryOp::elu) return x > T(0) ? x : s * std::expm1(x);
-  else if constexpr (Op == UnaryOp::gelu) return x * normal_cdf(x);
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return x < T(0) ? -x : x;
+  } else if constexpr (Op == UnaryOp::add_scalar)
+    return x + s;
+  else if constexpr (Op == UnaryOp::mul_scalar)
+    return x * s;
+  else if constexpr (Op == UnaryOp::exp)
+    return std::exp(x);
+  else if constexpr (Op == UnaryOp::log)
+    return std::log(x);
+  else if constexpr (Op == UnaryOp::sqrt)
+    return std::sqrt(x);
+  else if constexpr (Op == UnaryOp::rsqrt)
+    return T(1) / std::sqrt(x);
+  else if constexpr (Op == UnaryOp::tanh)
+    return std::tanh(x);
+  else if constexpr (Op == UnaryOp::sigmoid)
+    return sigmoid(x);
+  else if constexpr (Op == UnaryOp::relu)
+    return x > T(0) ? x : T(0);
+  else if constexpr (Op == UnaryOp::elu)
+    return x > T(0) ? x : s * std::expm1(x);
+  else if constexpr (Op == UnaryOp::gelu)
+    return x * normal_cdf(x);
   else {
     static_assert(Op == UnaryOp::pow);
     return std::pow(x, s);
@@ -75,18 +110,27 @@ RELPOS_HOST_DEVICE T unary(T x, T s) {
 
 template <BinaryOp Op, typename T>
 RELPOS_HOST_DEVICE T binary(T a, T b, T s) {
-  if constexpr (Op == BinaryOp::add) return a + b;
-  else if constexpr (Op == BinaryOp::sub) return a - b;
-  else if constexpr (Op == BinaryOp::mul) return a * b;
-  else if constexpr (Op == BinaryOp::div) return a / b;
+  if constexpr (Op == BinaryOp::add)
+    return a + b;
+  else if constexpr (Op == BinaryOp::sub)
+    return a - b;
+  else if constexpr (Op == BinaryOp::mul)
+    return a * b;
+  else if constexpr (Op == BinaryOp::div)
+    return a / b;
   // NaN propagates as in torch.maximum / minimum.
-  else if constexpr (Op == BinaryOp::maximum) return (a != a || a > b) ? a : b;
-  else if constexpr (Op == BinaryOp::minimum) return (a != a || a < b) ? a : b;
-  else if constexpr (Op == BinaryOp::relu_grad) return a > T(0) ? b : T(0);
-  else if constexpr (Op == BinaryOp::elu_grad) return a > T(0) ? b : b * s * std::exp(a);
+  else if constexpr (Op == BinaryOp::maximum)
+    return (a != a || a > b) ? a : b;
+  else if constexpr (Op == BinaryOp::minimum)
+    return (a != a || a < b) ? a : b;
+  else if constexpr (Op == BinaryOp::relu_grad)
+    return a > T(0) ? b : T(0);
+  else if constexpr (Op == BinaryOp::elu_grad)
+    return a > T(0) ? b : b * s * std::exp(a);
   else if constexpr (Op == BinaryOp::gelu_grad)  // d/dx x Phi(x) = Phi(x) + x phi(x)
     return b * (normal_cdf(a) + a * T(kInvSqrt2Pi) * std::exp(T(-0.5) * a * a));
-  else if constexpr (Op == BinaryOp::tanh_grad) return b * (T(1) - a * a);
+  else if constexpr (Op == BinaryOp::tanh_grad)
+    return b * (T(1) - a * a);
   else {
     static_assert(Op == BinaryOp::sigmoid_grad);
     return b * a * (T(1) - a);
@@ -95,27 +139,55 @@ RELPOS_HOST_DEVICE T binary(T a, T b, T s) {
 
 template <CompareOp Op, typename T>
 RELPOS_HOST_DEVICE uint8_t compare(T a, T b) {
-  if constexpr (Op == CompareOp::eq) return a == b;
-  else if constexpr (Op == CompareOp::ne) return a != b;
-  else if constexpr (Op == CompareOp::lt) return a < b;
-  else if constexpr (Op == CompareOp::le) return a <= b;
-  else if constexpr (Op == CompareOp::gt) return a > b;
-  else return a >= b;
+  if constexpr (Op == CompareOp::eq)
+    return a == b;
+  else if constexpr (Op == CompareOp::ne)
+    return a != b;
+  else if constexpr (Op == CompareOp::lt)
+    return a < b;
+  else if constexpr (Op == CompareOp::le)
+    return a <= b;
+  else if constexpr (Op == CompareOp::gt)
+    return a > b;
+  else
+    return a >= b;
 }
 
 }  // namespace fn
 
-// Calls f(std::integral_constant<UnaryOp, op>{}) so kernels are instantiated per op.
+// Calls f(std::integral_constant<Op, op>{}) so kernels are instantiated once per op.
 template <typename F>
 decltype(auto) visit_unary(UnaryOp op, F&& f) {
   using U = UnaryOp;
   switch (op) {
-#define RELPOS_CASE(name) \
-  case U::name: return f(std::integral_constant<U, U::name>{});
-    RELPOS_CASE(neg) RELPOS_CASE(exp) RELPOS_CASE(log) RELPOS_CASE(sqrt) RELPOS_CASE(rsqrt)
-    RELPOS_CASE(tanh) RELPOS_CASE(sigmoid) RELPOS_CASE(relu) RELPOS_CASE(elu) RELPOS_CASE(gelu)
-    RELPOS_CASE(abs) RELPOS_CASE(pow) RELPOS_CASE(add_scalar) RELPOS_CASE(mul_scalar)
-#undef RELPOS_CASE
+    case U::neg:
+      return f(std::integral_constant<U, U::neg>{});
+    case U::exp:
+      return f(std::integral_constant<U, U::exp>{});
+    case U::log:
+      return f(std::integral_constant<U, U::log>{});
+    case U::sqrt:
+      return f(std::integral_constant<U, U::sqrt>{});
+    case U::rsqrt:
+      return f(std::integral_constant<U, U::rsqrt>{});
+    case U::tanh:
+      return f(std::integral_constant<U, U::tanh>{});
+    case U::sigmoid:
+      return f(std::integral_constant<U, U::sigmoid>{});
+    case U::relu:
+      return f(std::integral_constant<U, U::relu>{});
+    case U::elu:
+      return f(std::integral_constant<U, U::elu>{});
+    case U::gelu:
+      return f(std::integral_constant<U, U::gelu>{});
+    case U::abs:
+      return f(std::integral_constant<U, U::abs>{});
+    case U::pow:
+      return f(std::integral_constant<U, U::pow>{});
+    case U::add_scalar:
+      return f(std::integral_constant<U, U::add_scalar>{});
+    case U::mul_scalar:
+      return f(std::integral_constant<U, U::mul_scalar>{});
   }
   return f(std::integral_constant<U, U::neg>{});
 }
@@ -124,12 +196,28 @@ template <typename F>
 decltype(auto) visit_binary(BinaryOp op, F&& f) {
   using B = BinaryOp;
   switch (op) {
-#define RELPOS_CASE(name) \
-  case B::name: return f(std::integral_constant<B, B::name>{});
-    RELPOS_CASE(add) RELPOS_CASE(sub) RELPOS_CASE(mul) RELPOS_CASE(div) RELPOS_CASE(maximum)
-    RELPOS_CASE(minimum) RELPOS_CASE(relu_grad) RELPOS_CASE(elu_grad) RELPOS_CASE(gelu_grad)
-    RELPOS_CASE(tanh_grad) RELPOS_CASE(sigmoid_grad)
-#undef RELPOS_CASE
+    case B::add:
+      return f(std::integral_constant<B, B::add>{});
+    case B::sub:
+      return f(std::integral_constant<B, B::sub>{});
+    case B::mul:
+      return f(std::integral_constant<B, B::mul>{});
+    case B::div:
+      return f(std::integral_constant<B, B::div>{});
+    case B::maximum:
+      return f(std::integral_constant<B, B::maximum>{});
+    case B::minimum:
+      return f(std::integral_constant<B, B::minimum>{});
+    case B::relu_grad:
+      return f(std::integral_constant<B, B::relu_grad>{});
+    case B::elu_grad:
+      return f(std::integral_constant<B, B::elu_grad>{});
+    case B::gelu_grad:
+      return f(std::integral_constant<B, B::gelu_grad>{});
+    case B::tanh_grad:
+      return f(std::integral_constant<B, B::tanh_grad>{});
+    case B::sigmoid_grad:
+      return f(std::integral_constant<B, B::sigmoid_grad>{});
   }
   return f(std::integral_constant<B, B::add>{});
 }
@@ -138,10 +226,18 @@ template <typename F>
 decltype(auto) visit_compare(CompareOp op, F&& f) {
   using C = CompareOp;
   switch (op) {
-#define RELPOS_CASE(name) \
-  case C::name: return f(std::integral_constant<C, C::name>{});
-    RELPOS_CASE(eq) RELPOS_CASE(ne) RELPOS_CASE(lt) RELPOS_CASE(le) RELPOS_CASE(gt) RELPOS_CASE(ge)
-#undef RELPOS_CASE
+    case C::eq:
+      return f(std::integral_constant<C, C::eq>{});
+    case C::ne:
+      return f(std::integral_constant<C, C::ne>{});
+    case C::lt:
+      return f(std::integral_constant<C, C::lt>{});
+    case C::le:
+      return f(std::integral_constant<C, C::le>{});
+    case C::gt:
+      return f(std::integral_constant<C, C::gt>{});
+    case C::ge:
+      return f(std::integral_constant<C, C::ge>{});
   }
   return f(std::integral_constant<C, C::eq>{});
 }

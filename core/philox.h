@@ -43,7 +43,9 @@ RELPOS_HOST_DEVICE Block block_at(uint64_t seed, uint64_t index) {
 }
 
 // A 32-bit word to a double in [0, 1) (uses all 32 bits).
-RELPOS_HOST_DEVICE double to_unit(uint32_t w) { return w * (1.0 / 4294967296.0); }
+RELPOS_HOST_DEVICE double to_unit(uint32_t w) {
+  return w * (1.0 / 4294967296.0);
+}
 
 // Uniform [0, 1) for element i of a stream starting at block `offset`: four values per block.
 RELPOS_HOST_DEVICE double uniform(uint64_t seed, uint64_t offset, uint64_t i) {
@@ -61,7 +63,11 @@ RELPOS_HOST_DEVICE double normal(uint64_t seed, uint64_t offset, uint64_t i) {
 }
 
 // Blocks that uniform() and normal() consume for n elements.
-RELPOS_HOST_DEVICE uint64_t blocks_for_uniform(uint64_t n) { return (n + 3) / 4; }
-RELPOS_HOST_DEVICE uint64_t blocks_for_normal(uint64_t n) { return (n + 1) / 2; }
+RELPOS_HOST_DEVICE uint64_t blocks_for_uniform(uint64_t n) {
+  return (n + 3) / 4;
+}
+RELPOS_HOST_DEVICE uint64_t blocks_for_normal(uint64_t n) {
+  return (n + 1) / 2;
+}
 
 }  // namespace relpos::philox

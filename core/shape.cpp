@@ -22,7 +22,9 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string shape_str(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 int normalize_dim(int64_t dim, int ndim, const char* op) {
   const int64_t d = dim < 0 ? dim + ndim : dim;

@@ -41,8 +41,12 @@ Tensor Tensor::scalar(double value, DType dtype, Device device) {
   return full({}, value, dtype, device);
 }
 
-int64_t Tensor::size(int64_t d) const { return shape_[normalize_dim(d, dim(), "size")]; }
-int64_t Tensor::stride(int64_t d) const { return strides_[normalize_dim(d, dim(), "stride")]; }
+int64_t Tensor::size(int64_t d) const {
+  return shape_[normalize_dim(d, dim(), "size")];
+}
+int64_t Tensor::stride(int64_t d) const {
+  return strides_[normalize_dim(d, dim(), "stride")];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -148,15 +152,16 @@ Tensor Tensor::view(const Shape& shape) const {
   const Shape target = infer_shape(shape, numel(), shape_);
   Shape st = view_strides(shape_, strides_, target);
   RELPOS_CHECK(!st.empty() || target.empty(), "view",
-               "cannot view {} with strides {} as {} without a copy; use reshape", shape_str(shape_),
-               shape_str(strides_), shape_str(target));
+               "cannot view {} with strides {} as {} without a copy; use reshape",
+               shape_str(shape_), shape_str(strides_), shape_str(target));
   return Tensor(storage_, offset_, target, std::move(st), dtype_);
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape target = infer_shape(shape, numel(), shape_);
   Shape st = view_strides(shape_, strides_, target);
-  if (!st.empty() || target.empty()) return Tensor(storage_, offset_, target, std::move(st), dtype_);
+  if (!st.empty() || target.empty())
+    return Tensor(storage_, offset_, target, std::move(st), dtype_);
   return contiguous().view(target);
 }
 
@@ -209,8 +214,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  RELPOS_CHECK(shape.size() >= shape_.size(), "expand", "cannot expand {} to {}",
-               shape_str(shape_), shape_str(shape));
+  RELPOS_CHECK(shape.size() >= shape_.size(), "expand", "cannot expand {} to {}", shape_str(shape_),
+               shape_str(shape));
   const size_t lead = shape.size() - shape_.size();
   Shape st(shape.size(), 0);
   for (size_t i = 0; i < shape_.size(); ++i) {
@@ -245,8 +250,8 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   const int a = normalize_dim(start, dim(), "flatten"), b = normalize_dim(end, dim(), "flatten");
   RELPOS_CHECK(a <= b, "flatten", "start dim {} is after end dim {}", a, b);
   Shape sh(shape_.begin(), shape_.begin() + a);
-  sh.push_back(std::accumulate(shape_.begin() + a, shape_.begin() + b + 1, int64_t{1},
-                               std::multiplies<>()));
+  sh.push_back(
+      std::accumulate(shape_.begin() + a, shape_.begin() + b + 1, int64_t{1}, std::multiplies<>()));
   sh.insert(sh.end(), shape_.begin() + b + 1, shape_.end());
   return reshape(sh);
 }
@@ -271,15 +276,17 @@ Tensor Tensor::diagonal(int64_t offset, int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
-  RELPOS_CHECK(shape.size() == strides.size(), "as_strided", "shape {} and strides {} differ in rank",
-               shape_str(shape), shape_str(strides));
+  RELPOS_CHECK(shape.size() == strides.size(), "as_strided",
+               "shape {} and strides {} differ in rank", shape_str(shape), shape_str(strides));
   // The largest element reached must lie inside the storage.
   int64_t last = offset;
   for (size_t i = 0; i < shape.size(); ++i) {
     RELPOS_CHECK(shape[i] >= 0 && strides[i] >= 0, "as_strided",
                  "negative size or stride in {} / {}", shape_str(shape), shape_str(strides));
-    if (shape[i] == 0) last = offset - 1;
-    else last += (shape[i] - 1) * strides[i];
+    if (shape[i] == 0)
+      last = offset - 1;
+    else
+      last += (shape[i] - 1) * strides[i];
   }
   const int64_t capacity = static_cast<int64_t>(storage_->nbytes() / dtype_size(dtype_));
   RELPOS_CHECK(offset >= 0 && last < capacity, "as_strided",
@@ -290,7 +297,9 @@ Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offs
 
 // ---------------------------------------------------------------- copies
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::clone() const {
   Tensor out = empty(shape_, dtype_, device());
@@ -298,7 +307,11 @@ Tensor Tensor::clone() const {
   return out;
 }
 
-Tensor Tensor::to(Device device) const { return to_device(*this, device); }
-Tensor Tensor::to(DType dtype) const { return cast(*this, dtype); }
+Tensor Tensor::to(Device device) const {
+  return to_device(*this, device);
+}
+Tensor Tensor::to(DType dtype) const {
+  return cast(*this, dtype);
+}
 
 }  // namespace relpos

@@ -61,7 +61,7 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;  // removes dim
   Tensor expand(const Shape& shape) const;          // size-1 dims broadcast with stride 0
   Tensor unsqueeze(int64_t dim) const;
-  Tensor squeeze(int64_t dim) const;                // dim must have size 1
+  Tensor squeeze(int64_t dim) const;  // dim must have size 1
   Tensor flatten(int64_t start = 0, int64_t end = -1) const;
   Tensor diagonal(int64_t offset = 0, int64_t d0 = 0, int64_t d1 = 1) const;
   Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;

@@ -32,10 +32,10 @@ CloseReport compare_close(const Tensor& actual, const Tensor& expected, double r
 }  // namespace relpos::test
 
 // CHECK that two tensors match within tolerances; the failure message names the worst element.
-#define CHECK_CLOSE(actual, expected, rtol, atol)                                        \
-  do {                                                                                   \
+#define CHECK_CLOSE(actual, expected, rtol, atol)                                           \
+  do {                                                                                      \
     const auto relpos_report = ::relpos::test::compare_close(actual, expected, rtol, atol); \
-    CHECK_MESSAGE(relpos_report.ok, relpos_report.detail);                               \
+    CHECK_MESSAGE(relpos_report.ok, relpos_report.detail);                                  \
   } while (0)
 
 namespace relpos::test {

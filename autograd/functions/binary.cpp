@@ -32,11 +32,12 @@ Var div(const Var& a, const Var& b) {
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   Tensor out = div(a.value(), b.value());
   // d(a/b)/da = 1/b, d(a/b)/db = -(a/b)/b
-  return make_result("div", out, {a, b}, [sa = a.shape(), y = b.value(), out, ga, gb](const Tensor& g) {
-    const Tensor g_over_b = div(g, y);
-    return std::vector<Tensor>{ga ? sum_to(g_over_b, sa) : Tensor(),
-                               gb ? sum_to(neg(mul(g_over_b, out)), y.shape()) : Tensor()};
-  });
+  return make_result(
+      "div", out, {a, b}, [sa = a.shape(), y = b.value(), out, ga, gb](const Tensor& g) {
+        const Tensor g_over_b = div(g, y);
+        return std::vector<Tensor>{ga ? sum_to(g_over_b, sa) : Tensor(),
+                                   gb ? sum_to(neg(mul(g_over_b, out)), y.shape()) : Tensor()};
+      });
 }
 
 namespace {
@@ -55,8 +56,12 @@ Var select_binary(const char* name, const Var& a, const Var& b, bool take_max) {
 }
 }  // namespace
 
-Var maximum(const Var& a, const Var& b) { return select_binary("maximum", a, b, true); }
-Var minimum(const Var& a, const Var& b) { return select_binary("minimum", a, b, false); }
+Var maximum(const Var& a, const Var& b) {
+  return select_binary("maximum", a, b, true);
+}
+Var minimum(const Var& a, const Var& b) {
+  return select_binary("minimum", a, b, false);
+}
 
 Var where(const Tensor& cond, const Var& a, const Var& b) {
   Tensor out = where(cond, a.value(), b.value());
@@ -67,10 +72,9 @@ Var where(const Tensor& cond, const Var& a, const Var& b) {
 }
 
 Var masked_fill(const Var& x, const Tensor& mask, double value) {
-  return make_result("masked_fill", masked_fill(x.value(), mask, value), {x},
-                     [mask](const Tensor& g) {
-                       return std::vector<Tensor>{masked_fill(g, mask, 0.0)};
-                     });
+  return make_result(
+      "masked_fill", masked_fill(x.value(), mask, value), {x},
+      [mask](const Tensor& g) { return std::vector<Tensor>{masked_fill(g, mask, 0.0)}; });
 }
 
 }  // namespace relpos

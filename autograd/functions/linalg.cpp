@@ -17,8 +17,12 @@ Var matmul_impl(const char* name, const Var& a, const Var& b, bool ta, bool tb, 
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   return make_result(name, out, {a, b}, [x, y, ta, tb, ga, gb](const Tensor& g) {
     Tensor da, db;
-    if (ga) da = !ta ? matmul(g, y, false, !tb) : (tb ? matmul(y, g, true, true) : matmul(y, g, false, true));
-    if (gb) db = !tb ? matmul(x, g, !ta, false) : (ta ? matmul(g, x, true, true) : matmul(g, x, true, false));
+    if (ga)
+      da = !ta ? matmul(g, y, false, !tb)
+               : (tb ? matmul(y, g, true, true) : matmul(y, g, false, true));
+    if (gb)
+      db = !tb ? matmul(x, g, !ta, false)
+               : (ta ? matmul(g, x, true, true) : matmul(g, x, true, false));
     return std::vector<Tensor>{ga ? sum_to(da, x.shape()) : Tensor(),
                                gb ? sum_to(db, y.shape()) : Tensor()};
   });

@@ -66,20 +66,22 @@ void map_elementwise(const Tensor& out, const std::array<const Tensor*, sizeof..
   ops[0] = &out;
   for (size_t k = 0; k + 1 < N; ++k) ops[k + 1] = in[k];
   const StridedLayout<N> L = make_layout<N>(out.shape(), ops);
-  for_each_run<N>(L, [&](const std::array<char*, N>& p, int64_t n,
-                         const std::array<int64_t, N>& s) {
-    TOut* o = reinterpret_cast<TOut*>(p[0]);
-    bool dense = true;
-    for (size_t k = 0; k < N; ++k) dense = dense && s[k] == 1;
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      std::tuple<TIn*...> ins{reinterpret_cast<TIn*>(p[I + 1])...};
-      if (dense) {  // unit strides: a loop the compiler vectorizes
-        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ins)[i]...);
-      } else {
-        for (int64_t i = 0; i < n; ++i) o[i * s[0]] = f(std::get<I>(ins)[i * s[I + 1]]...);
-      }
-    }(std::index_sequence_for<TIn...>{});
-  });
+  for_each_run<N>(L,
+                  [&](const std::array<char*, N>& p, int64_t n, const std::array<int64_t, N>& s) {
+                    TOut* o = reinterpret_cast<TOut*>(p[0]);
+                    bool dense = true;
+                    for (size_t k = 0; k < N; ++k) dense = dense && s[k] == 1;
+                    [&]<size_t... I>(std::index_sequence<I...>) {
+                      std::tuple<TIn*...> ins{reinterpret_cast<TIn*>(p[I + 1])...};
+                      if (dense) {  // unit strides: a loop the compiler vectorizes
+                        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ins)[i]...);
+                      } else {
+                        for (int64_t i = 0; i < n; ++i)
+                          o[i * s[0]] = f(std::get<I>(ins)[i * s[I + 1]]...);
+                      }
+                    }
+                    (std::index_sequence_for<TIn...>{});
+                  });
 }
 
 }  // namespace relpos::cpu

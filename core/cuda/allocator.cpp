@@ -113,15 +113,23 @@ CachingAllocator& allocator_for(Device device) {
 
 }  // namespace
 
-MemoryCounter& memory_counter(Device device) { return allocator_for(device).counter(); }
+MemoryCounter& memory_counter(Device device) {
+  return allocator_for(device).counter();
+}
 
-void* allocate(size_t nbytes, Device device) { return allocator_for(device).allocate(nbytes); }
+void* allocate(size_t nbytes, Device device) {
+  return allocator_for(device).allocate(nbytes);
+}
 
 void deallocate(void* ptr, size_t nbytes, Device device) {
   allocator_for(device).deallocate(ptr, nbytes);
 }
 
-size_t cached_bytes(Device device) { return allocator_for(device).cached_bytes(); }
-void empty_cache(Device device) { allocator_for(device).release_cache(); }
+size_t cached_bytes(Device device) {
+  return allocator_for(device).cached_bytes();
+}
+void empty_cache(Device device) {
+  allocator_for(device).release_cache();
+}
 
 }  // namespace relpos::cuda

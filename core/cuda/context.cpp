@@ -10,7 +10,9 @@
 
 namespace relpos {
 
-bool cuda_available() { return cuda::device_count() > 0; }
+bool cuda_available() {
+  return cuda::device_count() > 0;
+}
 
 namespace cuda {
 
@@ -28,15 +30,24 @@ const char* cublas_status_name(cublasStatus_t s) {
 
 const char* cufft_result_name(cufftResult r) {
   switch (r) {
-    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
-    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
-    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
-    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
-    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
-    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
-    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
-    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
-    default: return "cuFFT error";
+    case CUFFT_SUCCESS:
+      return "CUFFT_SUCCESS";
+    case CUFFT_INVALID_PLAN:
+      return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED:
+      return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_VALUE:
+      return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR:
+      return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED:
+      return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED:
+      return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE:
+      return "CUFFT_INVALID_SIZE";
+    default:
+      return "cuFFT error";
   }
 }
 
@@ -74,9 +85,8 @@ DeviceContext& context(Device device) {
                "no such device {} ({} CUDA device(s) visible)", device.str(), device_count());
   static std::array<std::unique_ptr<DeviceContext>, kMaxDevices> contexts;
   static std::array<std::once_flag, kMaxDevices> once;
-  std::call_once(once[device.index], [&] {
-    contexts[device.index] = std::make_unique<DeviceContext>(device.index);
-  });
+  std::call_once(once[device.index],
+                 [&] { contexts[device.index] = std::make_unique<DeviceContext>(device.index); });
   return *contexts[device.index];
 }
 
@@ -85,12 +95,13 @@ DeviceGuard::DeviceGuard(Device device) {
   if (previous_ != device.index) RELPOS_CUDA_CHECK("cuda", cudaSetDevice(device.index));
 }
 
-DeviceGuard::~DeviceGuard() { cudaSetDevice(previous_); }
+DeviceGuard::~DeviceGuard() {
+  cudaSetDevice(previous_);
+}
 
 void synchronize(Device device) {
   RELPOS_CUDA_CHECK("synchronize", cudaStreamSynchronize(stream_of(device)));
 }
-
 
 }  // namespace cuda
 }  // namespace relpos

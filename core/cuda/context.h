@@ -23,7 +23,9 @@ struct DeviceContext {
 };
 
 DeviceContext& context(Device device);
-inline cudaStream_t stream_of(Device device) { return context(device).stream; }
+inline cudaStream_t stream_of(Device device) {
+  return context(device).stream;
+}
 
 // Makes `device` current for the scope (kernel launches and cudaMalloc go to it).
 class DeviceGuard {

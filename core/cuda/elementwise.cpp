@@ -10,9 +10,9 @@ namespace relpos::cuda {
 
 void copy(const Tensor& src, const Tensor& dst) {
   DeviceGuard guard(dst.device());
-  RELPOS_CUDA_CHECK("copy_", launch_copy(dst.dtype(), src.dtype(),
-                                         strided_args<2>("copy_", {&dst, &src}),
-                                         stream_of(dst.device())));
+  RELPOS_CUDA_CHECK("copy_",
+                    launch_copy(dst.dtype(), src.dtype(), strided_args<2>("copy_", {&dst, &src}),
+                                stream_of(dst.device())));
 }
 
 void fill(const Tensor& dst, double value) {
@@ -29,30 +29,30 @@ void arange(const Tensor& out, double start, double step) {
 
 void unary(UnaryOp op, double scalar, const Tensor& x, const Tensor& out) {
   DeviceGuard guard(out.device());
-  RELPOS_CUDA_CHECK("unary", launch_unary(op, out.dtype(), scalar,
-                                          strided_args<2>("unary", {&out, &x}),
-                                          stream_of(out.device())));
+  RELPOS_CUDA_CHECK("unary",
+                    launch_unary(op, out.dtype(), scalar, strided_args<2>("unary", {&out, &x}),
+                                 stream_of(out.device())));
 }
 
 void binary(BinaryOp op, double scalar, const Tensor& a, const Tensor& b, const Tensor& out) {
   DeviceGuard guard(out.device());
-  RELPOS_CUDA_CHECK("binary", launch_binary(op, out.dtype(), scalar,
-                                            strided_args<3>("binary", {&out, &a, &b}),
-                                            stream_of(out.device())));
+  RELPOS_CUDA_CHECK(
+      "binary", launch_binary(op, out.dtype(), scalar, strided_args<3>("binary", {&out, &a, &b}),
+                              stream_of(out.device())));
 }
 
 void compare(CompareOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   DeviceGuard guard(out.device());
-  RELPOS_CUDA_CHECK("compare", launch_compare(op, a.dtype(),
-                                              strided_args<3>("compare", {&out, &a, &b}),
-                                              stream_of(out.device())));
+  RELPOS_CUDA_CHECK("compare",
+                    launch_compare(op, a.dtype(), strided_args<3>("compare", {&out, &a, &b}),
+                                   stream_of(out.device())));
 }
 
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   DeviceGuard guard(out.device());
-  RELPOS_CUDA_CHECK("where", launch_where(out.dtype(),
-                                          strided_args<4>("where", {&out, &cond, &a, &b}),
-                                          stream_of(out.device())));
+  RELPOS_CUDA_CHECK("where",
+                    launch_where(out.dtype(), strided_args<4>("where", {&out, &cond, &a, &b}),
+                                 stream_of(out.device())));
 }
 
 void random_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) {

@@ -56,8 +56,7 @@ __global__ void elementwise_kernel(StridedArgs<sizeof...(TIn) + 1> a, F f) {
 
 // out = f(in...) over StridedArgs built by strided_args (operand 0 = out).
 template <typename TOut, typename... TIn, typename F>
-cudaError_t launch_elementwise(const StridedArgs<sizeof...(TIn) + 1>& a, F f,
-                               cudaStream_t stream) {
+cudaError_t launch_elementwise(const StridedArgs<sizeof...(TIn) + 1>& a, F f, cudaStream_t stream) {
   if (a.n == 0) return cudaSuccess;
   elementwise_kernel<F, TOut, TIn...><<<grid_for(a.n), kThreads, 0, stream>>>(a, f);
   return cudaGetLastError();

@@ -61,8 +61,7 @@ __global__ void normal_kernel(T* out, int64_t n, uint64_t seed, uint64_t offset,
     out[i] = static_cast<T>(mean + std * philox::normal(seed, offset, i));
 }
 
-__global__ void dropout_kernel(uint8_t* out, int64_t n, double p, uint64_t seed,
-                               uint64_t offset) {
+__global__ void dropout_kernel(uint8_t* out, int64_t n, double p, uint64_t seed, uint64_t offset) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x)
     out[i] = philox::uniform(seed, offset, i) >= p ? 1 : 0;
@@ -147,32 +146,32 @@ cudaError_t launch_where(DType dtype, const StridedArgs<4>& a, cudaStream_t stre
   });
 }
 
-cudaError_t launch_random_uniform(DType dtype, void* out, int64_t n, uint64_t seed,
-                                  uint64_t offset, double low, double high, cudaStream_t stream) {
+cudaError_t launch_random_uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset,
+                                  double low, double high, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (dtype == DType::f64)
-    uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<double*>(out), n, seed,
-                                                          offset, low, high);
+    uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<double*>(out), n, seed, offset,
+                                                         low, high);
   else
-    uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<float*>(out), n, seed,
-                                                          offset, low, high);
+    uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<float*>(out), n, seed, offset,
+                                                         low, high);
   return cudaGetLastError();
 }
 
-cudaError_t launch_random_normal(DType dtype, void* out, int64_t n, uint64_t seed,
-                                 uint64_t offset, double mean, double std, cudaStream_t stream) {
+cudaError_t launch_random_normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset,
+                                 double mean, double std, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (dtype == DType::f64)
-    normal_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<double*>(out), n, seed,
-                                                         offset, mean, std);
+    normal_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<double*>(out), n, seed, offset,
+                                                        mean, std);
   else
-    normal_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<float*>(out), n, seed,
-                                                         offset, mean, std);
+    normal_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<float*>(out), n, seed, offset,
+                                                        mean, std);
   return cudaGetLastError();
 }
 
-cudaError_t launch_dropout_mask(uint8_t* out, int64_t n, double p, uint64_t seed,
-                                uint64_t offset, cudaStream_t stream) {
+cudaError_t launch_dropout_mask(uint8_t* out, int64_t n, double p, uint64_t seed, uint64_t offset,
+                                cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   dropout_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, n, p, seed, offset);
   return cudaGetLastError();

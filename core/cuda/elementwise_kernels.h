@@ -19,16 +19,15 @@ cudaError_t launch_unary(UnaryOp op, DType dtype, double scalar, const StridedAr
 cudaError_t launch_binary(BinaryOp op, DType dtype, double scalar, const StridedArgs<3>& a,
                           cudaStream_t stream);
 // Operand 0 is the u8 result.
-cudaError_t launch_compare(CompareOp op, DType dtype, const StridedArgs<3>& a,
-                           cudaStream_t stream);
+cudaError_t launch_compare(CompareOp op, DType dtype, const StridedArgs<3>& a, cudaStream_t stream);
 // Operands: out, cond (u8), a, b.
 cudaError_t launch_where(DType dtype, const StridedArgs<4>& a, cudaStream_t stream);
 // Contiguous outputs of n elements from the Philox stream (seed, offset), as core/philox.h.
-cudaError_t launch_random_uniform(DType dtype, void* out, int64_t n, uint64_t seed,
-                                  uint64_t offset, double low, double high, cudaStream_t stream);
-cudaError_t launch_random_normal(DType dtype, void* out, int64_t n, uint64_t seed,
-                                 uint64_t offset, double mean, double std, cudaStream_t stream);
-cudaError_t launch_dropout_mask(uint8_t* out, int64_t n, double p, uint64_t seed,
-                                uint64_t offset, cudaStream_t stream);
+cudaError_t launch_random_uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset,
+                                  double low, double high, cudaStream_t stream);
+cudaError_t launch_random_normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset,
+                                 double mean, double std, cudaStream_t stream);
+cudaError_t launch_dropout_mask(uint8_t* out, int64_t n, double p, uint64_t seed, uint64_t offset,
+                                cudaStream_t stream);
 
 }  // namespace relpos::cuda

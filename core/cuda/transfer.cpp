@@ -50,8 +50,8 @@ void copy_to_host(const Tensor& src, const Tensor& dst) {
   char* to = static_cast<char*>(dst.raw_data());
   for (size_t done = 0; done < n; done += kChunk) {
     const size_t len = std::min(kChunk, n - done);
-    RELPOS_CUDA_CHECK("to", cudaMemcpyAsync(staging().data(), from + done, len,
-                                            cudaMemcpyDeviceToHost, stream));
+    RELPOS_CUDA_CHECK(
+        "to", cudaMemcpyAsync(staging().data(), from + done, len, cudaMemcpyDeviceToHost, stream));
     RELPOS_CUDA_CHECK("to", cudaStreamSynchronize(stream));
     std::memcpy(to + done, staging().data(), len);
   }
@@ -67,8 +67,8 @@ void copy_from_host(const Tensor& src, const Tensor& dst) {
   for (size_t done = 0; done < n; done += kChunk) {
     const size_t len = std::min(kChunk, n - done);
     std::memcpy(staging().data(), from + done, len);
-    RELPOS_CUDA_CHECK("to", cudaMemcpyAsync(to + done, staging().data(), len,
-                                            cudaMemcpyHostToDevice, stream));
+    RELPOS_CUDA_CHECK(
+        "to", cudaMemcpyAsync(to + done, staging().data(), len, cudaMemcpyHostToDevice, stream));
     RELPOS_CUDA_CHECK("to", cudaStreamSynchronize(stream));
   }
 }

@@ -21,15 +21,19 @@ void copy_(const Tensor& dst, const Tensor& src) {
   const Tensor s = src.expand(broadcast_shapes(src.shape(), dst.shape(), "copy_"));
   RELPOS_CHECK(s.shape() == dst.shape(), "copy_", "source {} does not broadcast to destination {}",
                src.str(), dst.str());
-  if (dst.device().is_cpu()) cpu::copy(s, dst);
-  else cuda::copy(s, dst);
+  if (dst.device().is_cpu())
+    cpu::copy(s, dst);
+  else
+    cuda::copy(s, dst);
 }
 
 void fill_(const Tensor& dst, double value) {
   check_defined("fill_", dst);
   check_writable("fill_", dst);
-  if (dst.device().is_cpu()) cpu::fill(dst, value);
-  else cuda::fill(dst, value);
+  if (dst.device().is_cpu())
+    cpu::fill(dst, value);
+  else
+    cuda::fill(dst, value);
 }
 
 Tensor cast(const Tensor& x, DType dtype) {

@@ -27,7 +27,8 @@ void check_args(const char* op, const Tensor& logits, const Tensor& target) {
 // target's device: the mean's divisor, computed without a host round trip. With no kept row every
 // loss and gradient is 0 already, so the 1 leaves them 0.
 Tensor kept_rows(const Tensor& target, int64_t ignore_index, DType dtype) {
-  const Tensor ignore = full({}, static_cast<double>(ignore_index), target.dtype(), target.device());
+  const Tensor ignore =
+      full({}, static_cast<double>(ignore_index), target.dtype(), target.device());
   const Tensor kept = sum(cast(ne(target, ignore), dtype));
   return maximum(kept, ones({}, dtype, target.device()));
 }

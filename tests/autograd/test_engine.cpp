@@ -29,8 +29,8 @@ TEST_CASE("engine: a Var used twice accumulates both paths, and .grad accumulate
 TEST_CASE("engine: diamond graph visits each node once, in topological order") {
   const Var x = leaf({4}, 2);
   const Var a = mul_scalar(x, 3.0);
-  const Var b = mul(a, a);   // 9 x^2
-  const Var c = add(a, b);   // 3x + 9x^2
+  const Var b = mul(a, a);    // 9 x^2
+  const Var c = add(a, b);    // 3x + 9x^2
   sum(mul(c, a)).backward();  // d/dx (3x + 9x^2) 3x = 18x + 81x^2 * 3 / 3 ... computed below
   const std::vector<double> xv = x.value().to_vector<double>(), gv = x.grad().to_vector<double>();
   for (size_t i = 0; i < xv.size(); ++i) {
@@ -115,8 +115,9 @@ TEST_CASE("gradcheck: accepts a correct gradient and catches a wrong one") {
   // A function whose backward is off by a factor of 2.
   auto wrong = [](const std::vector<Var>& in) {
     const Tensor v = mul(in[0].value(), in[0].value());
-    return make_result("wrong_square", v, {in[0]},
-                       [x = in[0].value()](const Tensor& g) { return std::vector<Tensor>{mul(g, x)}; });
+    return make_result("wrong_square", v, {in[0]}, [x = in[0].value()](const Tensor& g) {
+      return std::vector<Tensor>{mul(g, x)};
+    });
   };
   const GradcheckResult bad = gradcheck(wrong, {x});
   CHECK_FALSE(bad.ok);

@@ -20,8 +20,8 @@ TEST_CASE("cuda allocator: current and peak bytes are exact, cached blocks are r
   const int64_t base = memory_stats(kGpu).current_bytes;
   reset_peak_memory(kGpu);
   {
-    const Tensor a = Tensor::empty({1000}, DType::f32, kGpu);   // 4000 bytes
-    const Tensor b = Tensor::empty({3, 7}, DType::f64, kGpu);   // 168 bytes
+    const Tensor a = Tensor::empty({1000}, DType::f32, kGpu);  // 4000 bytes
+    const Tensor b = Tensor::empty({3, 7}, DType::f64, kGpu);  // 168 bytes
     CHECK(memory_stats(kGpu).current_bytes == base + 4168);
     {
       const Tensor c = Tensor::empty({1 << 20}, DType::u8, kGpu);  // 1 MiB
@@ -81,8 +81,7 @@ TEST_CASE("cuda ops: elementwise on strided and broadcast views match the CPU") 
       "elementwise chain",
       [](const std::vector<Tensor>& in) {
         const Tensor s = add(mul(in[0], in[1]), exp(in[1]));
-        return std::vector<Tensor>{s, gelu(s), where(gt(s, in[1]), s, in[1]),
-                                   cast(s, DType::f64)};
+        return std::vector<Tensor>{s, gelu(s), where(gt(s, in[1]), s, in[1]), cast(s, DType::f64)};
       },
       {a, b});
 }

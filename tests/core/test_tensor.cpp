@@ -4,7 +4,9 @@
 using namespace relpos;
 
 namespace {
-Tensor iota(const Shape& shape) { return arange(0, static_cast<double>(shape_numel(shape)), 1, DType::f32).reshape(shape); }
+Tensor iota(const Shape& shape) {
+  return arange(0, static_cast<double>(shape_numel(shape)), 1, DType::f32).reshape(shape);
+}
 }  // namespace
 
 TEST_CASE("tensor: views share storage and index correctly") {

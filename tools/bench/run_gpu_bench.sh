@@ -36,11 +36,13 @@ done
 import json, sys
 rel = [json.loads(l) for l in open(sys.argv[1])]
 tor = {(r["op"], r["shape"]): r for r in map(json.loads, open(sys.argv[2]))}
+# The copy baseline: the faster of the two clones of the same 64 MiB tensor (read + write).
 copy = next(r for r in rel if r["op"] == "copy")
-copy_gbs = copy["io_bytes"] / copy["median_ms"] / 1e6
+best_ms = min(copy["median_ms"], tor.get((copy["op"], copy["shape"]), copy)["median_ms"])
+copy_gbs = copy["io_bytes"] / best_ms / 1e6
 import torch
 print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}; "
-      f"device-to-device copy (relpos clone): {copy_gbs:.0f} GB/s; TF32 off on both sides")
+      f"device-to-device copy (faster clone): {copy_gbs:.0f} GB/s; TF32 off on both sides")
 print()
 print("| op | shape | relpos ms | torch ms | relpos/torch | relpos GB/s | % of copy | relpos peak MB | torch peak MB |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
