@@ -6,42 +6,11 @@
 #include <climits>
 
 #include "core/backend.h"
+#include "core/gemm_operand.h"
 
 namespace relpos::cpu {
 
 namespace {
-
-// One [B, r, c] operand as BLAS sees it: `data` holds the matrices (x itself, or a copy),
-// row-major with leading dimension ld, or column-major (col_major) with leading dimension ld.
-struct GemmOperand {
-  Tensor data;
-  bool col_major = false;
-  int64_t ld = 0;
-  int64_t batch_stride = 0;  // 0 when the batch is broadcast
-};
-
-// Leading dimension of an r x c matrix with strides (sr, sc) read as row-major, or -1 when it
-// is not row-major with a leading dimension BLAS accepts (>= c, within int range).
-int64_t row_major_ld(int64_t r, int64_t c, int64_t sr, int64_t sc) {
-  if (c > 1 && sc != 1) return -1;
-  const int64_t min_ld = std::max<int64_t>(c, 1);
-  const int64_t ld = r > 1 ? sr : min_ld;  // one row: any ld >= c will do
-  return ld >= min_ld && ld <= INT_MAX ? ld : -1;
-}
-
-// x: [B, r, c].
-GemmOperand prepare(const Tensor& x) {
-  const int64_t r = x.size(1), c = x.size(2);
-  const int64_t batch_stride = x.size(0) > 1 ? x.stride(0) : 0;
-  if (const int64_t ld = row_major_ld(r, c, x.stride(1), x.stride(2)); ld > 0)
-    return {x, false, ld, batch_stride};
-  if (const int64_t ld = row_major_ld(c, r, x.stride(2), x.stride(1)); ld > 0)
-    return {x, true, ld, batch_stride};
-  // Neither inner stride is 1: copy, a single matrix when the batch is broadcast.
-  const int64_t dense_ld = std::max<int64_t>(c, 1);
-  if (batch_stride == 0) return {x.select(0, 0).contiguous().unsqueeze(0), false, dense_ld, 0};
-  return {x.contiguous(), false, dense_ld, r * c};
-}
 
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
           float* c, int ldc) {
@@ -67,7 +36,7 @@ void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const 
   }
   RELPOS_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "matmul",
                "matrix dims M={} N={} K={} exceed BLAS's 32-bit int range", m, n, k);
-  const GemmOperand pa = prepare(a), pb = prepare(b);
+  const GemmOperand pa = gemm_operand(a), pb = gemm_operand(b);
   // The stored matrix is op(a) or its transpose; a column-major one flips the flag.
   const bool ta = trans_a != pa.col_major, tb = trans_b != pb.col_major;
   dispatch_floating(out.dtype(), "matmul", [&](auto tag) {

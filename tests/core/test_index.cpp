@@ -1,30 +1,15 @@
 // index_select, embedding, gather, scatter_add, index_add against naive loops over coordinates:
 // every dim, odd shapes, strided inputs and indices, f32/f64/i64 data, i32/i64 ids, errors.
+#include "tests/core/naive.h"
 #include "tests/harness.h"
 
 using namespace relpos;
+using test::coords_of;
+using test::linear_of;
+using test::make_data;
 
 namespace {
 
-std::vector<int64_t> coords_of(int64_t linear, const Shape& shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = linear % shape[d];
-    linear /= shape[d];
-  }
-  return c;
-}
-int64_t linear_of(const std::vector<int64_t>& c, const Shape& shape) {
-  int64_t linear = 0;
-  for (size_t d = 0; d < shape.size(); ++d) linear = linear * shape[d] + c[d];
-  return linear;
-}
-
-// Random data of any dtype: integers in [-50, 50) for i64.
-Tensor make_data(const Shape& shape, DType dtype, uint64_t seed) {
-  if (is_floating(dtype)) return test::random_tensor(shape, dtype, seed);
-  return cast(test::random_tensor(shape, DType::f64, seed, -50, 50), dtype);
-}
 // The same values as x, either as x itself or as a strided view.
 Tensor layout(const Tensor& x, bool strided) {
   return strided ? test::strided_copy(x) : x;

@@ -1,30 +1,15 @@
 // cat, stack, pad, slice_assign against naive loops over coordinates: every dim, odd shapes,
 // strided and transposed inputs, f32/f64/i64, broadcasting src, and errors naming the op.
+#include "tests/core/naive.h"
 #include "tests/harness.h"
 
 using namespace relpos;
+using test::coords_of;
+using test::linear_of;
+using test::make_data;
 
 namespace {
 
-std::vector<int64_t> coords_of(int64_t linear, const Shape& shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = linear % shape[d];
-    linear /= shape[d];
-  }
-  return c;
-}
-int64_t linear_of(const std::vector<int64_t>& c, const Shape& shape) {
-  int64_t linear = 0;
-  for (size_t d = 0; d < shape.size(); ++d) linear = linear * shape[d] + c[d];
-  return linear;
-}
-
-// Random data of any dtype: integers in [-50, 50) for i64.
-Tensor make_data(const Shape& shape, DType dtype, uint64_t seed) {
-  if (is_floating(dtype)) return test::random_tensor(shape, dtype, seed);
-  return cast(test::random_tensor(shape, DType::f64, seed, -50, 50), dtype);
-}
 // Three layouts of the same values: contiguous, strided_copy, and a transposed view.
 Tensor with_layout(const Tensor& x, int which) {
   if (which == 1) return test::strided_copy(x);
