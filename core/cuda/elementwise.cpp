@@ -10,9 +10,14 @@ namespace relpos::cuda {
 
 void copy(const Tensor& src, const Tensor& dst) {
   DeviceGuard guard(dst.device());
-  RELPOS_CUDA_CHECK("copy_",
-                    launch_copy(dst.dtype(), src.dtype(), strided_args<2>("copy_", {&dst, &src}),
-                                stream_of(dst.device())));
+  const StridedArgs<2> args = strided_args<2>("copy_", {&dst, &src});
+  if (args.dense && src.dtype() == dst.dtype()) {  // a plain device-to-device copy
+    RELPOS_CUDA_CHECK("copy_",
+                      cudaMemcpyAsync(args.data[0], args.data[1], args.n * dtype_size(dst.dtype()),
+                                      cudaMemcpyDeviceToDevice, stream_of(dst.device())));
+    return;
+  }
+  RELPOS_CUDA_CHECK("copy_", launch_copy(dst.dtype(), src.dtype(), args, stream_of(dst.device())));
 }
 
 void fill(const Tensor& dst, double value) {
