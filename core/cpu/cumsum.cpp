@@ -61,11 +61,13 @@ void cumsum(const Tensor& x, int dim, bool reverse, const Tensor& out) {
   const int64_t scan_x = x.stride(dim), scan_o = out.stride(dim);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for_each_run<2>(layout, [&](const std::array<char*, 2>& p, int64_t count,
-                                const std::array<int64_t, 2>& steps) {
-      scan_run<T>(reinterpret_cast<const T*>(p[1]), reinterpret_cast<T*>(p[0]), count, steps[1],
-                  steps[0], len, scan_x, scan_o, reverse);
-    });
+    for_each_run<2>(
+        layout,
+        [&](const std::array<char*, 2>& p, int64_t count, const std::array<int64_t, 2>& steps) {
+          scan_run<T>(reinterpret_cast<const T*>(p[1]), reinterpret_cast<T*>(p[0]), count, steps[1],
+                      steps[0], len, scan_x, scan_o, reverse);
+        },
+        /*cost_per_element=*/len);  // each position is a whole scan of len elements
   });
 }
 

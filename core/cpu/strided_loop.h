@@ -20,9 +20,10 @@ namespace relpos::cpu {
 
 // Calls inner(ptrs, n, steps) for runs of the innermost merged dim, where ptrs[k] points at the
 // run's first element of operand k and steps[k] is its stride in elements. Runs never overlap
-// in the output, so inner may write without synchronisation.
+// in the output, so inner may write without synchronisation. Threads are used once the work,
+// elements x cost_per_element (e.g. the scan length when each element starts a scan), is large.
 template <size_t N, typename Inner>
-void for_each_run(const StridedLayout<N>& L, Inner&& inner) {
+void for_each_run(const StridedLayout<N>& L, Inner&& inner, int64_t cost_per_element = 1) {
   const int nd = static_cast<int>(L.shape.size());
   const int64_t row_len = L.shape.back();
   int64_t rows = 1;
@@ -48,8 +49,8 @@ void for_each_run(const StridedLayout<N>& L, Inner&& inner) {
     inner(ptrs, std::min(kBlock, row_len - start), steps);
   };
 
-  const int64_t total = rows * row_len;
-  if (total < 32768 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+  const int64_t work = rows * row_len * cost_per_element;
+  if (work < 32768 || omp_get_max_threads() == 1 || omp_in_parallel()) {
     for (int64_t t = 0; t < tasks; ++t) run_task(t);
   } else {
 #pragma omp parallel for schedule(static)
