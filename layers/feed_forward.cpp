@@ -1,0 +1,33 @@
+// FeedForward block (layers/feed_forward.h).
+#include "layers/feed_forward.h"
+
+#include "autograd/functions.h"
+
+namespace relpos {
+
+Activation activation_from_name(const std::string& name) {
+  if (name == "gelu") return Activation::gelu;
+  if (name == "relu") return Activation::relu;
+  fail("FeedForward", "unknown activation '{}'; known: gelu, relu", name);
+}
+
+Var apply_activation(Activation act, const Var& x) {
+  return act == Activation::gelu ? gelu(x) : relu(x);
+}
+
+FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, double dropout,
+                         DType dtype, Generator& gen)
+    : activation_(activation) {
+  // Registration order fixes the parameter order: fc1.weight, fc1.bias, fc2.weight, fc2.bias.
+  fc1_ = register_module("fc1", std::make_shared<Linear>(dim, hidden, true, dtype, gen));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, gen));
+  fc2_ = register_module("fc2", std::make_shared<Linear>(hidden, dim, true, dtype, gen));
+}
+
+Var FeedForward::forward(const Var& x) {
+  // x: [..., dim] -> h: [..., hidden] -> [..., dim]
+  const Var h = dropout_->forward(apply_activation(activation_, fc1_->forward(x)));
+  return fc2_->forward(h);
+}
+
+}  // namespace relpos

@@ -1,0 +1,97 @@
+// Module registry: dotted names, train/eval propagation, device moves (layers/module.h).
+#include "layers/module.h"
+
+#include <unordered_set>
+
+namespace relpos {
+
+void Module::check_new_name(const std::string& name) const {
+  RELPOS_CHECK(!name.empty(), "module", "empty name");
+  RELPOS_CHECK(name.find('.') == std::string::npos, "module",
+               "name '{}' contains '.', which separates nested names", name);
+  bool taken = false;
+  for (const auto& [n, p] : params_) taken = taken || n == name;
+  for (const auto& [n, b] : buffers_) taken = taken || n == name;
+  for (const auto& [n, m] : modules_) taken = taken || n == name;
+  RELPOS_CHECK(!taken, "module", "name '{}' is already registered", name);
+}
+
+void Module::register_parameter(const std::string& name, Var& param) {
+  check_new_name(name);
+  RELPOS_CHECK(param.defined() && param.is_leaf(), "module",
+               "parameter '{}' must be a defined leaf Var", name);
+  params_.emplace_back(name, &param);
+}
+
+void Module::register_buffer(const std::string& name, Tensor& buffer) {
+  check_new_name(name);
+  RELPOS_CHECK(buffer.defined(), "module", "buffer '{}' is undefined", name);
+  buffers_.emplace_back(name, &buffer);
+}
+
+void Module::add_module(const std::string& name, std::shared_ptr<Module> module) {
+  check_new_name(name);
+  RELPOS_CHECK(module != nullptr, "module", "submodule '{}' is null", name);
+  RELPOS_CHECK(module.get() != this, "module", "submodule '{}' is the module itself", name);
+  module->train(training_);
+  modules_.emplace_back(name, std::move(module));
+}
+
+void Module::collect_parameters(const std::string& prefix,
+                                std::vector<std::pair<std::string, Var>>& out) const {
+  for (const auto& [name, p] : params_) out.emplace_back(prefix + name, *p);
+  for (const auto& [name, m] : modules_) m->collect_parameters(prefix + name + ".", out);
+}
+
+std::vector<std::pair<std::string, Var>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Var>> all, unique;
+  collect_parameters("", all);
+  std::unordered_set<const VarImpl*> seen;
+  for (auto& entry : all)
+    if (seen.insert(entry.second.impl()).second) unique.push_back(std::move(entry));
+  return unique;
+}
+
+std::vector<Var> Module::parameters() const {
+  std::vector<Var> out;
+  for (auto& [name, p] : named_parameters()) out.push_back(p);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, b] : buffers_) out.emplace_back(name, *b);
+  for (const auto& [name, m] : modules_)
+    for (auto& [sub, b] : m->named_buffers()) out.emplace_back(name + "." + sub, b);
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, m] : modules_) m->train(on);
+}
+
+void Module::to(Device device) {
+  for (auto& [name, p] : params_)
+    if (p->device() != device) *p = Var(p->value().to(device), p->requires_grad());
+  for (auto& [name, b] : buffers_)
+    if (b->device() != device) *b = b->to(device);
+  for (auto& [name, m] : modules_) m->to(device);
+}
+
+void Module::zero_grad() {
+  for (auto& [name, p] : params_) p->zero_grad();
+  for (auto& [name, m] : modules_) m->zero_grad();
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Var& p : parameters()) n += p.numel();
+  return n;
+}
+
+void ModuleList::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(size()), std::move(module));
+}
+
+}  // namespace relpos

@@ -1,0 +1,87 @@
+// Module: the base of every layer. Registers parameters, buffers and submodules by name in
+// insertion order and yields PyTorch-style dotted names ("encoder.layers.3.attn.q_proj.weight"),
+// so a checkpoint maps one-to-one onto the equivalent torch.nn model (DESIGN §4).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/var.h"
+#include "core/device.h"
+
+namespace relpos {
+
+class Module {
+ public:
+  Module() = default;
+  // The registry points at members of this object, so a Module is neither copied nor moved;
+  // hold modules by shared_ptr.
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  virtual ~Module() = default;
+
+  // Every parameter with its dotted name: this module's own first, then each submodule's, depth
+  // first in registration order (torch's order). A Var reached twice (a shared submodule) is listed
+  // once, under its first name.
+  std::vector<std::pair<std::string, Var>> named_parameters() const;
+  std::vector<Var> parameters() const;
+  // Fixed tensors that move with the module but are not trained (e.g. a sinusoidal table).
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  // Direct submodules, in registration order.
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
+    return modules_;
+  }
+
+  // Training mode (dropout active) for this module and every submodule; modules start in it.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Moves every parameter and buffer to `device`. A parameter is replaced by a new leaf holding
+  // the moved value (requires_grad kept, grad dropped): take parameters() again afterwards.
+  void to(Device device);
+  void zero_grad();
+  int64_t num_parameters() const;  // total number of elements
+
+ protected:
+  // Registers the member `param` (a leaf Var); the registry keeps its address, so re-pointing
+  // the member (to(), loading) is seen by named_parameters(). Names: non-empty, no '.'.
+  void register_parameter(const std::string& name, Var& param);
+  void register_buffer(const std::string& name, Tensor& buffer);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_module(name, module);
+    return module;
+  }
+
+ private:
+  void add_module(const std::string& name, std::shared_ptr<Module> module);
+  void check_new_name(const std::string& name) const;
+  void collect_parameters(const std::string& prefix,
+                          std::vector<std::pair<std::string, Var>>& out) const;
+
+  std::vector<std::pair<std::string, Var*>> params_;
+  std::vector<std::pair<std::string, Tensor*>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> modules_;
+  bool training_ = true;
+};
+
+// An indexed list of submodules named "0", "1", ... (as torch.nn.ModuleList).
+class ModuleList : public Module {
+ public:
+  void push_back(std::shared_ptr<Module> module);
+  size_t size() const { return children().size(); }
+  const std::shared_ptr<Module>& operator[](size_t i) const { return children().at(i).second; }
+  // The i-th module as its concrete type; errors when it is another type.
+  template <typename M>
+  std::shared_ptr<M> at(size_t i) const {
+    auto m = std::dynamic_pointer_cast<M>((*this)[i]);
+    RELPOS_CHECK(m != nullptr, "module", "ModuleList entry {} is not of the requested type", i);
+    return m;
+  }
+};
+
+}  // namespace relpos
