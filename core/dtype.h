@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "core/dtype_id.h"
 #include "core/error.h"
@@ -22,19 +23,9 @@ inline bool is_floating(DType t) {
 //   dispatch_dtype(x.dtype(), [&](auto tag) { using T = typename decltype(tag)::type; ... });
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::f32:
-      return f(TypeTag<float>{});
-    case DType::f64:
-      return f(TypeTag<double>{});
-    case DType::i32:
-      return f(TypeTag<int32_t>{});
-    case DType::i64:
-      return f(TypeTag<int64_t>{});
-    case DType::u8:
-      return f(TypeTag<uint8_t>{});
-  }
-  throw Error("[dtype] invalid dtype value");
+  RELPOS_CHECK(static_cast<int>(t) <= static_cast<int>(DType::u8), "dtype",
+               "invalid dtype value {}", static_cast<int>(t));
+  return visit_dtype(t, std::forward<F>(f));
 }
 
 // Same, restricted to f32/f64; other dtypes raise "[op] expects a floating dtype, got i64".
