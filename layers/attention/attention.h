@@ -1,0 +1,80 @@
+// The attention interface (DESIGN §4): a variant maps multi-head queries, keys and values to
+// outputs, given a key padding mask, a causal flag and the layer's relative positional encoding.
+// Variants are built by name from the YAML mapping under `attention:`; a new variant is one file
+// ending in RELPOS_REGISTER_ATTENTION (docs/adding-attention.md).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/generator.h"
+#include "layers/module.h"
+#include "layers/options.h"
+#include "layers/registry.h"
+
+namespace relpos {
+
+class Positional;
+
+// What a variant, a feature map or a positional encoding is built from: its YAML mapping plus
+// the sizes the enclosing layer knows.
+struct AttentionOptions {
+  Options options{"attention"};  // reads are tracked: unknown keys are refused after building
+  int64_t num_heads = 1;
+  int64_t head_dim = 0;   // D of queries and keys (values may differ)
+  int64_t model_dim = 0;  // d_model of the enclosing layer
+  int64_t max_len = 0;    // the longest key sequence the layer will see (0: not known)
+  DType dtype = DType::f32;
+  Generator* gen = nullptr;  // for initialization; the default generator when null
+
+  Generator& generator() const;
+};
+
+struct AttentionInputs {
+  // [B, Lk], u8: nonzero marks a real key, zero a padding key no query may attend.
+  // Undefined: every key is real.
+  Tensor key_mask;
+  // Query i attends key j only when j <= i + (Lk - Lq): the two sequences are aligned at their
+  // ends, as when keys are a segment memory followed by the queries' own segment. In every
+  // variant a query left with no key to attend outputs zeros.
+  bool causal = false;
+  // The layer's relative positional encoding (null: none); variants ask it for a score bias or
+  // kernelized terms (layers/attention/positional.h).
+  Positional* positional = nullptr;
+};
+
+// What a variant offers a positional encoding to work with.
+struct AttentionCaps {
+  bool forms_scores = false;  // builds the [Lq, Lk] logits (takes Positional::score_bias)
+  bool kernelized = false;    // phi(Q) (phi(K)^T V) (takes Positional::kernel_terms)
+};
+
+class Attention : public Module {
+ public:
+  // q: [B, H, Lq, D], k: [B, H, Lk, D], v: [B, H, Lk, Dv] -> [B, H, Lq, Dv]
+  virtual Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) = 0;
+  virtual AttentionCaps caps() const = 0;
+  virtual std::string name() const = 0;
+};
+
+using AttentionRegistry = Registry<Attention, const AttentionOptions&>;
+AttentionRegistry& attention_registry();
+
+// Builds the variant named by opt.options' `type`, then refuses any option it did not read.
+std::shared_ptr<Attention> make_attention(const AttentionOptions& opt);
+
+// Shape and mask checks every variant starts with; returns {B, H, Lq, Lk}.
+struct AttentionDims {
+  int64_t batch, heads, q_len, k_len, head_dim, value_dim;
+};
+AttentionDims check_attention_inputs(const char* variant, const Var& q, const Var& k, const Var& v,
+                                     const AttentionInputs& in);
+
+}  // namespace relpos
+
+// In a variant's .cpp: RELPOS_REGISTER_ATTENTION("name", Class); Class(const AttentionOptions&).
+#define RELPOS_REGISTER_ATTENTION(name, Type)                                              \
+  static const bool RELPOS_REGISTRY_CONCAT(relpos_attention_registered_, __LINE__) =       \
+      ::relpos::attention_registry().add(name, [](const ::relpos::AttentionOptions& opt) { \
+        return std::static_pointer_cast<::relpos::Attention>(std::make_shared<Type>(opt)); \
+      })

@@ -1,0 +1,40 @@
+// Feature maps phi of kernelized (linear) attention, sim(q, k) = phi(q)·phi(k) (Katharopoulos et
+// al. 2020, eq. 4), built by name from the `feature_map` key of the attention mapping; a map's
+// own options (dpfp's `nu`, performer's `num_features`) sit beside it in the same mapping.
+// q and k are mapped together because some maps depend on both (sikf's shift, performer's
+// shared random projection).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "layers/attention/attention.h"
+
+namespace relpos {
+
+class FeatureMap : public Module {
+ public:
+  virtual std::string name() const = 0;
+  // q: [B, H, Lq, D], k: [B, H, Lk, D] -> {phi(q) [B, H, Lq, F], phi(k) [B, H, Lk, F]}, all
+  // entries non-negative.
+  virtual std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs& in) = 0;
+  // F for head dim D.
+  virtual int64_t feature_dim(int64_t head_dim) const = 0;
+};
+
+using FeatureMapRegistry = Registry<FeatureMap, const AttentionOptions&>;
+FeatureMapRegistry& feature_map_registry();
+
+// Builds the map named by opt.options' `feature_map` (default `fallback`).
+std::shared_ptr<FeatureMap> make_feature_map(const AttentionOptions& opt,
+                                             const std::string& fallback);
+
+}  // namespace relpos
+
+// In a map's .cpp: RELPOS_REGISTER_FEATURE_MAP("name", Class); Class(const AttentionOptions&).
+#define RELPOS_REGISTER_FEATURE_MAP(name, Type)                                              \
+  static const bool RELPOS_REGISTRY_CONCAT(relpos_feature_map_registered_, __LINE__) =       \
+      ::relpos::feature_map_registry().add(name, [](const ::relpos::AttentionOptions& opt) { \
+        return std::static_pointer_cast<::relpos::FeatureMap>(std::make_shared<Type>(opt));  \
+      })

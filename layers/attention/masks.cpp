@@ -1,0 +1,36 @@
+// Blocked (query, key) pairs for padding and causality (layers/attention/masks.h).
+#include "layers/attention/masks.h"
+
+#include "core/ops.h"
+
+namespace relpos {
+
+Tensor causal_blocked(int64_t q_len, int64_t k_len, Device device) {
+  // j - i > Lk - Lq  <=>  key j lies after query i once both sequences end together.
+  Tensor i = arange(0, static_cast<double>(q_len), 1, DType::i64, device).reshape({q_len, 1});
+  Tensor j = arange(0, static_cast<double>(k_len), 1, DType::i64, device).reshape({1, k_len});
+  Tensor offset = full({1, 1}, static_cast<double>(k_len - q_len), DType::i64, device);
+  return gt(sub(j, i), offset);
+}
+
+Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, Device device) {
+  Tensor blocked;
+  if (in.key_mask.defined()) {
+    const int64_t batch = in.key_mask.size(0);
+    blocked = eq(in.key_mask, zeros({1}, DType::u8, device)).reshape({batch, 1, 1, k_len});
+  }
+  if (in.causal) {
+    Tensor causal = causal_blocked(q_len, k_len, device).reshape({1, 1, q_len, k_len});
+    blocked = blocked.defined() ? maximum(blocked, causal) : causal;
+  }
+  return blocked;
+}
+
+Tensor key_keep_column(const Tensor& key_mask, DType dtype) {
+  const int64_t batch = key_mask.size(0), k_len = key_mask.size(1);
+  return ne(key_mask, zeros({1}, DType::u8, key_mask.device()))
+      .to(dtype)
+      .reshape({batch, 1, k_len, 1});
+}
+
+}  // namespace relpos

@@ -1,0 +1,19 @@
+// Which (query, key) pairs a query may not attend: padding keys and, when causal, keys after the
+// query (aligned at the ends, AttentionInputs::causal). Shared by every variant that forms
+// scores, and by the naive twins in the tests.
+#pragma once
+
+#include "layers/attention/attention.h"
+
+namespace relpos {
+
+// u8 [B or 1, 1, Lq or 1, Lk], 1 where blocked, on `device`; undefined when nothing is blocked.
+Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, Device device);
+
+// u8 [Lq, Lk], 1 where key j comes after query i: j > i + (Lk - Lq).
+Tensor causal_blocked(int64_t q_len, int64_t k_len, Device device);
+
+// key_mask [B, Lk] -> u8 [B, 1, Lk, 1] (1 = real key), to zero padded rows of K-side tensors.
+Tensor key_keep_column(const Tensor& key_mask, DType dtype);
+
+}  // namespace relpos

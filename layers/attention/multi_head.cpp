@@ -1,0 +1,73 @@
+// MultiHeadAttention (layers/attention/multi_head.h).
+#include "layers/attention/multi_head.h"
+
+#include "autograd/functions.h"
+#include "layers/init.h"
+
+namespace relpos {
+namespace {
+
+std::shared_ptr<Linear> xavier_linear(int64_t dim, bool bias, DType dtype, Generator& gen) {
+  auto linear = std::make_shared<Linear>(dim, dim, bias, dtype, gen);
+  xavier_uniform_(linear->weight().value(), gen);
+  if (bias) constant_(linear->bias().value(), 0.0);
+  return linear;
+}
+
+// [B, L, H*D] -> [B, H, L, D]
+Var split_heads(const Var& x, int64_t heads) {
+  const int64_t batch = x.size(0), len = x.size(1), dim = x.size(2) / heads;
+  return transpose(reshape(x, {batch, len, heads, dim}), 1, 2);
+}
+
+// [B, H, L, D] -> [B, L, H*D]
+Var merge_heads(const Var& x) {
+  const int64_t batch = x.size(0), heads = x.size(1), len = x.size(2), dim = x.size(3);
+  return reshape(contiguous(transpose(x, 1, 2)), {batch, len, heads * dim});
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
+    : model_dim_(c.model_dim), heads_(c.num_heads) {
+  RELPOS_CHECK(c.model_dim > 0 && c.num_heads > 0 && c.model_dim % c.num_heads == 0,
+               "MultiHeadAttention", "model_dim {} must be a positive multiple of num_heads {}",
+               c.model_dim, c.num_heads);
+  head_dim_ = model_dim_ / heads_;
+  Generator& gen = c.gen != nullptr ? *c.gen : default_generator();
+  q_proj_ = register_module("q_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
+  k_proj_ = register_module("k_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
+  v_proj_ = register_module("v_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
+  out_proj_ = register_module("out_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
+
+  AttentionOptions opt{c.attention, heads_, head_dim_, model_dim_, c.max_len, c.dtype, &gen};
+  if (opt.options.empty()) opt.options.set("type", "softmax");
+  attention_ = register_module("attention", make_attention(opt));
+  opt.options = c.positional;
+  positional_ = make_positional(opt);
+  if (positional_ != nullptr) {
+    positional_->check_host(*attention_);
+    register_module("positional", positional_);
+  }
+}
+
+Var MultiHeadAttention::forward(const Var& x_q, const Var& x_kv, const Tensor& key_mask,
+                                bool causal) {
+  RELPOS_CHECK(x_q.dim() == 3 && x_kv.dim() == 3 && x_q.size(2) == model_dim_ &&
+                   x_kv.size(2) == model_dim_ && x_q.size(0) == x_kv.size(0),
+               "MultiHeadAttention", "inputs must be [batch, length, {}], got {} and {}",
+               model_dim_, x_q.value().str(), x_kv.value().str());
+  AttentionInputs in{key_mask, causal, positional_.get()};
+  Var q = split_heads(q_proj_->forward(x_q), heads_);   // [B, H, Lq, D]
+  Var k = split_heads(k_proj_->forward(x_kv), heads_);  // [B, H, Lk, D]
+  Var v = split_heads(v_proj_->forward(x_kv), heads_);  // [B, H, Lk, D]
+  if (positional_ != nullptr) std::tie(q, k) = positional_->transform_qk(q, k, in);
+  Var y = attention_->forward(q, k, v, in);  // [B, H, Lq, D]
+  if (positional_ != nullptr) {
+    Var extra = positional_->output_term(v, x_q.size(1), in);
+    if (extra.defined()) y = y + extra;
+  }
+  return out_proj_->forward(merge_heads(y));
+}
+
+}  // namespace relpos

@@ -1,0 +1,51 @@
+// MultiHeadAttention: the layer models use. Projects inputs to heads, lets the positional
+// encoding rewrite q and k, runs the attention variant, adds the encoding's output term (FastRPB
+// W·V, before the output projection), merges heads and projects out:
+//   x_q [B, Lq, d_model], x_kv [B, Lk, d_model] -> [B, Lq, d_model]
+// Parameters (torch names): q_proj, k_proj, v_proj, out_proj (Linear, xavier-uniform weights,
+// bias optional), then attention.* and positional.* for whatever the variant and encoding own.
+#pragma once
+
+#include <memory>
+
+#include "layers/attention/attention.h"
+#include "layers/attention/positional.h"
+#include "layers/linear.h"
+
+namespace relpos {
+
+struct MultiHeadAttentionConfig {
+  int64_t model_dim = 0;
+  int64_t num_heads = 1;
+  Options attention{"attention"};    // {type: softmax} when empty
+  Options positional{"positional"};  // no relative positions when empty
+  int64_t max_len = 0;               // longest key sequence (sizes positional tables)
+  bool bias = false;                 // biases of the four projections
+  DType dtype = DType::f32;
+  Generator* gen = nullptr;
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  explicit MultiHeadAttention(const MultiHeadAttentionConfig& config);
+
+  // Cross attention; key_mask [B, Lk] u8 (1 = real key) or undefined.
+  Var forward(const Var& x_q, const Var& x_kv, const Tensor& key_mask = {}, bool causal = false);
+  // Self attention.
+  Var forward(const Var& x, const Tensor& key_mask = {}, bool causal = false) {
+    return forward(x, x, key_mask, causal);
+  }
+
+  Attention& attention() { return *attention_; }
+  Positional* positional() { return positional_.get(); }
+  int64_t num_heads() const { return heads_; }
+  int64_t head_dim() const { return head_dim_; }
+
+ private:
+  int64_t model_dim_, heads_, head_dim_;
+  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
+  std::shared_ptr<Attention> attention_;
+  std::shared_ptr<Positional> positional_;
+};
+
+}  // namespace relpos

@@ -1,0 +1,57 @@
+// Relative positional encodings as objects an attention layer hosts (DESIGN §4). Each encoding
+// overrides the hooks it needs and leaves the rest at their "nothing to add" defaults:
+//   transform_qk  rewrites q and k before scores or feature maps (stochastic PE)
+//   score_bias    S added to Q·Kᵀ before the 1/sqrt(D) scale (Shaw naive, skew; seed 004 eq. 1)
+//   kernel_terms  {S_rel·V, S_rel·1} added to the numerator and denominator of kernelized
+//                 attention (Shaw at linear cost, seed 003 §IV)
+//   output_term   added to the attention output before the output projection (FastRPB W·V)
+// An encoding built for a variant that lacks what it needs is refused by check_host, with why.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "layers/attention/attention.h"
+
+namespace relpos {
+
+class Positional : public Module {
+ public:
+  virtual std::string name() const = 0;
+
+  // Throws, saying why, when this encoding cannot work inside `attention`.
+  virtual void check_host(const Attention& attention) const {}
+
+  // q: [B, H, Lq, D], k: [B, H, Lk, D] -> the same shapes.
+  virtual std::pair<Var, Var> transform_qk(const Var& q, const Var& k, const AttentionInputs& in) {
+    return {q, k};
+  }
+  // q: [B, H, Lq, D] -> S, broadcastable to [B, H, Lq, key_len]; undefined: none.
+  virtual Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) { return {}; }
+  // phi_q: [B, H, Lq, F], v: [B, H, Lk, Dv] -> {S_rel·V [B, H, Lq, Dv], S_rel·1 [B, H, Lq, 1]},
+  // padding keys (in.key_mask) and, when causal, future keys left out; undefined: none.
+  virtual std::pair<Var, Var> kernel_terms(const Var& phi_q, const Var& v,
+                                           const AttentionInputs& in) {
+    return {};
+  }
+  // v: [B, H, Lk, Dv] -> [B, H, Lq, Dv], added to the attention output as it is (not
+  // normalized); undefined: none.
+  virtual Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) { return {}; }
+};
+
+using PositionalRegistry = Registry<Positional, const AttentionOptions&>;
+PositionalRegistry& positional_registry();
+
+// Builds the encoding named by opt.options' `type` ("none" or no mapping: null), refusing
+// unknown options.
+std::shared_ptr<Positional> make_positional(const AttentionOptions& opt);
+
+}  // namespace relpos
+
+// In an encoding's .cpp: RELPOS_REGISTER_POSITIONAL("name", Class); Class(const AttentionOptions&).
+#define RELPOS_REGISTER_POSITIONAL(name, Type)                                              \
+  static const bool RELPOS_REGISTRY_CONCAT(relpos_positional_registered_, __LINE__) =       \
+      ::relpos::positional_registry().add(name, [](const ::relpos::AttentionOptions& opt) { \
+        return std::static_pointer_cast<::relpos::Positional>(std::make_shared<Type>(opt)); \
+      })

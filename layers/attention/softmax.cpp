@@ -1,0 +1,54 @@
+// softmax: scaled dot-product attention (Vaswani et al. 2017, eq. 1),
+//   Y = softmax((Q·Kᵀ + S) / sqrt(D)) V,
+// with S a positional score bias when the layer has one (Shaw, skew: seed 004 eq. 1). Blocked
+// pairs (padding, causal) get a large negative logit rather than -inf (no NaN from a row with
+// every key blocked), and zero weight after the softmax, so such a query outputs zeros.
+// Options: dropout (on the attention weights).
+#include <cmath>
+
+#include "autograd/functions.h"
+#include "layers/attention/attention.h"
+#include "layers/attention/masks.h"
+#include "layers/attention/positional.h"
+#include "layers/init.h"
+
+namespace relpos {
+namespace {
+
+class SoftmaxAttention final : public Attention {
+ public:
+  explicit SoftmaxAttention(const AttentionOptions& opt)
+      : dropout_(opt.options.get<double>("dropout", 0.0)), gen_(fork_generator(opt.generator())) {
+    RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, "attention softmax",
+                 "dropout must be in [0, 1), got {}", dropout_);
+  }
+
+  Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
+    const AttentionDims d = check_attention_inputs("attention softmax", q, k, v, in);
+    Var scores = matmul(q, k, false, true);  // [B, H, Lq, Lk]
+    if (in.positional != nullptr) {
+      Var bias = in.positional->score_bias(q, d.k_len, in);
+      if (bias.defined()) scores = scores + bias;
+    }
+    scores = scores * (1.0 / std::sqrt(static_cast<double>(d.head_dim)));
+    Tensor blocked = blocked_pairs(in, d.q_len, d.k_len, q.value().device());
+    if (blocked.defined()) scores = masked_fill(scores, blocked, -1e30);
+    Var weights = softmax(scores, -1);
+    if (blocked.defined()) weights = masked_fill(weights, blocked, 0.0);
+    weights = dropout(weights, dropout_, gen_, is_training());
+    return matmul(weights, v);  // [B, H, Lq, Dv]
+  }
+
+  AttentionCaps caps() const override { return {.forms_scores = true, .kernelized = false}; }
+  std::string name() const override { return "softmax"; }
+
+ private:
+  double dropout_;
+  Generator gen_;
+};
+
+}  // namespace
+
+RELPOS_REGISTER_ATTENTION("softmax", SoftmaxAttention);
+
+}  // namespace relpos

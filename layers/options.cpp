@@ -1,0 +1,135 @@
+// Options (layers/options.h): typed, tracked reads of a component's YAML mapping.
+#include "layers/options.h"
+
+#include <charconv>
+#include <cstdint>
+
+#include "core/error.h"
+
+namespace relpos {
+namespace {
+
+bool parse(const std::string& s, std::string& out) {
+  out = s;
+  return true;
+}
+bool parse(const std::string& s, bool& out) {
+  if (s == "true" || s == "True" || s == "yes" || s == "on" || s == "1") return out = true, true;
+  if (s == "false" || s == "False" || s == "no" || s == "off" || s == "0") return out = false, true;
+  return false;
+}
+template <typename Int>
+bool parse_int(const std::string& s, Int& out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+bool parse(const std::string& s, int64_t& out) {
+  return parse_int(s, out);
+}
+bool parse(const std::string& s, int& out) {
+  return parse_int(s, out);
+}
+bool parse(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  size_t used = 0;
+  try {
+    out = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == s.size();
+}
+
+template <typename T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "true or false";
+  if constexpr (std::is_integral_v<T>) return "an integer";
+  if constexpr (std::is_floating_point_v<T>) return "a number";
+  return "text";
+}
+
+template <typename T>
+T parse_or_throw(const std::string& where, const std::string& key, const std::string& text) {
+  T out{};
+  RELPOS_CHECK(parse(text, out), where, "option '{}' must be {}, got '{}'", key, type_name<T>(),
+               text);
+  return out;
+}
+
+}  // namespace
+
+Options::Options(std::string where) : state_(std::make_shared<State>()) {
+  state_->where = std::move(where);
+}
+
+Options& Options::set(const std::string& key, std::string scalar) {
+  state_->values[key] = Value{false, std::move(scalar), {}};
+  return *this;
+}
+
+Options& Options::set_list(const std::string& key, std::vector<std::string> list) {
+  state_->values[key] = Value{true, {}, std::move(list)};
+  return *this;
+}
+
+bool Options::has(const std::string& key) const {
+  return state_->values.count(key) != 0;
+}
+bool Options::empty() const {
+  return state_->values.empty();
+}
+const std::string& Options::where() const {
+  return state_->where;
+}
+
+const Options::Value* Options::lookup(const std::string& key) const {
+  state_->read.insert(key);
+  auto it = state_->values.find(key);
+  return it == state_->values.end() ? nullptr : &it->second;
+}
+
+template <typename T>
+T Options::get(const std::string& key, const T& fallback) const {
+  const Value* v = lookup(key);
+  if (v == nullptr) return fallback;
+  RELPOS_CHECK(!v->is_list, state_->where, "option '{}' must be a single value, got a list", key);
+  return parse_or_throw<T>(state_->where, key, v->scalar);
+}
+
+template <typename T>
+T Options::require(const std::string& key) const {
+  RELPOS_CHECK(lookup(key) != nullptr, state_->where, "option '{}' is required", key);
+  return get<T>(key, T{});
+}
+
+template <typename T>
+std::vector<T> Options::get_list(const std::string& key, const std::vector<T>& fallback) const {
+  const Value* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_list) return {parse_or_throw<T>(state_->where, key, v->scalar)};
+  std::vector<T> out;
+  for (const std::string& s : v->list) out.push_back(parse_or_throw<T>(state_->where, key, s));
+  return out;
+}
+
+void Options::check_all_used() const {
+  for (const auto& [key, value] : state_->values) {
+    if (state_->read.count(key)) continue;
+    std::string known;
+    for (const std::string& k : state_->read) known += (known.empty() ? "" : ", ") + k;
+    fail(state_->where, "unknown option '{}'; known: {}", key, known.empty() ? "(none)" : known);
+  }
+}
+
+#define RELPOS_OPTIONS_INSTANTIATE(T)                             \
+  template T Options::get<T>(const std::string&, const T&) const; \
+  template T Options::require<T>(const std::string&) const;       \
+  template std::vector<T> Options::get_list<T>(const std::string&, const std::vector<T>&) const;
+RELPOS_OPTIONS_INSTANTIATE(std::string)
+RELPOS_OPTIONS_INSTANTIATE(bool)
+RELPOS_OPTIONS_INSTANTIATE(int64_t)
+RELPOS_OPTIONS_INSTANTIATE(int)
+RELPOS_OPTIONS_INSTANTIATE(double)
+#undef RELPOS_OPTIONS_INSTANTIATE
+
+}  // namespace relpos

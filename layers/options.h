@@ -1,0 +1,64 @@
+// Options: a component's settings as written under its YAML mapping (`attention: {type: linear,
+// feature_map: dpfp, nu: 2}`): key -> scalar text or a list of scalars. Reads are typed and
+// tracked, so after a component is built every key it never read is refused by name
+// (check_all_used), listing the keys it knows. Copies share one state (and one read record).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace relpos {
+
+class Options {
+ public:
+  // `where` names the mapping in errors, e.g. "attention" or "model.positional".
+  explicit Options(std::string where = "options");
+
+  Options& set(const std::string& key, std::string scalar);
+  Options& set_list(const std::string& key, std::vector<std::string> list);
+  template <typename T>
+  requires std::is_arithmetic_v<T> Options& set(const std::string& key, T number) {
+    return set(key, fmt::format("{}", number));
+  }
+  Options& set(const std::string& key, const char* scalar) { return set(key, std::string(scalar)); }
+
+  bool has(const std::string& key) const;
+  bool empty() const;
+  const std::string& where() const;
+
+  // The value of `key` as T (std::string, bool, int64_t, int, double), or `fallback` when
+  // absent. A value that does not parse as T is an error naming the key and the text.
+  template <typename T>
+  T get(const std::string& key, const T& fallback) const;
+  // The value of `key`, which must be present.
+  template <typename T>
+  T require(const std::string& key) const;
+  // A list (a scalar counts as a one-element list), or `fallback` when absent.
+  template <typename T>
+  std::vector<T> get_list(const std::string& key, const std::vector<T>& fallback) const;
+
+  // Throws "[where] unknown option 'x'; known: a, b, c" for the first key never read.
+  void check_all_used() const;
+
+ private:
+  struct Value {
+    bool is_list = false;
+    std::string scalar;
+    std::vector<std::string> list;
+  };
+  struct State {
+    std::string where;
+    std::map<std::string, Value> values;
+    std::set<std::string> read;  // every key asked for, present or not
+  };
+  const Value* lookup(const std::string& key) const;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace relpos

@@ -1,0 +1,54 @@
+// Shared by the attention tests: random multi-head inputs and key masks, building a variant or
+// an encoding from options, the naive softmax attention every score-forming variant is checked
+// against (explicit loops in f64), and peak bytes of a forward + backward pass.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layers/attention/attention.h"
+#include "layers/attention/positional.h"
+#include "tests/autograd/grad_checks.h"
+
+namespace relpos::test {
+
+// Options from key/value pairs, e.g. options("attention", {{"type", "linear"}, {"nu", "2"}}).
+Options options(const std::string& where,
+                const std::vector<std::pair<std::string, std::string>>& values);
+
+// AttentionOptions for `heads` heads of size `head_dim`, f64, a fixed generator.
+AttentionOptions attention_options(const Options& opt, int64_t heads, int64_t head_dim,
+                                   int64_t max_len = 0, DType dtype = DType::f64);
+
+// u8 [B, Lk]: row b has its last `pad[b]` keys padded (0), the rest real (1).
+Tensor padding_mask(int64_t k_len, const std::vector<int64_t>& pad);
+
+// Whether key j is blocked for query i of batch row b (padding; causality aligned at the ends),
+// from the definition in AttentionInputs.
+class NaiveMask {
+ public:
+  NaiveMask(const AttentionInputs& in, int64_t q_len, int64_t k_len);
+  bool blocked(int64_t b, int64_t i, int64_t j) const;
+
+ private:
+  std::vector<uint8_t> keep_;  // [B, Lk], empty: no padding
+  bool causal_;
+  int64_t q_len_, k_len_;
+};
+
+// softmax(scores / sqrt(D) over unblocked keys) · V by explicit loops, f64 on the CPU; a query
+// with every key blocked gets zeros.
+// scores: [B, H, Lq, Lk] already holding Q·Kᵀ (+ any bias S); v: [B, H, Lk, Dv].
+Tensor naive_softmax_from_scores(const Tensor& scores, const Tensor& v, const AttentionInputs& in,
+                                 int64_t head_dim);
+
+// Q·Kᵀ by explicit loops: [B, H, Lq, D] x [B, H, Lk, D] -> [B, H, Lq, Lk].
+Tensor naive_scores(const Tensor& q, const Tensor& k);
+
+// Peak bytes the device allocator holds above its level before `step` (forward + backward).
+int64_t peak_bytes_of(Device device, const std::function<void()>& step);
+
+}  // namespace relpos::test

@@ -1,0 +1,96 @@
+// softmax attention against explicit loops (odd lengths, Lq != Lk, padding, causal aligned at
+// the ends, a positional score bias), its f64 gradcheck, and CPU ≡ CUDA.
+#include "layers/attention/masks.h"
+#include "tests/layers/attention_testing.h"
+
+using namespace relpos;
+
+namespace {
+
+constexpr DType f64 = DType::f64;
+
+// A score bias S[i, j] = q_i · a_(j - i) from a small table, enough to see the hook is used
+// before the 1/sqrt(D) scale.
+class TestScoreBias final : public Positional {
+ public:
+  explicit TestScoreBias(Tensor table) : table_(std::move(table)) {}
+  std::string name() const override { return "test_bias"; }
+  Var score_bias(const Var& q, int64_t key_len, const AttentionInputs&) override {
+    // [Lq, Lk, D] table rows selected by (j - i) mod rows, then S = sum_d q[i, d] a[i, j, d].
+    const int64_t lq = q.size(2), d = q.size(3), rows = table_.size(0);
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < lq; ++i)
+      for (int64_t j = 0; j < key_len; ++j) idx.push_back(((j - i) % rows + rows) % rows);
+    Var a = index_select(Var(table_), 0, Tensor::from_vector(idx, {lq * key_len}));
+    a = reshape(a, {1, 1, lq, key_len, d});
+    return sum(unsqueeze(q, 3) * a, {4});
+  }
+  Tensor table_;
+};
+
+Var run_softmax(const std::vector<Var>& x, const AttentionInputs& in, int64_t heads) {
+  static auto attn = make_attention(
+      test::attention_options(test::options("attention", {{"type", "softmax"}}), heads, 5));
+  return attn->forward(x[0], x[1], x[2], in);
+}
+
+}  // namespace
+
+TEST_CASE("softmax: equals explicit loops, odd lengths, Lq != Lk, padding, causal, bias") {
+  const int64_t B = 2, H = 3, D = 5, Dv = 4;
+  for (auto [lq, lk] : {std::pair<int64_t, int64_t>{7, 7}, {5, 9}, {9, 4}}) {
+    for (bool causal : {false, true}) {
+      for (bool masked : {false, true}) {
+        for (bool biased : {false, true}) {
+          INFO("Lq " << lq << " Lk " << lk << " causal " << causal << " masked " << masked
+                     << " bias " << biased);
+          const Tensor q = test::random_tensor({B, H, lq, D}, f64, 1);
+          const Tensor k = test::random_tensor({B, H, lk, D}, f64, 2);
+          const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 3);
+          TestScoreBias bias(test::random_tensor({3, D}, f64, 4));
+          AttentionInputs in;
+          in.causal = causal;
+          if (masked) in.key_mask = test::padding_mask(lk, {0, 2});
+          if (biased) in.positional = &bias;
+          const Tensor got = run_softmax({Var(q), Var(k), Var(v)}, in, H).value();
+          Tensor scores = test::naive_scores(q, k);
+          if (biased) scores = add(scores, bias.score_bias(Var(q), lk, in).value());
+          CHECK_CLOSE(got, test::naive_softmax_from_scores(scores, v, in, D), 1e-12, 1e-12);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax: gradcheck (f64) through q, k, v with padding and causality") {
+  const Tensor q = test::random_tensor({2, 2, 5, 5}, f64, 5);
+  const Tensor k = test::random_tensor({2, 2, 6, 5}, f64, 6);
+  const Tensor v = test::random_tensor({2, 2, 6, 3}, f64, 7);
+  AttentionInputs in;
+  in.causal = true;
+  in.key_mask = test::padding_mask(6, {1, 0});
+  test::check_grad([&](const std::vector<Var>& x) { return run_softmax(x, in, 2); }, {q, k, v});
+}
+
+TEST_CASE("softmax: CUDA matches CPU") {
+  const Tensor q = test::random_tensor({2, 3, 33, 5}, DType::f32, 8);
+  const Tensor k = test::random_tensor({2, 3, 40, 5}, DType::f32, 9);
+  const Tensor v = test::random_tensor({2, 3, 40, 5}, DType::f32, 10);
+  const Tensor mask = test::padding_mask(40, {3, 0});
+  test::check_cuda_matches_cpu(
+      "softmax attention",
+      [](const std::vector<Tensor>& x) {
+        AttentionInputs in{x[3], true, nullptr};
+        return std::vector<Tensor>{run_softmax({Var(x[0]), Var(x[1]), Var(x[2])}, in, 3).value()};
+      },
+      {q, k, v, mask});
+}
+
+TEST_CASE("masks: causal alignment at the ends and key padding") {
+  const Tensor c = causal_blocked(2, 4, Device::cpu());
+  // Query 0 sits at key position 2, query 1 at key position 3.
+  CHECK(c.to_vector<uint8_t>() == std::vector<uint8_t>{0, 0, 0, 1, 0, 0, 0, 0});
+  AttentionInputs in{test::padding_mask(3, {1}), false, nullptr};
+  CHECK(blocked_pairs(in, 2, 3, Device::cpu()).shape() == Shape{1, 1, 1, 3});
+  CHECK_FALSE(blocked_pairs(AttentionInputs{}, 2, 3, Device::cpu()).defined());
+}
