@@ -28,6 +28,16 @@ Var merge_heads(const Var& x) {
 
 }  // namespace
 
+Var attend(Attention& attention, Positional* positional, const Var& q, const Var& k, const Var& v,
+           AttentionInputs in) {
+  in.positional = positional;
+  if (positional == nullptr) return attention.forward(q, k, v, in);
+  auto [q2, k2] = positional->transform_qk(q, k, in);
+  Var y = attention.forward(q2, k2, v, in);
+  Var extra = positional->output_term(v, q.size(2), in);
+  return extra.defined() ? y + extra : y;
+}
+
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
     : model_dim_(c.model_dim), heads_(c.num_heads) {
   RELPOS_CHECK(c.model_dim > 0 && c.num_heads > 0 && c.model_dim % c.num_heads == 0,

@@ -25,6 +25,12 @@ struct MultiHeadAttentionConfig {
   Generator* gen = nullptr;
 };
 
+// One attention call with its positional hooks, as MultiHeadAttention makes it: the encoding
+// rewrites q and k, the variant runs (asking the encoding for a score bias or kernel terms), and
+// the encoding's output term is added. q, k: [B, H, L, D], v: [B, H, Lk, Dv] -> [B, H, Lq, Dv].
+Var attend(Attention& attention, Positional* positional, const Var& q, const Var& k, const Var& v,
+           AttentionInputs in);
+
 class MultiHeadAttention : public Module {
  public:
   explicit MultiHeadAttention(const MultiHeadAttentionConfig& config);

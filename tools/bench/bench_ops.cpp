@@ -16,10 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "core/allocator.h"
 #include "core/ops.h"
+#include "tools/bench/bench_common.h"
 
 using namespace relpos;
+using bench::flag_value;
+using bench::has_flag;
 
 namespace {
 
@@ -104,51 +106,20 @@ const std::vector<Case>& cases() {
   return table;
 }
 
-struct Timing {
-  double median_ms = 0, min_ms = 0;
-  int64_t runs = 0;
-};
-
-// Two warm-up calls (FFT plans, first-touch page faults, thread pools), then repetitions until
-// at least 5 runs and `min_seconds` in total. Each sample covers the call including the output
-// allocation; the output is freed after the clock stops (as `out = fn()` in the Python twin).
-Timing time_call(const Call& call, double min_seconds) {
-  for (int i = 0; i < 2; ++i) call();
-  synchronize(g_device);
-  std::vector<double> ms;
-  double total_s = 0;
-  while ((ms.size() < 5 || total_s < min_seconds) && ms.size() < 100000) {
-    const auto start = std::chrono::steady_clock::now();
-    const Tensor out = call();
-    synchronize(g_device);
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ms.push_back(s * 1e3);
-    total_s += s;
-  }
-  std::sort(ms.begin(), ms.end());
-  const size_t n = ms.size();
-  const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-  return {median, ms.front(), static_cast<int64_t>(n)};
-}
-
-// Bytes the device's allocator held at the peak of one call beyond what was live before it
-// (output plus temporaries; FFTW / OpenBLAS / cuBLAS internal buffers do not go through it), and
-// the output's size.
+// Bytes the allocator held at the peak of one call beyond what was live before it (output plus
+// temporaries), and the output's size.
 struct Memory {
   int64_t peak_bytes = 0, out_bytes = 0;
 };
 Memory memory_of(const Call& call) {
-  synchronize(g_device);
-  reset_peak_memory(g_device);
-  const int64_t before = memory_stats(g_device).current_bytes;
   int64_t out_bytes = 0;
-  {
-    const Tensor out = call();
-    out_bytes = out.numel() * static_cast<int64_t>(dtype_size(out.dtype()));
-    synchronize(g_device);
-  }
-  return {memory_stats(g_device).peak_bytes - before, out_bytes};
+  const int64_t peak = bench::peak_bytes_of(
+      [&] {
+        const Tensor out = call();
+        out_bytes = out.numel() * static_cast<int64_t>(dtype_size(out.dtype()));
+      },
+      g_device);
+  return {peak, out_bytes};
 }
 
 // The comma-separated op names of --filter (empty: all); unknown names fail listing the known.
@@ -156,8 +127,7 @@ std::vector<std::string> parse_filter(const std::string& filter) {
   std::vector<std::string> known, names;
   for (const Case& c : cases())
     if (std::find(known.begin(), known.end(), c.op) == known.end()) known.push_back(c.op);
-  std::stringstream list(filter);
-  for (std::string name; std::getline(list, name, ',');) {
+  for (const std::string& name : bench::split_list(filter)) {
     if (std::find(known.begin(), known.end(), name) != known.end()) {
       names.push_back(name);
       continue;
@@ -167,18 +137,6 @@ std::vector<std::string> parse_filter(const std::string& filter) {
     throw std::runtime_error(message);
   }
   return names;
-}
-
-std::string flag_value(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-
-bool has_flag(int argc, char** argv, const char* name) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return true;
-  return false;
 }
 
 }  // namespace
@@ -202,7 +160,7 @@ int main(int argc, char** argv) try {
     const int64_t live_before = memory_stats(g_device).current_bytes;
     const Call call = c.make(gen);
     const int64_t in_bytes = memory_stats(g_device).current_bytes - live_before;  // the inputs
-    const Timing t = time_call(call, min_seconds);
+    const bench::Timing t = bench::time_call(call, g_device, min_seconds);
     const Memory m = memory_of(call);
     if (json)
       std::printf(
