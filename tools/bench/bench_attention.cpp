@@ -6,6 +6,7 @@
 // Usage: relpos_bench_attention [--json] [--device cpu|cuda] [--filter NAME[,NAME...]]
 //          [--lengths 1024,2048,...] [--batch 1] [--heads 8] [--dim 32] [--min-time S]
 //          [--max-quadratic-n N (default 8192: larger N skip variants with N^2 memory)]
+//        relpos_bench_attention --list   (the variant names, one per line)
 #include <omp.h>
 
 #include <algorithm>
@@ -74,6 +75,10 @@ std::vector<int64_t> parse_lengths(const std::string& text) {
 
 int main(int argc, char** argv) try {
   using bench::flag_value;
+  if (bench::has_flag(argc, argv, "--list")) {
+    for (const Variant& v : variants()) std::printf("%s\n", v.name);
+    return 0;
+  }
   const bool json = bench::has_flag(argc, argv, "--json");
   const Device device = Device::parse(flag_value(argc, argv, "--device", "cpu"));
   const std::vector<std::string> names = bench::split_list(flag_value(argc, argv, "--filter", ""));

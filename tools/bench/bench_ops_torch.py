@@ -79,13 +79,13 @@ CASES = [
 ]
 
 
-def time_call(fn, min_seconds):
+def time_call(fn, min_seconds, min_runs=5):
     for _ in range(2):
         fn()
     sync()
     ms = []
     total = 0.0
-    while (len(ms) < 5 or total < min_seconds) and len(ms) < 100000:
+    while (len(ms) < min_runs or total < min_seconds) and len(ms) < 100000:
         start = time.perf_counter()
         out = fn()
         sync()
