@@ -50,11 +50,13 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   v_proj_ = register_module("v_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
   out_proj_ = register_module("out_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
 
-  AttentionOptions opt{c.attention, heads_, head_dim_, model_dim_, c.max_len, c.dtype, &gen};
-  if (opt.options.empty()) opt.options.set("type", "softmax");
-  attention_ = register_module("attention", make_attention(opt));
-  opt.options = c.positional;
+  // The encoding first: a q/k rewrite may change the size the variant is built for.
+  AttentionOptions opt{c.positional, heads_, head_dim_, model_dim_, c.max_len, c.dtype, &gen};
   positional_ = make_positional(opt);
+  opt.options = c.attention;
+  if (opt.options.empty()) opt.options.set("type", "softmax");
+  if (positional_ != nullptr) opt.head_dim = positional_->qk_dim(head_dim_);
+  attention_ = register_module("attention", make_attention(opt));
   if (positional_ != nullptr) {
     positional_->check_host(*attention_);
     register_module("positional", positional_);

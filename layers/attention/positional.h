@@ -23,10 +23,12 @@ class Positional : public Module {
   // Throws, saying why, when this encoding cannot work inside `attention`.
   virtual void check_host(const Attention& attention) const {}
 
-  // q: [B, H, Lq, D], k: [B, H, Lk, D] -> the same shapes.
+  // q: [B, H, Lq, D], k: [B, H, Lk, D] -> [B, H, Lq, D'], [B, H, Lk, D'] with
+  // D' = qk_dim(D): the size the attention variant (and its feature map) is built for.
   virtual std::pair<Var, Var> transform_qk(const Var& q, const Var& k, const AttentionInputs& in) {
     return {q, k};
   }
+  virtual int64_t qk_dim(int64_t head_dim) const { return head_dim; }
   // q: [B, H, Lq, D] -> S, broadcastable to [B, H, Lq, key_len]; undefined: none.
   virtual Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) { return {}; }
   // phi_q: [B, H, Lq, F], v: [B, H, Lk, Dv] -> {S_rel·V [B, H, Lq, Dv], S_rel·1 [B, H, Lq, 1]},
