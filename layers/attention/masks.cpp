@@ -1,6 +1,7 @@
 // Blocked (query, key) pairs for padding and causality (layers/attention/masks.h).
 #include "layers/attention/masks.h"
 
+#include "autograd/functions.h"
 #include "core/ops.h"
 
 namespace relpos {
@@ -24,6 +25,11 @@ Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, De
     blocked = blocked.defined() ? maximum(blocked, causal) : causal;
   }
   return blocked;
+}
+
+Var masked_softmax(const Var& scores, const Tensor& blocked) {
+  if (!blocked.defined()) return softmax(scores, -1);
+  return masked_fill(softmax(masked_fill(scores, blocked, -1e30), -1), blocked, 0.0);
 }
 
 Tensor key_keep_column(const Tensor& key_mask, DType dtype) {

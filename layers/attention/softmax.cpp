@@ -1,8 +1,8 @@
 // softmax: scaled dot-product attention (Vaswani et al. 2017, eq. 1),
 //   Y = softmax((Q·Kᵀ + S) / sqrt(D)) V,
 // with S a positional score bias when the layer has one (Shaw, skew: seed 004 eq. 1). Blocked
-// pairs (padding, causal) get a large negative logit rather than -inf (no NaN from a row with
-// every key blocked), and zero weight after the softmax, so such a query outputs zeros.
+// pairs (padding, causal) weigh exactly 0 (masked_softmax), so a query that sees no key outputs
+// zeros.
 // Options: dropout (on the attention weights).
 #include <cmath>
 
@@ -32,9 +32,7 @@ class SoftmaxAttention final : public Attention {
     }
     scores = scores * (1.0 / std::sqrt(static_cast<double>(d.head_dim)));
     Tensor blocked = blocked_pairs(in, d.q_len, d.k_len, q.value().device());
-    if (blocked.defined()) scores = masked_fill(scores, blocked, -1e30);
-    Var weights = softmax(scores, -1);
-    if (blocked.defined()) weights = masked_fill(weights, blocked, 0.0);
+    Var weights = masked_softmax(scores, blocked);  // [B, H, Lq, Lk]
     weights = dropout(weights, dropout_, gen_, is_training());
     return matmul(weights, v);  // [B, H, Lq, Dv]
   }

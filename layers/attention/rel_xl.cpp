@@ -1,0 +1,115 @@
+// rel_xl: Transformer-XL relative attention (Dai et al. 2019, §3.3; seed 000 App. B),
+//   scores[i, j] = (q_i + u)·k_j + (q_i + v)·r_{(M+i)-j}      terms (a)+(c), (b)+(d)
+//   Y = softmax((scores + S) / sqrt(D)) V,  r_d = r_net(sinusoid(min(d, clamp_len))),
+// with (b)+(d) from one product (q + v)·rᵀ over the distances Lk-1 … 0 and a rel-shift. u, v
+// ("r_w_bias", "r_r_bias") belong to this layer; TXL shares them across layers (a model can tie
+// them). Init: u, v and r_net.weight normal(0, 0.02), as TXL. Causal only.
+#include "layers/attention/rel_xl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "autograd/functions.h"
+#include "layers/attention/masks.h"
+#include "layers/attention/positional.h"
+#include "layers/init.h"
+
+namespace relpos {
+
+namespace {
+constexpr const char* kWho = "attention rel_xl";
+}  // namespace
+
+Var rel_shift(const Var& x) {
+  const int n = x.dim();
+  const int64_t q_len = x.size(-2), k_len = x.size(-1);
+  Shape tall = x.shape();  // [..., Lk + 1, Lq]
+  tall[n - 2] = k_len + 1;
+  tall[n - 1] = q_len;
+  Var padded = pad(x, {1, 0});                                   // [..., Lq, Lk + 1]
+  Var rows = slice(reshape(padded, tall), n - 2, 1, k_len + 1);  // [..., Lk, Lq]
+  return reshape(rows, x.shape());                               // [..., Lq, Lk]
+}
+
+RelXlAttention::RelXlAttention(const AttentionOptions& opt)
+    : heads_(opt.num_heads),
+      head_dim_(opt.head_dim),
+      model_dim_(opt.model_dim),
+      clamp_len_(opt.options.get<int64_t>("clamp_len", 0)),
+      dropout_(opt.options.get<double>("dropout", 0.0)),
+      gen_(fork_generator(opt.generator())) {
+  RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, kWho, "dropout must be in [0, 1), got {}", dropout_);
+  RELPOS_CHECK(clamp_len_ >= 0, kWho, "clamp_len must be >= 0 (0: no clamp), got {}", clamp_len_);
+  RELPOS_CHECK(heads_ > 0 && head_dim_ > 0, kWho, "needs num_heads and head_dim > 0, got {} and {}",
+               heads_, head_dim_);
+  RELPOS_CHECK(model_dim_ > 0 && model_dim_ % 2 == 0, kWho,
+               "model_dim (the width of the sinusoidal distance embedding) must be positive and "
+               "even, got {}",
+               model_dim_);
+  Generator& gen = opt.generator();
+  r_w_bias_ = Var(Tensor::empty({heads_, head_dim_}, opt.dtype), true);
+  r_r_bias_ = Var(Tensor::empty({heads_, head_dim_}, opt.dtype), true);
+  normal_(r_w_bias_.value(), 0.0, 0.02, gen);
+  normal_(r_r_bias_.value(), 0.0, 0.02, gen);
+  register_parameter("r_w_bias", r_w_bias_);
+  register_parameter("r_r_bias", r_r_bias_);
+  r_net_ = register_module(
+      "r_net", std::make_shared<Linear>(model_dim_, heads_ * head_dim_, false, opt.dtype, gen));
+  normal_(r_net_->weight().value(), 0.0, 0.02, gen);
+}
+
+const Tensor& RelXlAttention::relative_sinusoids(int64_t k_len, DType dtype, Device device) {
+  if (sinusoids_.defined() && sinusoids_.size(0) == k_len && sinusoids_.dtype() == dtype &&
+      sinusoids_.device() == device)
+    return sinusoids_;
+  // TXL's PositionalEmbedding: [sin(d·f_c) | cos(d·f_c)], f_c = 10000^(-2c / model_dim), c < half.
+  const int64_t half = model_dim_ / 2;
+  std::vector<double> table(static_cast<size_t>(k_len * model_dim_));
+  for (int64_t row = 0; row < k_len; ++row) {
+    int64_t dist = k_len - 1 - row;
+    if (clamp_len_ > 0) dist = std::min(dist, clamp_len_);
+    for (int64_t c = 0; c < half; ++c) {
+      const double angle =
+          static_cast<double>(dist) * std::pow(10000.0, -2.0 * static_cast<double>(c) / model_dim_);
+      table[row * model_dim_ + c] = std::sin(angle);
+      table[row * model_dim_ + half + c] = std::cos(angle);
+    }
+  }
+  sinusoids_ = Tensor::from_vector(table, {k_len, model_dim_}).to(dtype).to(device);
+  return sinusoids_;
+}
+
+Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) {
+  const AttentionDims d = check_attention_inputs(kWho, q, k, v, in);
+  RELPOS_CHECK(in.causal, kWho,
+               "Transformer-XL attention is causal: the relative distance (M + i) - j is only "
+               "embedded for keys at or before the query; got causal = false");
+  RELPOS_CHECK(d.k_len >= d.q_len, kWho,
+               "keys must be [memory; segment], so Lk >= Lq; got Lq {} and Lk {}", d.q_len,
+               d.k_len);
+  RELPOS_CHECK(d.heads == heads_ && d.head_dim == head_dim_, kWho,
+               "built for {} heads of size {}, got q {}", heads_, head_dim_, q.value().str());
+  const Var u = reshape(r_w_bias_, {1, heads_, 1, head_dim_});   // [1, H, 1, D]
+  const Var vb = reshape(r_r_bias_, {1, heads_, 1, head_dim_});  // [1, H, 1, D]
+  // Row c of r embeds distance Lk - 1 - c: [Lk, H*D] -> [H, Lk, D].
+  Var r = r_net_->forward(Var(relative_sinusoids(d.k_len, q.dtype(), q.value().device())));
+  r = transpose(reshape(r, {d.k_len, heads_, head_dim_}), 0, 1);
+  Var ac = matmul(q + u, k, false, true);              // (a) + (c): [B, H, Lq, Lk]
+  Var bd = rel_shift(matmul(q + vb, r, false, true));  // (b) + (d): [B, H, Lq, Lk]
+  Var scores = ac + bd;
+  if (in.positional != nullptr) {
+    Var bias = in.positional->score_bias(q, d.k_len, in);
+    if (bias.defined()) scores = scores + bias;
+  }
+  scores = scores * (1.0 / std::sqrt(static_cast<double>(d.head_dim)));
+  // Causal (query i at key position M + i) also hides the rel-shift's spill-over right of M + i.
+  Tensor blocked = blocked_pairs(in, d.q_len, d.k_len, q.value().device());
+  Var weights = masked_softmax(scores, blocked);  // [B, H, Lq, Lk]
+  weights = dropout(weights, dropout_, gen_, is_training());
+  return matmul(weights, v);  // [B, H, Lq, Dv]
+}
+
+RELPOS_REGISTER_ATTENTION("rel_xl", RelXlAttention);
+
+}  // namespace relpos

@@ -1,0 +1,49 @@
+// rel_xl: Transformer-XL relative attention (Dai et al. 2019, §3.3 eq. for A^rel, terms (a)–(d);
+// seed 000, App. B for the rel-shift). Keys are [memory (M); segment (Lq)], so Lk = M + Lq and
+// query i sits at key position M + i. Declared here so the tests can reach rel_shift and the
+// parameters; built by name ("rel_xl") from the attention registry.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "layers/attention/attention.h"
+#include "layers/linear.h"
+
+namespace relpos {
+
+// The rel-shift of Transformer-XL (seed 000, App. B): x [..., Lq, Lk] with Lk >= Lq, column c of
+// row i holding the term for relative distance Lk - 1 - c, becomes out [..., Lq, Lk] with
+//   out[i, j] = x[i, j + Lq - 1 - i]   for j <= (Lk - Lq) + i  (distance (M + i) - j),
+// a zero at j = M + i + 1 and spill-over from row i + 1 beyond (the causal mask discards both).
+// Composed as TXL does: pad one zero column in front, view as [Lk + 1, Lq], drop the first row,
+// view back.
+Var rel_shift(const Var& x);
+
+class RelXlAttention final : public Attention {
+ public:
+  // Options: dropout (on the attention weights, default 0), clamp_len (distances above it use
+  // its embedding; 0 = no clamp). Needs opt.model_dim (even): the width of the sinusoids.
+  explicit RelXlAttention(const AttentionOptions& opt);
+
+  Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override;
+  AttentionCaps caps() const override { return {.forms_scores = true, .kernelized = false}; }
+  std::string name() const override { return "rel_xl"; }
+
+  Var& r_w_bias() { return r_w_bias_; }  // u: [H, D]
+  Var& r_r_bias() { return r_r_bias_; }  // v: [H, D]
+  Linear& r_net() { return *r_net_; }    // model_dim -> H * D, no bias
+
+ private:
+  // Sinusoids of the distances Lk - 1, ..., 0 (clamped): [Lk, model_dim], kept for the next call.
+  const Tensor& relative_sinusoids(int64_t k_len, DType dtype, Device device);
+
+  int64_t heads_, head_dim_, model_dim_, clamp_len_;
+  double dropout_;
+  Generator gen_;
+  Var r_w_bias_, r_r_bias_;
+  std::shared_ptr<Linear> r_net_;
+  Tensor sinusoids_;  // cache of relative_sinusoids
+};
+
+}  // namespace relpos
