@@ -48,6 +48,18 @@ Tensor naive_softmax_from_scores(const Tensor& scores, const Tensor& v, const At
 // Q·Kᵀ by explicit loops: [B, H, Lq, D] x [B, H, Lk, D] -> [B, H, Lq, Lk].
 Tensor naive_scores(const Tensor& q, const Tensor& k);
 
+// A variant that only reports the given caps (forward returns q), for an encoding's check_host.
+class TestHost final : public Attention {
+ public:
+  explicit TestHost(AttentionCaps caps) : caps_(caps) {}
+  Var forward(const Var& q, const Var&, const Var&, const AttentionInputs&) override { return q; }
+  AttentionCaps caps() const override { return caps_; }
+  std::string name() const override { return "test_host"; }
+
+ private:
+  AttentionCaps caps_;
+};
+
 // Peak bytes the device allocator holds above its level before `step` (forward + backward).
 int64_t peak_bytes_of(Device device, const std::function<void()>& step);
 

@@ -1,0 +1,67 @@
+// skew: S = truncate(transpose(diagonals 0..t3-1 of Q·E), keep Lk), added to Q·Kᵀ (seed 004,
+// eq. 1 and the algorithm after it): S[i, j] = q_i · E[:, t3 - 1 - (j - i)], E's 2 t3 - 1 columns
+// running from shift t3 - 1 (future) to -(t3 - 1) (past). The diagonals are read by a pad/reshape
+// skew of Q·E with its columns reversed, so memory beyond S is O(Lq·t3) per head. Causal
+// (Lq == Lk), non-causal and cross attention (Lq != Lk), any Lq, Lk <= t3.
+#include "layers/attention/skew.h"
+
+#include "autograd/functions.h"
+#include "layers/init.h"
+
+namespace relpos {
+namespace {
+
+constexpr const char* kWhere = "positional skew";
+
+}  // namespace
+
+SkewPositional::SkewPositional(const AttentionOptions& opt)
+    : max_len_(opt.options.get<int64_t>("max_len", opt.max_len)) {
+  RELPOS_CHECK(max_len_ >= 1, kWhere,
+               "needs the longest sequence t3: set the option max_len or the layer's max_len "
+               "(got {})",
+               max_len_);
+  RELPOS_CHECK(opt.head_dim >= 1, kWhere, "head_dim must be >= 1, got {}", opt.head_dim);
+  // glorot_uniform, the default of the seed's Keras add_weight.
+  Tensor e = Tensor::empty({opt.head_dim, 2 * max_len_ - 1}, opt.dtype);
+  xavier_uniform_(e, opt.generator());
+  weight_ = Var(e, true);
+  register_parameter("weight", weight_);
+}
+
+void SkewPositional::check_host(const Attention& attention) const {
+  RELPOS_CHECK(attention.caps().forms_scores, kWhere,
+               "attention '{}' does not form scores: skew adds a dense score matrix S, which "
+               "kernelized attention never forms; use shaw (linear-cost) or fastrpb with linear "
+               "attention",
+               attention.name());
+}
+
+Var SkewPositional::score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) {
+  const int64_t t3 = max_len_, width = 2 * max_len_ - 1;
+  RELPOS_CHECK(q.dim() == 4 && q.size(3) == weight_.size(0), kWhere,
+               "q must be [batch, heads, length, {}], got {}", weight_.size(0), q.value().str());
+  const int64_t b = q.size(0), h = q.size(1), q_len = q.size(2);
+  RELPOS_CHECK(q_len <= t3 && key_len <= t3, kWhere,
+               "queries ({}) and keys ({}) must not be longer than max_len {}", q_len, key_len, t3);
+  RELPOS_CHECK(!in.causal || q_len == key_len, kWhere,
+               "causal relative positions need Lq == Lk (distances count both sequences from 0, "
+               "causality aligns their ends), got Lq {} Lk {}",
+               q_len, key_len);
+  // Columns reversed: p[i, c] = q_i · E[:, width - 1 - c] embeds the shift c - (t3 - 1), so
+  // S[i, j] = p[i, j - i + t3 - 1] (diagonal t3 - 1 - j of Q·E, stacked and transposed).
+  const Tensor reversed = arange(static_cast<double>(width - 1), -1, -1, DType::i64,
+                                 q.value().device());           // [2 t3 - 1]
+  const Var p = matmul(q, index_select(weight_, 1, reversed));  // [B, H, Lq, 2 t3 - 1]
+  // Skew: rows padded to 2 t3 (plus a zero row, room for the last read), then read back with
+  // row stride 2 t3 - 1 from offset t3 - 1: (i, j) reads flat element i·2 t3 + (j - i + t3 - 1),
+  // which is p[i, j - i + t3 - 1].
+  const Var flat = reshape(pad(p, {0, 1, 0, 1}), {b, h, (q_len + 1) * 2 * t3});
+  const Var rows = reshape(slice(flat, 2, t3 - 1, t3 - 1 + q_len * width),
+                           {b, h, q_len, width});  // [B, H, Lq, 2 t3 - 1]
+  return slice(rows, 3, 0, key_len);               // [B, H, Lq, Lk]
+}
+
+RELPOS_REGISTER_POSITIONAL("skew", SkewPositional);
+
+}  // namespace relpos

@@ -1,0 +1,31 @@
+// Positional "skew": relative position embeddings for causal, non-causal and cross attention
+// from the diagonals of Q·E (seed 004). Declared here so tests reach the weight
+// (layers/attention/skew.cpp).
+#pragma once
+
+#include <string>
+
+#include "layers/attention/positional.h"
+
+namespace relpos {
+
+class SkewPositional final : public Positional {
+ public:
+  // Options: max_len (t3, the longest query or key sequence; default the layer's max_len).
+  explicit SkewPositional(const AttentionOptions& opt);
+
+  std::string name() const override { return "skew"; }
+  void check_host(const Attention& attention) const override;
+  // q: [B, H, Lq, D] -> S [B, H, Lq, Lk], S[i, j] = q_i · E[:, t3 - 1 - (j - i)].
+  Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) override;
+
+  // [D, 2 t3 - 1]: column c embeds the relative shift t3 - 1 - c (most distant future first).
+  Var& weight() { return weight_; }
+  int64_t max_len() const { return max_len_; }
+
+ private:
+  int64_t max_len_;
+  Var weight_;
+};
+
+}  // namespace relpos
