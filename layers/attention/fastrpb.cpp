@@ -1,0 +1,61 @@
+// fastrpb: FastRPB, 1-D (seed 002 eq. 10-12, App. B.2): adds W·V to the attention output, per head
+// W[i, j] = w_(i-j) Toeplitz (w_(i-j) = 0 for j > i when causal), by zero-padded FFT. Weight
+// [H, 2N-1] (full) or [H, N] (symmetric), N = max_len - special tokens; init as the reference
+// code: w_d = |d|·1e-5·u_h + 1e-6·z_h, u_h ~ U[0, 1), z_h ~ N(0, 1) one scalar each per head.
+#include "layers/attention/positional.h"
+#include "layers/attention/toeplitz.h"
+
+namespace relpos {
+namespace {
+
+constexpr const char* kName = "positional fastrpb";
+
+class FastRpb final : public Positional {
+ public:
+  explicit FastRpb(const AttentionOptions& opt)
+      : options_(read_toeplitz_bias_options(opt.options, kName)) {
+    const int64_t max_len = opt.options.get<int64_t>("max_len", opt.max_len);
+    RELPOS_CHECK(max_len > 0, kName,
+                 "needs max_len > 0, from its option max_len or the layer's max_len; got {}",
+                 max_len);
+    max_content_ = max_len - options_.front - options_.back;
+    RELPOS_CHECK(max_content_ > 0, kName,
+                 "max_len {} leaves no content token besides {} + {} special tokens", max_len,
+                 options_.front, options_.back);
+    weight_ = Var(init_toeplitz_weights(options_.symmetric, opt.num_heads, max_content_, opt.dtype,
+                                        opt.generator()),
+                  true);
+    register_parameter("weight", weight_);
+  }
+
+  std::string name() const override { return "fastrpb"; }
+
+  Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) override {
+    const int64_t len = v.size(2);
+    RELPOS_CHECK(q_len == len, kName,
+                 "needs as many queries as keys (W relates positions of one sequence), got {} "
+                 "queries and {} keys",
+                 q_len, len);
+    RELPOS_CHECK(v.size(1) == weight_.size(0), kName, "has weights for {} heads, values have {}",
+                 weight_.size(0), v.size(1));
+    Var content = toeplitz_content_values(v, in, options_, kName);  // [B, H, Lc, D]
+    const int64_t content_len = content.size(2);
+    RELPOS_CHECK(content_len <= max_content_, kName,
+                 "{} content tokens exceed the {} its weights cover (max_len {})", content_len,
+                 max_content_, max_content_ + options_.front + options_.back);
+    Var w = central_toeplitz_weights(weight_, options_.symmetric, content_len);  // [H, 2Lc - 1]
+    Var y = toeplitz_matvec(w, content, in.causal);                              // [B, H, Lc, D]
+    return pad(y, {0, 0, options_.front, options_.back});                        // [B, H, L, D]
+  }
+
+ private:
+  ToeplitzBiasOptions options_;
+  int64_t max_content_;  // N: the longest content the weights cover
+  Var weight_;           // [H, 2N - 1] (full) or [H, N] (symmetric)
+};
+
+}  // namespace
+
+RELPOS_REGISTER_POSITIONAL("fastrpb", FastRpb);
+
+}  // namespace relpos
