@@ -1,0 +1,19 @@
+// Constant shifts that the exponential feature maps (sikf, performer) subtract before exp, so it
+// cannot overflow. They carry no gradient and cancel between the numerator and the denominator of
+// linear attention (seed 002 eq. 9); padding keys never set them.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace relpos {
+
+// key_mask [B, Lk] u8 (1 = real key) -> u8 [B, 1, Lk, 1], 1 at padding keys; undefined when
+// key_mask is (no padding).
+Tensor padding_rows(const Tensor& key_mask);
+
+// x: [B, H, Lk, F] -> [B, H, 1, 1]: the max over real keys (padding from padding_rows, may be
+// undefined) and features. A row without any real key gets the max over all its keys instead, so
+// the shift is always finite.
+Tensor max_over_real_keys(const Tensor& x, const Tensor& padding);
+
+}  // namespace relpos

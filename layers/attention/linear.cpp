@@ -1,0 +1,102 @@
+// linear: kernelized attention (Katharopoulos et al. 2020 §3.2; seed 002 §2.2 eq. 3),
+//   Y_i = phi(q_i)·sum_j phi(k_j) v_j^T / (phi(q_i)·sum_j phi(k_j) + eps),
+// over the keys query i sees (padding keys are zeroed in phi(K)), plus a positional encoding's
+// kernel terms {S_rel·V, S_rel·1} in numerator and denominator (seed 003 §IV). Algorithms:
+// bidirectional keeps phi(K)^T V [F, Dv]; causal reads prefix sums of phi(k_j) ⊗ v_j at query i's
+// last key i + Lk - Lq (seed 003 conclusion), O(N F Dv) memory; quadratic forms the masked
+// phi(Q) phi(K)^T [Lq, Lk]. `auto` picks the smaller by seed 003 §IV's memory estimates.
+// Options: feature_map (elu1) and its own options, eps (1e-6), algorithm (auto|linear|quadratic).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "autograd/functions.h"
+#include "layers/attention/attention.h"
+#include "layers/attention/feature_map.h"
+#include "layers/attention/masks.h"
+#include "layers/attention/positional.h"
+
+namespace relpos {
+namespace {
+
+// x: [B, H, Lk, ...] prefix sums -> [B, H, Lq, ...], row i holding prefix i + Lk - Lq (the last
+// key query i sees), zeros where that index is negative (the query sees no key).
+Var align_prefix(const Var& x, int64_t q_len) {
+  const int64_t k_len = x.size(2);
+  if (q_len <= k_len) return slice(x, 2, k_len - q_len, k_len);
+  std::vector<int64_t> pads(2 * (x.dim() - 2), 0);
+  pads[2 * (x.dim() - 3)] = q_len - k_len;  // before dim 2
+  return pad(x, pads);
+}
+
+class LinearAttention final : public Attention {
+ public:
+  explicit LinearAttention(const AttentionOptions& opt)
+      : feature_map_(register_module("feature_map", make_feature_map(opt, "elu1"))),
+        eps_(opt.options.get<double>("eps", 1e-6)),
+        algorithm_(opt.options.get<std::string>("algorithm", "auto")) {
+    RELPOS_CHECK(eps_ > 0, "attention linear", "eps must be > 0, got {}", eps_);
+    RELPOS_CHECK(algorithm_ == "auto" || algorithm_ == "linear" || algorithm_ == "quadratic",
+                 "attention linear", "algorithm must be auto, linear or quadratic, got '{}'",
+                 algorithm_);
+  }
+
+  Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
+    const AttentionDims d = check_attention_inputs("attention linear", q, k, v, in);
+    auto [phi_q, phi_k] = feature_map_->forward(q, k, in);  // [B, H, Lq, F], [B, H, Lk, F]
+    if (in.key_mask.defined()) phi_k = phi_k * Var(key_keep_column(in.key_mask, phi_k.dtype()));
+    Var num, den;  // [B, H, Lq, Dv], [B, H, Lq, 1]
+    if (quadratic(d, phi_q.size(3), in.causal)) {
+      Var a = matmul(phi_q, phi_k, false, true);  // [B, H, Lq, Lk]
+      if (in.causal) {
+        const Tensor blocked = causal_blocked(d.q_len, d.k_len, q.value().device());
+        a = masked_fill(a, blocked.reshape({1, 1, d.q_len, d.k_len}), 0.0);
+      }
+      num = matmul(a, v);
+      den = sum(a, {3}, true);
+    } else if (in.causal) {
+      Var kv = cumsum(unsqueeze(phi_k, 4) * unsqueeze(v, 3), 2);  // [B, H, Lk, F, Dv]
+      kv = align_prefix(kv, d.q_len);                             // [B, H, Lq, F, Dv]
+      const Var z = align_prefix(cumsum(phi_k, 2), d.q_len);      // [B, H, Lq, F]
+      num = squeeze(matmul(unsqueeze(phi_q, 3), kv), 3);
+      den = sum(phi_q * z, {3}, true);
+    } else {
+      const Var kv = matmul(phi_k, v, true, false);  // [B, H, F, Dv]
+      const Var z = sum(phi_k, {2}, true);           // [B, H, 1, F]
+      num = matmul(phi_q, kv);
+      den = matmul(phi_q, z, false, true);
+    }
+    if (in.positional != nullptr) {
+      auto [term_num, term_den] = in.positional->kernel_terms(phi_q, v, in);
+      RELPOS_CHECK(term_num.defined() == term_den.defined(), "attention linear",
+                   "positional '{}' gave one kernel term without the other", in.positional->name());
+      if (term_num.defined()) {
+        num = num + term_num;
+        den = den + term_den;
+      }
+    }
+    return num / (den + eps_);  // [B, H, Lq, Dv]
+  }
+
+  AttentionCaps caps() const override { return {.forms_scores = false, .kernelized = true}; }
+  std::string name() const override { return "linear"; }
+
+ private:
+  // Whether the [Lq, Lk] matrix is the smaller intermediate (seed 003 §IV): Lq Lk against
+  // F Dv max(Lq, Lk) for causal prefix sums, F Dv for the bidirectional state.
+  bool quadratic(const AttentionDims& d, int64_t features, bool causal) const {
+    if (algorithm_ != "auto") return algorithm_ == "quadratic";
+    const int64_t state = features * d.value_dim * (causal ? std::max(d.q_len, d.k_len) : 1);
+    return d.q_len * d.k_len < state;
+  }
+
+  std::shared_ptr<FeatureMap> feature_map_;
+  double eps_;
+  std::string algorithm_;
+};
+
+}  // namespace
+
+RELPOS_REGISTER_ATTENTION("linear", LinearAttention);
+
+}  // namespace relpos

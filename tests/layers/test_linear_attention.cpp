@@ -1,0 +1,276 @@
+// linear attention against explicit loops for every feature map (odd lengths, Lq != Lk, padding,
+// causal aligned at the ends, all three algorithms), f64 gradchecks, memory linear in N, the
+// positional kernel-terms hook, refused options, and CPU ≡ CUDA.
+#include "autograd/functions.h"
+#include "tests/layers/linear_naive.h"
+
+using namespace relpos;
+
+namespace {
+
+constexpr DType f64 = DType::f64;
+using Kv = std::vector<std::pair<std::string, std::string>>;
+
+// A map's options in the attention mapping, and the same map for the naive twin.
+struct MapCase {
+  Kv options;
+  test::NaiveFeatureMap naive;
+};
+
+std::vector<MapCase> map_cases() {
+  test::NaiveFeatureMap relu_05("relu"), sikf_mean("sikf"), dpfp_3("dpfp");
+  relu_05.relu_eps = 0.05;
+  sikf_mean.sikf_shift = "mean";
+  dpfp_3.nu = 3;
+  return {{{}, test::NaiveFeatureMap("elu1")},  // the default map
+          {{{"feature_map", "relu"}}, test::NaiveFeatureMap("relu")},
+          {{{"feature_map", "relu"}, {"relu_eps", "0.05"}}, relu_05},
+          {{{"feature_map", "sikf"}}, test::NaiveFeatureMap("sikf")},
+          {{{"feature_map", "sikf"}, {"sikf_shift", "mean"}}, sikf_mean},
+          {{{"feature_map", "dpfp"}}, test::NaiveFeatureMap("dpfp")},
+          {{{"feature_map", "dpfp"}, {"nu", "3"}}, dpfp_3},
+          // 12 features for D = 5: blocks of 5, 5 and 2 rows.
+          {{{"feature_map", "performer"}, {"num_features", "12"}, {"redraw_interval", "0"}},
+           test::NaiveFeatureMap("performer")}};
+}
+
+Kv with(Kv kv, const std::string& key, const std::string& value) {
+  kv.emplace_back(key, value);
+  return kv;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Kernel terms {A, b} fixed in advance, recording the phi(Q) it was handed.
+class FixedKernelTerms final : public Positional {
+ public:
+  FixedKernelTerms(Tensor num, Tensor den) : num_(std::move(num)), den_(std::move(den)) {}
+  std::string name() const override { return "test_kernel_terms"; }
+  std::pair<Var, Var> kernel_terms(const Var& phi_q, const Var&, const AttentionInputs&) override {
+    seen_phi_q = phi_q.value();
+    return {Var(num_), den_.defined() ? Var(den_) : Var()};
+  }
+  Tensor num_, den_, seen_phi_q;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "linear attention: equals explicit loops for every feature map, algorithm, mask and "
+    "causality") {
+  const int64_t B = 3, H = 2, D = 5, Dv = 3;
+  for (const MapCase& mc : map_cases()) {
+    for (const std::string algorithm : {"auto", "linear", "quadratic"}) {
+      const auto attn = test::make_linear(with(mc.options, "algorithm", algorithm), H, D);
+      test::NaiveFeatureMap naive = mc.naive;
+      if (naive.name == "performer") naive.projection = test::projection_of(*attn);
+      for (auto [lq, lk] : {std::pair<int64_t, int64_t>{7, 7}, {5, 9}, {9, 4}}) {
+        for (bool causal : {false, true}) {
+          for (bool masked : {false, true}) {
+            INFO(naive.name << " nu " << naive.nu << " shift " << naive.sikf_shift << " "
+                            << algorithm << " Lq " << lq << " Lk " << lk << " causal " << causal
+                            << " masked " << masked);
+            const Tensor q = test::random_tensor({B, H, lq, D}, f64, 1);
+            const Tensor k = test::random_tensor({B, H, lk, D}, f64, 2);
+            const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 3);
+            AttentionInputs in;
+            in.causal = causal;
+            // Row 2 has every key padded: its queries see nothing and output zeros.
+            if (masked) in.key_mask = test::padding_mask(lk, {0, 2, lk});
+            const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();
+            const auto [phi_q, phi_k] = test::naive_feature_map(naive, q, k, in);
+            // Sums of at most Lk·F products of O(1) terms in f64: 1e-10 leaves ample room.
+            CHECK_CLOSE(got, test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6), 1e-10, 1e-12);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linear attention: padding keys' values reach neither the output nor the gradients") {
+  const int64_t lk = 6;
+  const Tensor q = test::random_tensor({2, 2, 5, 4}, f64, 20);
+  const Tensor k = test::random_tensor({2, 2, lk, 4}, f64, 21);
+  const Tensor v = test::random_tensor({2, 2, lk, 3}, f64, 22);
+  const Tensor mask = test::padding_mask(lk, {2, 0});
+  // The same inputs with 1000 in every padding row: exp(1000) would overflow were it not masked.
+  const Tensor padding = eq(mask, zeros({1}, DType::u8)).reshape({2, 1, lk, 1});
+  const Tensor k_big = masked_fill(k, padding, 1000.0), v_big = masked_fill(v, padding, 1000.0);
+  for (const MapCase& mc : map_cases()) {
+    const auto attn = test::make_linear(mc.options, 2, 4);
+    for (bool causal : {false, true}) {
+      INFO(mc.naive.name << " causal " << causal);
+      const AttentionInputs in{mask, causal, nullptr};
+      const Var kv(k_big, true), vv(v_big, true);
+      const Var out = attn->forward(Var(q), kv, vv, in);
+      sum(out).backward();
+      CHECK_CLOSE(out.value(), attn->forward(Var(q), Var(k), Var(v), in).value(), 1e-12, 1e-14);
+      CHECK(all_finite(kv.grad()));
+      CHECK(all_finite(vv.grad()));
+    }
+  }
+}
+
+TEST_CASE(
+    "linear attention: gradcheck (f64) through q, k, v for every feature map, both algorithms") {
+  // Lq 5 < Lk 6: causal queries read a slice of the prefix sums; Lq 8 > Lk: the first two see
+  // no key (zero-padded prefixes).
+  const Tensor queries[] = {test::random_tensor({2, 2, 5, 4}, f64, 4),
+                            test::random_tensor({2, 2, 8, 4}, f64, 23)};
+  const Tensor k = test::random_tensor({2, 2, 6, 4}, f64, 5);
+  const Tensor v = test::random_tensor({2, 2, 6, 3}, f64, 6);
+  const Kv maps[] = {{{"feature_map", "elu1"}},
+                     {{"feature_map", "relu"}},
+                     {{"feature_map", "sikf"}},
+                     {{"feature_map", "dpfp"}, {"nu", "2"}},
+                     // performer's stabilizers are constants that cancel only up to eps, and its
+                     // features are small (<= 1/sqrt(m)): at the default eps the O(eps /
+                     // denominator) gap exceeds gradcheck's atol 1e-6; eps 1e-12 removes it.
+                     {{"feature_map", "performer"},
+                      {"num_features", "6"},
+                      {"redraw_interval", "0"},
+                      {"eps", "1e-12"}}};
+  for (const Kv& map : maps) {
+    for (const std::string algorithm : {"linear", "quadratic"}) {
+      const auto attn = test::make_linear(with(map, "algorithm", algorithm), 2, 4);
+      for (const Tensor& q : queries) {
+        for (bool causal : {false, true}) {
+          INFO(map[0].second << " " << algorithm << " Lq " << q.size(2) << " causal " << causal);
+          const AttentionInputs in{test::padding_mask(6, {1, 0}), causal, nullptr};
+          test::check_grad(
+              [&](const std::vector<Var>& x) { return attn->forward(x[0], x[1], x[2], in); },
+              {q, k, v});
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "linear attention: forward + backward memory grows linearly in N, softmax's quadratically") {
+  const auto peak = [](Attention& attn, int64_t n, bool causal) {
+    const Tensor q = test::random_tensor({1, 2, n, 16}, f64, 7);
+    const Tensor k = test::random_tensor({1, 2, n, 16}, f64, 8);
+    const Tensor v = test::random_tensor({1, 2, n, 16}, f64, 9);
+    return test::peak_bytes_of(Device::cpu(), [&] {
+      const Var qv(q, true), kv(k, true), vv(v, true);
+      sum(attn.forward(qv, kv, vv, AttentionInputs{Tensor(), causal, nullptr})).backward();
+    });
+  };
+  const auto ratio = [&](Attention& attn, bool causal) {
+    return static_cast<double>(peak(attn, 1024, causal)) /
+           static_cast<double>(peak(attn, 256, causal));
+  };
+  const auto softmax = make_attention(
+      test::attention_options(test::options("attention", {{"type", "softmax"}}), 2, 16));
+  const auto linear = test::make_linear({{"algorithm", "linear"}}, 2, 16);
+  // `auto` must pick the prefix sums too: F Dv N = 16 N <= N^2 at these lengths.
+  const auto automatic = test::make_linear({}, 2, 16);
+  for (bool causal : {false, true}) {
+    // 4x the length: O(N) memory grows 4x (plus a little for the F x Dv state), O(N^2) 16x.
+    const double linear_ratio = ratio(*linear, causal), auto_ratio = ratio(*automatic, causal);
+    const double softmax_ratio = ratio(*softmax, causal);
+    INFO("causal " << causal << ": peak ratio 1024 / 256: linear " << linear_ratio << ", auto "
+                   << auto_ratio << ", softmax " << softmax_ratio);
+    CHECK(linear_ratio < 4.5);
+    CHECK(auto_ratio < 4.5);
+    CHECK(softmax_ratio > 8);
+  }
+}
+
+TEST_CASE("linear attention: positional kernel terms are added to numerator and denominator") {
+  const int64_t B = 2, H = 2, D = 4, Dv = 3, lq = 5, lk = 7;
+  const Tensor q = test::random_tensor({B, H, lq, D}, f64, 10);
+  const Tensor k = test::random_tensor({B, H, lk, D}, f64, 11);
+  const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 12);
+  FixedKernelTerms terms(test::random_tensor({B, H, lq, Dv}, f64, 13),
+                         test::random_tensor({B, H, lq, 1}, f64, 14, 0.5, 2));
+  for (const std::string algorithm : {"linear", "quadratic"}) {
+    const auto attn = test::make_linear({{"algorithm", algorithm}, {"feature_map", "dpfp"}}, H, D);
+    CHECK(attn->caps().kernelized);
+    CHECK_FALSE(attn->caps().forms_scores);
+    for (bool causal : {false, true}) {
+      INFO(algorithm << " causal " << causal);
+      const AttentionInputs in{test::padding_mask(lk, {0, 3}), causal, &terms};
+      const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();
+      const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("dpfp"), q, k, in);
+      CHECK_CLOSE(terms.seen_phi_q, phi_q, 1e-12, 1e-14);
+      CHECK_CLOSE(got,
+                  test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6, terms.num_, terms.den_),
+                  1e-10, 1e-12);
+    }
+  }
+  FixedKernelTerms half(terms.num_, Tensor());
+  const AttentionInputs in{Tensor(), false, &half};
+  CHECK(error_of([&] { test::make_linear({}, H, D)->forward(Var(q), Var(k), Var(v), in); }) ==
+        "[attention linear] positional 'test_kernel_terms' gave one kernel term without the "
+        "other");
+}
+
+TEST_CASE("linear attention: bad options and shapes are refused by message") {
+  const auto err = [](const Kv& kv, int64_t head_dim = 4) {
+    return error_of([&] { test::make_linear(kv, 2, head_dim); });
+  };
+  CHECK(err({{"feature_map", "elu"}}) ==
+        "[feature_map] unknown feature_map 'elu'; known: dpfp, elu1, performer, relu, sikf");
+  CHECK(err({{"feature_map", "dpfp"}, {"nu", "8"}}) ==
+        "[feature_map dpfp] nu must be in [1, 2 * head_dim) = [1, 8), got 8");
+  CHECK(err({{"feature_map", "dpfp"}, {"nu", "0"}}) ==
+        "[feature_map dpfp] nu must be in [1, 2 * head_dim) = [1, 8), got 0");
+  CHECK(err({{"eps", "0"}}) == "[attention linear] eps must be > 0, got 0");
+  CHECK(err({{"algorithm", "fast"}}) ==
+        "[attention linear] algorithm must be auto, linear or quadratic, got 'fast'");
+  CHECK(err({{"feature_map", "relu"}, {"relu_eps", "-1"}}) ==
+        "[feature_map relu] relu_eps must be >= 0, got -1");
+  CHECK(err({{"feature_map", "sikf"}, {"sikf_shift", "min"}}) ==
+        "[feature_map sikf] sikf_shift must be max or mean, got 'min'");
+  CHECK(err({{"feature_map", "performer"}, {"num_features", "0"}}) ==
+        "[feature_map performer] num_features must be >= 1, got 0");
+  CHECK(err({{"feature_map", "performer"}, {"redraw_interval", "-1"}}) ==
+        "[feature_map performer] redraw_interval must be >= 0 (0: never), got -1");
+  // An option of another map is unknown to this one.
+  CHECK(err({{"feature_map", "elu1"}, {"nu", "2"}}).find("unknown option 'nu'") !=
+        std::string::npos);
+  const auto dpfp = test::make_linear({{"feature_map", "dpfp"}}, 2, 4);
+  const Tensor x = test::random_tensor({1, 2, 3, 5}, f64, 15);
+  CHECK(error_of([&] { dpfp->forward(Var(x), Var(x), Var(x), {}); }) ==
+        "[feature_map dpfp] built for head_dim 4, got 5");
+  const Tensor v = test::random_tensor({1, 2, 4, 5}, f64, 16);
+  CHECK(error_of([&] { dpfp->forward(Var(x), Var(x), Var(v), {}); })
+            .find("[attention linear] q [B, H, Lq, D], k [B, H, Lk, D] and v [B, H, Lk, Dv] "
+                  "disagree") != std::string::npos);
+}
+
+TEST_CASE("linear attention: CUDA matches CPU for every feature map (same performer W on both)") {
+  // Small magnitudes keep f32 sums within rtol 1e-5 whatever order each device adds in.
+  const Tensor q = test::random_tensor({2, 2, 33, 5}, DType::f32, 17, -0.5, 0.5);
+  const Tensor k = test::random_tensor({2, 2, 40, 5}, DType::f32, 18, -0.5, 0.5);
+  const Tensor v = test::random_tensor({2, 2, 40, 3}, DType::f32, 19, -0.5, 0.5);
+  const Tensor mask = test::padding_mask(40, {3, 0});
+  for (const MapCase& mc : map_cases()) {
+    const auto linear =
+        test::make_linear(with(mc.options, "algorithm", "linear"), 2, 5, DType::f32);
+    const auto quadratic =
+        test::make_linear(with(mc.options, "algorithm", "quadratic"), 2, 5, DType::f32);
+    test::check_cuda_matches_cpu(
+        "linear attention, " + mc.naive.name,
+        [&](const std::vector<Tensor>& x) {
+          std::vector<Tensor> out;
+          for (Attention* attn : {linear.get(), quadratic.get()})
+            for (bool causal : {false, true})
+              out.push_back(attn->forward(Var(x[0]), Var(x[1]), Var(x[2]),
+                                          AttentionInputs{x[3], causal, nullptr})
+                                .value());
+          return out;
+        },
+        {q, k, v, mask});
+  }
+}
