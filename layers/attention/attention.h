@@ -47,6 +47,7 @@ struct AttentionInputs {
 struct AttentionCaps {
   bool forms_scores = false;  // builds the [Lq, Lk] logits (takes Positional::score_bias)
   bool kernelized = false;    // phi(Q) (phi(K)^T V) (takes Positional::kernel_terms)
+  int64_t feature_dim = 0;    // kernelized: the width F of phi(q) (0: not known)
 };
 
 class Attention : public Module {

@@ -33,6 +33,7 @@ class LinearAttention final : public Attention {
  public:
   explicit LinearAttention(const AttentionOptions& opt)
       : feature_map_(register_module("feature_map", make_feature_map(opt, "elu1"))),
+        feature_dim_(feature_map_->feature_dim(opt.head_dim)),
         eps_(opt.options.get<double>("eps", 1e-6)),
         algorithm_(opt.options.get<std::string>("algorithm", "auto")) {
     RELPOS_CHECK(eps_ > 0, "attention linear", "eps must be > 0, got {}", eps_);
@@ -78,7 +79,9 @@ class LinearAttention final : public Attention {
     return num / (den + eps_);  // [B, H, Lq, Dv]
   }
 
-  AttentionCaps caps() const override { return {.forms_scores = false, .kernelized = true}; }
+  AttentionCaps caps() const override {
+    return {.forms_scores = false, .kernelized = true, .feature_dim = feature_dim_};
+  }
   std::string name() const override { return "linear"; }
 
  private:
@@ -91,6 +94,7 @@ class LinearAttention final : public Attention {
   }
 
   std::shared_ptr<FeatureMap> feature_map_;
+  int64_t feature_dim_;  // F for the head size the layer was built with
   double eps_;
   std::string algorithm_;
 };

@@ -126,6 +126,14 @@ void ShawPositional::check_host(const Attention& attention) const {
                "add S[i, j] = q_i·w_clip(j - i) to the scores or S_rel·V, S_rel·1 to the kernel "
                "sums",
                attention.name());
+  const int64_t dim = weight_.size(1);
+  RELPOS_CHECK(
+      !caps.kernelized || caps.forms_scores || caps.feature_dim == 0 || caps.feature_dim == dim,
+      kWhere,
+      "attention '{}' gives phi(q) {} features, but shaw's embeddings are {} wide "
+      "(S_rel = phi(q)·w needs equal sizes); use a feature map that keeps the head size "
+      "(elu1, relu, sikf)",
+      attention.name(), caps.feature_dim, dim);
 }
 
 Var ShawPositional::score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) {
