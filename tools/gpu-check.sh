@@ -83,7 +83,15 @@ if ((skip_sanitizer == 0)) && [[ -n $sanitizer ]]; then
       >"$out/$name.memcheck.log" 2>&1
     rc=$?
     errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$out/$name.memcheck.log" | tail -n 1)
-    note "memcheck $name: ${errors:-no summary} (exit $rc)"
+    # Leaks count as errors too; those at exit are cuDNN's own handle allocations (the per-device
+    # context lives for the whole process), so report them apart from access errors.
+    leaks=$(grep -Eo 'LEAK SUMMARY: [0-9]+ bytes leaked in [0-9]+' "$out/$name.memcheck.log" |
+              grep -Eo '[0-9]+$' || echo 0)
+    leaked_by=$(grep -A3 'Leaked' "$out/$name.memcheck.log" | grep -Eo 'in lib[a-z_]+' | sort -u |
+                  tr '\n' ' ')
+    access=$(( ${errors##* } - leaks ))
+    note "memcheck $name: ${errors:-no summary} = $access access errors + $leaks leaks" \
+         "${leaked_by:+(${leaked_by% })} (exit $rc)"
   done
 fi
 
