@@ -90,8 +90,7 @@ if ((skip_sanitizer == 0)) && [[ -n $sanitizer ]]; then
     leaked_by=$(grep -A3 'Leaked' "$out/$name.memcheck.log" | grep -Eo 'in lib[a-z_]+' | sort -u |
                   tr '\n' ' ')
     access=$(( ${errors##* } - leaks ))
-    note "memcheck $name: ${errors:-no summary} = $access access errors + $leaks leaks" \
-         "${leaked_by:+(${leaked_by% })} (exit $rc)"
+    note "memcheck $name: ${errors:-no summary} = $access access errors + $leaks leaks${leaked_by:+ (${leaked_by% })} (exit $rc)"
   done
 fi
 
