@@ -104,8 +104,7 @@ Var IndexAttention::heads(const Tensor& ids, const Tensor& key_mask, bool causal
   Var scores = permute(mm + mp + pm + pp, {1, 0, 2, 3});               // [B, H, L, L]
   scores = scores * (1.0 / std::sqrt(static_cast<double>(Dh)));
 
-  const Tensor blocked = blocked_pairs(AttentionInputs{key_mask, causal, nullptr}, L, L, device);
-  const Var weights = masked_softmax(scores, blocked);  // [B, H, L, L]
+  const Var weights = masked_softmax(scores, {key_mask, causal, nullptr});  // [B, H, L, L]
   // V = Index_row(Meta^V, ids) + Pos^V: [H, B, L, Dh] -> [B, H, L, Dh]
   Var values =
       reshape(index_select(meta_v, 1, flat), {H, B, L, Dh}) + reshape(pos_v, {H, 1, L, Dh});

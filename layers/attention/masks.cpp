@@ -27,9 +27,15 @@ Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, De
   return blocked;
 }
 
-Var masked_softmax(const Var& scores, const Tensor& blocked) {
+Var masked_softmax(const Var& scores, const AttentionInputs& in) {
+  const int64_t q_len = scores.size(-2), k_len = scores.size(-1);
+  const Tensor blocked = blocked_pairs(in, q_len, k_len, scores.device());
   if (!blocked.defined()) return softmax(scores, -1);
-  return masked_fill(softmax(masked_fill(scores, blocked, -1e30), -1), blocked, 0.0);
+  const Var weights = softmax(masked_fill(scores, blocked, -1e30), -1);
+  // exp(-1e30 - max) is exactly 0 in a row with any visible key. Only padding, or causal queries
+  // outnumbering keys, can leave a row with none (it would spread its weight evenly).
+  const bool rows_may_be_empty = in.key_mask.defined() || (in.causal && q_len > k_len);
+  return rows_may_be_empty ? masked_fill(weights, blocked, 0.0) : weights;
 }
 
 Tensor key_keep_column(const Tensor& key_mask, DType dtype) {

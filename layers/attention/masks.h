@@ -14,10 +14,10 @@ Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, De
 // u8 [Lq, Lk], 1 where key j comes after query i: j > i + (Lk - Lq).
 Tensor causal_blocked(int64_t q_len, int64_t k_len, Device device);
 
-// softmax over the last dim of scores [B, H, Lq, Lk] with blocked pairs (blocked_pairs; may be
-// undefined) weighing exactly 0: a large negative logit before (no NaN when a whole row is
-// blocked) and a zero after (so such a row is all zeros).
-Var masked_softmax(const Var& scores, const Tensor& blocked);
+// softmax over the last dim of scores [B, H, Lq, Lk] with the pairs `in` blocks weighing exactly
+// 0: a large negative logit (no NaN when a whole row is blocked), and zero weights after the
+// softmax where a row may have every key blocked (so such a query outputs zeros).
+Var masked_softmax(const Var& scores, const AttentionInputs& in);
 
 // key_mask [B, Lk] -> u8 [B, 1, Lk, 1] (1 = real key), to zero padded rows of K-side tensors.
 Tensor key_keep_column(const Tensor& key_mask, DType dtype);

@@ -104,8 +104,7 @@ Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const Atte
   }
   scores = scores * (1.0 / std::sqrt(static_cast<double>(d.head_dim)));
   // Causal (query i at key position M + i) also hides the rel-shift's spill-over right of M + i.
-  Tensor blocked = blocked_pairs(in, d.q_len, d.k_len, q.value().device());
-  Var weights = masked_softmax(scores, blocked);  // [B, H, Lq, Lk]
+  Var weights = masked_softmax(scores, in);  // [B, H, Lq, Lk]
   weights = dropout(weights, dropout_, gen_, is_training());
   return matmul(weights, v);  // [B, H, Lq, Dv]
 }

@@ -31,8 +31,7 @@ class SoftmaxAttention final : public Attention {
       if (bias.defined()) scores = scores + bias;
     }
     scores = scores * (1.0 / std::sqrt(static_cast<double>(d.head_dim)));
-    Tensor blocked = blocked_pairs(in, d.q_len, d.k_len, q.value().device());
-    Var weights = masked_softmax(scores, blocked);  // [B, H, Lq, Lk]
+    Var weights = masked_softmax(scores, in);  // [B, H, Lq, Lk]
     weights = dropout(weights, dropout_, gen_, is_training());
     return matmul(weights, v);  // [B, H, Lq, Dv]
   }
