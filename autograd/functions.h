@@ -19,6 +19,8 @@ Var sqrt(const Var& x);
 Var rsqrt(const Var& x);
 Var tanh(const Var& x);
 Var sigmoid(const Var& x);
+Var sin(const Var& x);
+Var cos(const Var& x);
 Var relu(const Var& x);
 Var elu(const Var& x, double alpha = 1.0);
 Var gelu(const Var& x);

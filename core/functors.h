@@ -18,6 +18,8 @@ enum class UnaryOp : uint8_t {
   rsqrt,
   tanh,
   sigmoid,
+  sin,
+  cos,
   relu,
   elu,
   gelu,
@@ -96,6 +98,10 @@ RELPOS_HOST_DEVICE T unary(T x, T s) {
     return std::tanh(x);
   else if constexpr (Op == UnaryOp::sigmoid)
     return sigmoid(x);
+  else if constexpr (Op == UnaryOp::sin)
+    return std::sin(x);
+  else if constexpr (Op == UnaryOp::cos)
+    return std::cos(x);
   else if constexpr (Op == UnaryOp::relu)
     return x > T(0) ? x : T(0);
   else if constexpr (Op == UnaryOp::elu)
@@ -174,6 +180,10 @@ decltype(auto) visit_unary(UnaryOp op, F&& f) {
       return f(std::integral_constant<U, U::tanh>{});
     case U::sigmoid:
       return f(std::integral_constant<U, U::sigmoid>{});
+    case U::sin:
+      return f(std::integral_constant<U, U::sin>{});
+    case U::cos:
+      return f(std::integral_constant<U, U::cos>{});
     case U::relu:
       return f(std::integral_constant<U, U::relu>{});
     case U::elu:

@@ -47,6 +47,8 @@ Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+Tensor sin(const Tensor& x);  // radians
+Tensor cos(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor elu(const Tensor& x, double alpha = 1.0);
 Tensor gelu(const Tensor& x);  // exact: x * Phi(x), Phi the normal CDF (erf form)

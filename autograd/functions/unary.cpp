@@ -43,6 +43,18 @@ Var tanh(const Var& x) {
                      [y](const Tensor& g) { return std::vector<Tensor>{tanh_backward(y, g)}; });
 }
 
+Var sin(const Var& x) {
+  const Tensor xv = x.value();
+  return make_result("sin", sin(xv), {x},
+                     [xv](const Tensor& g) { return std::vector<Tensor>{mul(g, cos(xv))}; });
+}
+
+Var cos(const Var& x) {
+  const Tensor xv = x.value();
+  return make_result("cos", cos(xv), {x},
+                     [xv](const Tensor& g) { return std::vector<Tensor>{mul(g, neg(sin(xv)))}; });
+}
+
 Var sigmoid(const Var& x) {
   Tensor y = sigmoid(x.value());
   return make_result("sigmoid", y, {x},

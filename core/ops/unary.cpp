@@ -62,6 +62,12 @@ Tensor tanh(const Tensor& x) {
 Tensor sigmoid(const Tensor& x) {
   return unary_op(UnaryOp::sigmoid, "sigmoid", x);
 }
+Tensor sin(const Tensor& x) {
+  return unary_op(UnaryOp::sin, "sin", x);
+}
+Tensor cos(const Tensor& x) {
+  return unary_op(UnaryOp::cos, "cos", x);
+}
 Tensor relu(const Tensor& x) {
   return unary_op(UnaryOp::relu, "relu", x);
 }

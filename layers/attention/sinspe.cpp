@@ -3,7 +3,6 @@
 // mix R realizations of Gaussian noise into Q̄, K̄, whose cross-covariance is the stationary
 // kernel P_d(m − n) = Σ_k γ_k² cos(ω_k (m − n) + φ_k) / 2K (times spe_scale²); spe_filter.h.
 // Options: num_sines (K, default 10) besides those of StochasticPositional.
-#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -14,36 +13,16 @@ namespace relpos {
 
 SpeCodes sine_spe_codes(const Var& freqs, const Var& offsets, const Var& gains, const Tensor& noise,
                         int64_t len) {
-  const int64_t heads = freqs.size(0), dim = freqs.size(1), sines = freqs.size(2);
+  const int64_t dim = freqs.size(1), sines = freqs.size(2);
   const int64_t realizations = noise.size(3);
   const DType dtype = freqs.dtype();
   const Device device = freqs.device();
   const Var omega = sigmoid(freqs) * std::numbers::pi;  // [H, D, K]: 2π · σ(f) / 2 radians per step
-  // cos/sin(ω l) for l = a·M + b by angle addition, so only O(M + L/M) angles per (h, d, k) go
-  // through cos_sin (the host) while the [H, D, K, L] products stay on the device.
-  const int64_t fine_len =
-      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(len)))));
-  const int64_t coarse_len = (len + fine_len - 1) / fine_len;
-  const Var fine(arange(0, fine_len, 1, dtype, device).reshape({1, 1, 1, fine_len}));
-  const Var coarse(
-      arange(0, coarse_len * fine_len, fine_len, dtype, device).reshape({1, 1, 1, coarse_len}));
-  const Var w = unsqueeze(omega, 3);                          // [H, D, K, 1]
-  const auto [cos_fine, sin_fine] = cos_sin(w * fine);        // [H, D, K, M]
-  const auto [cos_coarse, sin_coarse] = cos_sin(w * coarse);  // [H, D, K, A]
-  // [H, D, K, A, 1] x [H, D, K, 1, M] -> [H, D, K, A, M]
-  auto outer = [](const Var& coarse_part, const Var& fine_part) {
-    return unsqueeze(coarse_part, 4) * unsqueeze(fine_part, 3);
-  };
-  auto positions = [&](const Var& x) {  // [H, D, K, A, M] -> [H, D, K, len]
-    return slice(reshape(x, {heads, dim, sines, coarse_len * fine_len}), 3, 0, len);
-  };
-  const Var cos_k =
-      positions(outer(cos_coarse, cos_fine) - outer(sin_coarse, sin_fine));  // cos(ω l)
-  const Var sin_k =
-      positions(outer(sin_coarse, cos_fine) + outer(cos_coarse, sin_fine));  // sin(ω l)
-  auto [cos_off, sin_off] = cos_sin(unsqueeze(offsets, 3));                  // [H, D, K, 1]
-  const Var cos_q = cos_k * cos_off - sin_k * sin_off;  // cos(ω l + φ): [H, D, K, len]
-  const Var sin_q = sin_k * cos_off + cos_k * sin_off;  // sin(ω l + φ)
+  const Var positions(
+      arange(0, static_cast<double>(len), 1, dtype, device).reshape({1, 1, 1, len}));
+  const Var angle_k = unsqueeze(omega, 3) * positions;  // ω l: [H, D, K, len]
+  const Var angle_q = angle_k + unsqueeze(offsets, 3);  // ω l + φ
+  const Var cos_q = cos(angle_q), sin_q = sin(angle_q), cos_k = cos(angle_k), sin_k = sin(angle_k);
 
   // softplus(x) = −log σ(−x): exact gradient σ(x) (finite while σ(−x) does not underflow).
   const Var gamma = unsqueeze(-log(sigmoid(-gains)), 3);       // [H, D, K, 1]

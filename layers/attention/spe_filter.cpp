@@ -15,20 +15,6 @@ double spe_scale(int64_t realizations, int64_t head_dim) {
   return std::pow(static_cast<double>(realizations * head_dim), -0.25);
 }
 
-std::pair<Var, Var> cos_sin(const Var& theta) {
-  const Tensor t = theta.value();
-  const std::vector<double> angles = t.to(Device::cpu()).to(DType::f64).to_vector<double>();
-  std::vector<double> c(angles.size()), s(angles.size());
-  for (size_t i = 0; i < angles.size(); ++i) {
-    c[i] = std::cos(angles[i]);
-    s[i] = std::sin(angles[i]);
-  }
-  const Var cos_value(Tensor::from_vector(c, t.shape()).to(t.dtype()).to(t.device()));
-  const Var sin_value(Tensor::from_vector(s, t.shape()).to(t.dtype()).to(t.device()));
-  const Var zero = theta - theta.detach();  // exactly 0, with d/dθ = 1
-  return {cos_value - sin_value * zero, sin_value + cos_value * zero};
-}
-
 std::pair<Var, Var> spe_filter(const Var& q, const Var& k, const SpeCodes& codes, const Var& gate,
                                const Tensor& gate_noise) {
   const int64_t heads = q.size(1), dim = q.size(3);

@@ -16,11 +16,6 @@ namespace relpos {
 // 1/sqrt(D) of softmax attention.
 double spe_scale(int64_t realizations, int64_t head_dim);
 
-// cos θ and sin θ of any shape. relpos has no trigonometric op: the values are computed on the host
-// and the derivatives (−sin, cos) attached through θ − detach(θ), which is exactly zero, so values
-// and first derivatives are exact (second derivatives are not carried).
-std::pair<Var, Var> cos_sin(const Var& theta);
-
 // One draw of the codes, each [H, L, D, R], already scaled by spe_scale.
 struct SpeCodes {
   Var qbar, kbar;

@@ -68,6 +68,8 @@ std::vector<Case> make_cases(DType dt) {
   c.push_back({"sqrt", unary(sqrt), {in.r(kS, 0.5, 2)}});
   c.push_back({"rsqrt", unary(rsqrt), {in.r(kS, 0.5, 2)}});
   c.push_back({"tanh", unary(tanh), {in.r(kS, -2, 2)}});
+  c.push_back({"sin", unary(sin), {in.r(kS, -4, 4)}});
+  c.push_back({"cos", unary(cos), {in.r(kS, -4, 4)}});
   c.push_back({"sigmoid", unary(sigmoid), {in.r(kS, -3, 3)}});
   c.push_back({"relu", unary(relu), {in.away0(kS)}});
   c.push_back({"elu", [](auto& v) { return elu(v[0], 0.7); }, {in.away0(kS)}});

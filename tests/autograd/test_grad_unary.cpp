@@ -69,6 +69,10 @@ TEST_CASE("grad: smooth pointwise functions gradcheck on odd sizes, strided and 
   check_pointwise(
       "tanh", [](const Var& v) { return tanh(v); }, [](const Tensor& t) { return tanh(t); }, x);
   check_pointwise(
+      "sin", [](const Var& v) { return sin(v); }, [](const Tensor& t) { return sin(t); }, x);
+  check_pointwise(
+      "cos", [](const Var& v) { return cos(v); }, [](const Tensor& t) { return cos(t); }, x);
+  check_pointwise(
       "sigmoid", [](const Var& v) { return sigmoid(v); },
       [](const Tensor& t) { return sigmoid(t); }, x);
   check_pointwise(
@@ -142,6 +146,8 @@ TEST_CASE("grad: pointwise backward in f32 matches the f64 gradient") {
   const std::vector<std::pair<const char*, VarFn>> fns = {
       {"exp", [](const Var& v) { return exp(v); }},
       {"tanh", [](const Var& v) { return tanh(v); }},
+      {"sin", [](const Var& v) { return sin(v); }},
+      {"cos", [](const Var& v) { return cos(v); }},
       {"sigmoid", [](const Var& v) { return sigmoid(v); }},
       {"relu", [](const Var& v) { return relu(v); }},
       {"elu", [](const Var& v) { return elu(v, 0.7); }},

@@ -50,6 +50,12 @@ const std::vector<Variant>& variants() {
       {"linear_sikf_fastrpb",
        {{"type", "linear"}, {"feature_map", "sikf"}},
        {{"type", "fastrpb"}, {"max_len", "{n}"}}},
+      {"linear_sikf_sinspe",
+       {{"type", "linear"}, {"feature_map", "sikf"}},
+       {{"type", "sinspe"}, {"num_realizations", "64"}, {"num_sines", "10"}}},
+      {"linear_sikf_convspe",
+       {{"type", "linear"}, {"feature_map", "sikf"}},
+       {{"type", "convspe"}, {"num_realizations", "64"}, {"kernel_size", "128"}}},
       {"linear_elu1_shaw",
        {{"type", "linear"}, {"feature_map", "elu1"}, {"algorithm", "linear"}},
        {{"type", "shaw"}, {"window", "8"}, {"algorithm", "linear"}}},
@@ -116,11 +122,14 @@ int main(int argc, char** argv) try {
                       static_cast<long long>(n));
         continue;
       }
+      // As MultiHeadAttention: the encoding first, since a q/k rewrite (SPE) sets the size
+      // the variant is built for.
       AttentionOptions opt{
-          options_for("attention", variant.attention, n), H, D, H * D, n, DType::f32, &gen};
-      auto attention = make_attention(opt);
-      opt.options = options_for("positional", variant.positional, n);
+          options_for("positional", variant.positional, n), H, D, H * D, n, DType::f32, &gen};
       auto positional = make_positional(opt);
+      opt.options = options_for("attention", variant.attention, n);
+      if (positional) opt.head_dim = positional->qk_dim(D);
+      auto attention = make_attention(opt);
       attention->to(device);
       if (positional) positional->to(device);
       const Tensor q = randn({B, H, n, D}, gen, 0, 0.5, DType::f32, device);
