@@ -1,8 +1,11 @@
 // Blocked (query, key) pairs for padding and causality (layers/attention/masks.h).
 #include "layers/attention/masks.h"
 
+#include <cmath>
+
 #include "autograd/functions.h"
 #include "core/ops.h"
+#include "layers/attention/positional.h"
 
 namespace relpos {
 
@@ -36,6 +39,19 @@ Var masked_softmax(const Var& scores, const AttentionInputs& in) {
   // outnumbering keys, can leave a row with none (it would spread its weight evenly).
   const bool rows_may_be_empty = in.key_mask.defined() || (in.causal && q_len > k_len);
   return rows_may_be_empty ? masked_fill(weights, blocked, 0.0) : weights;
+}
+
+Var softmax_attention_from_logits(const Var& logits, const Var& q, const Var& v,
+                                  const AttentionInputs& in, double p, Generator& gen,
+                                  bool training) {
+  Var scores = logits;  // [B, H, Lq, Lk]
+  if (in.positional != nullptr) {
+    const Var bias = in.positional->score_bias(q, logits.size(3), in);
+    if (bias.defined()) scores = scores + bias;
+  }
+  scores = scores * (1.0 / std::sqrt(static_cast<double>(q.size(3))));
+  const Var weights = dropout(masked_softmax(scores, in), p, gen, training);
+  return matmul(weights, v);  // [B, H, Lq, Dv]
 }
 
 Tensor key_keep_column(const Tensor& key_mask, DType dtype) {

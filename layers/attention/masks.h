@@ -1,6 +1,6 @@
 // Which (query, key) pairs a query may not attend: padding keys and, when causal, keys after the
-// query (aligned at the ends, AttentionInputs::causal). Shared by every variant that forms
-// scores, and by the naive twins in the tests.
+// query (aligned at the ends, AttentionInputs::causal); and the masked softmax tail that every
+// variant forming scores shares. Also used by the naive twins in the tests.
 #pragma once
 
 #include "autograd/var.h"
@@ -18,6 +18,13 @@ Tensor causal_blocked(int64_t q_len, int64_t k_len, Device device);
 // 0: a large negative logit (no NaN when a whole row is blocked), and zero weights after the
 // softmax where a row may have every key blocked (so such a query outputs zeros).
 Var masked_softmax(const Var& scores, const AttentionInputs& in);
+
+// The tail every score-forming variant shares: logits [B, H, Lq, Lk] (Q·Kᵀ, or TXL's AC + BD)
+// plus the positional score bias S when the layer has one (computed from q), scaled by
+// 1/sqrt(D), masked_softmax, dropout p on the weights (when training), times v [B, H, Lk, Dv].
+Var softmax_attention_from_logits(const Var& logits, const Var& q, const Var& v,
+                                  const AttentionInputs& in, double p, Generator& gen,
+                                  bool training);
 
 // key_mask [B, Lk] -> u8 [B, 1, Lk, 1] (1 = real key), to zero padded rows of K-side tensors.
 Tensor key_keep_column(const Tensor& key_mask, DType dtype);

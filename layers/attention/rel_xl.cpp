@@ -97,16 +97,8 @@ Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const Atte
   r = transpose(reshape(r, {d.k_len, heads_, head_dim_}), 0, 1);
   Var ac = matmul(q + u, k, false, true);              // (a) + (c): [B, H, Lq, Lk]
   Var bd = rel_shift(matmul(q + vb, r, false, true));  // (b) + (d): [B, H, Lq, Lk]
-  Var scores = ac + bd;
-  if (in.positional != nullptr) {
-    Var bias = in.positional->score_bias(q, d.k_len, in);
-    if (bias.defined()) scores = scores + bias;
-  }
-  scores = scores * (1.0 / std::sqrt(static_cast<double>(d.head_dim)));
   // Causal (query i at key position M + i) also hides the rel-shift's spill-over right of M + i.
-  Var weights = masked_softmax(scores, in);  // [B, H, Lq, Lk]
-  weights = dropout(weights, dropout_, gen_, is_training());
-  return matmul(weights, v);  // [B, H, Lq, Dv]
+  return softmax_attention_from_logits(ac + bd, q, v, in, dropout_, gen_, is_training());
 }
 
 RELPOS_REGISTER_ATTENTION("rel_xl", RelXlAttention);

@@ -1,15 +1,11 @@
 // softmax: scaled dot-product attention (Vaswani et al. 2017, eq. 1),
 //   Y = softmax((Q·Kᵀ + S) / sqrt(D)) V,
 // with S a positional score bias when the layer has one (Shaw, skew: seed 004 eq. 1). Blocked
-// pairs (padding, causal) weigh exactly 0 (masked_softmax), so a query that sees no key outputs
-// zeros.
+// pairs (padding, causal) weigh exactly 0 (masks.h), so a query that sees no key outputs zeros.
 // Options: dropout (on the attention weights).
-#include <cmath>
-
 #include "autograd/functions.h"
 #include "layers/attention/attention.h"
 #include "layers/attention/masks.h"
-#include "layers/attention/positional.h"
 #include "layers/init.h"
 
 namespace relpos {
@@ -24,16 +20,9 @@ class SoftmaxAttention final : public Attention {
   }
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
-    const AttentionDims d = check_attention_inputs("attention softmax", q, k, v, in);
-    Var scores = matmul(q, k, false, true);  // [B, H, Lq, Lk]
-    if (in.positional != nullptr) {
-      Var bias = in.positional->score_bias(q, d.k_len, in);
-      if (bias.defined()) scores = scores + bias;
-    }
-    scores = scores * (1.0 / std::sqrt(static_cast<double>(d.head_dim)));
-    Var weights = masked_softmax(scores, in);  // [B, H, Lq, Lk]
-    weights = dropout(weights, dropout_, gen_, is_training());
-    return matmul(weights, v);  // [B, H, Lq, Dv]
+    check_attention_inputs("attention softmax", q, k, v, in);
+    const Var logits = matmul(q, k, false, true);  // [B, H, Lq, Lk]
+    return softmax_attention_from_logits(logits, q, v, in, dropout_, gen_, is_training());
   }
 
   AttentionCaps caps() const override { return {.forms_scores = true, .kernelized = false}; }

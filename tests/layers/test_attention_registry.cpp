@@ -10,15 +10,6 @@ using namespace relpos;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // An encoding that needs a variant forming scores, registered from this file as a variant's
 // own file would be.
 class NeedsScores final : public Positional {
@@ -45,14 +36,15 @@ TEST_CASE("options: typed reads, lists, defaults and errors that name the key") 
   CHECK(opt.get<int>("missing", 5) == 5);
   CHECK(opt.get_list<int64_t>("grid", {}) == std::vector<int64_t>{28, 14});
   CHECK(opt.get_list<int64_t>("nu", {}) == std::vector<int64_t>{2});
-  CHECK(error_of([&] { opt.get<int64_t>("type", 0); }) ==
+  CHECK(test::error_of([&] { opt.get<int64_t>("type", 0); }) ==
         "[attention] option 'type' must be an integer, got 'linear'");
-  CHECK(error_of([&] { opt.get<int64_t>("grid", 0); }).find("single value") != std::string::npos);
-  CHECK(error_of([&] { opt.require<double>("scale"); }) ==
+  CHECK(test::error_of([&] { opt.get<int64_t>("grid", 0); }).find("single value") !=
+        std::string::npos);
+  CHECK(test::error_of([&] { opt.require<double>("scale"); }) ==
         "[attention] option 'scale' is required");
   opt.check_all_used();
   opt.set("dropot", "0.1");
-  const std::string e = error_of([&] { opt.check_all_used(); });
+  const std::string e = test::error_of([&] { opt.check_all_used(); });
   CHECK(e.find("unknown option 'dropot'") != std::string::npos);
   CHECK(e ==
         "[attention] unknown option 'dropot'; known: causal, eps, grid, missing, nu, scale, type");
@@ -63,13 +55,13 @@ TEST_CASE("registry: unknown variants and options are refused with the valid cho
     return make_attention(test::attention_options(test::options("attention", kv), 2, 4));
   };
   CHECK(build({{"type", "softmax"}})->name() == "softmax");
-  const std::string unknown = error_of([&] { build({{"type", "softmx"}}); });
+  const std::string unknown = test::error_of([&] { build({{"type", "softmx"}}); });
   CHECK(unknown.find("unknown attention 'softmx'; known: ") != std::string::npos);
   CHECK(unknown.find("softmax") != std::string::npos);
-  CHECK(error_of([&] {
+  CHECK(test::error_of([&] {
           build({{"type", "softmax"}, {"dropot", "0.1"}});
         }).find("unknown option 'dropot'; known: dropout, type") != std::string::npos);
-  CHECK(error_of([&] { build({}); }).find("option 'type' is required") != std::string::npos);
+  CHECK(test::error_of([&] { build({}); }).find("option 'type' is required") != std::string::npos);
   CHECK(make_positional(test::attention_options(Options("positional"), 2, 4)) == nullptr);
 }
 
@@ -116,7 +108,7 @@ TEST_CASE("multi-head attention: an encoding refuses a variant it cannot work in
   c.positional = test::options("positional", {{"type", "test_needs_scores"}});
   MultiHeadAttention ok(c);
   CHECK(ok.positional() != nullptr);
-  CHECK(error_of([&] {
+  CHECK(test::error_of([&] {
           MultiHeadAttentionConfig bad = c;
           bad.model_dim = 5;
           MultiHeadAttention m(bad);

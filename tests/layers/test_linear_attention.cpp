@@ -39,15 +39,6 @@ Kv with(Kv kv, const std::string& key, const std::string& value) {
   return kv;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // Kernel terms {A, b} fixed in advance, recording the phi(Q) it was handed.
 class FixedKernelTerms final : public Positional {
  public:
@@ -210,14 +201,14 @@ TEST_CASE("linear attention: positional kernel terms are added to numerator and 
   }
   FixedKernelTerms half(terms.num_, Tensor());
   const AttentionInputs in{Tensor(), false, &half};
-  CHECK(error_of([&] { test::make_linear({}, H, D)->forward(Var(q), Var(k), Var(v), in); }) ==
+  CHECK(test::error_of([&] { test::make_linear({}, H, D)->forward(Var(q), Var(k), Var(v), in); }) ==
         "[attention linear] positional 'test_kernel_terms' gave one kernel term without the "
         "other");
 }
 
 TEST_CASE("linear attention: bad options and shapes are refused by message") {
   const auto err = [](const Kv& kv, int64_t head_dim = 4) {
-    return error_of([&] { test::make_linear(kv, 2, head_dim); });
+    return test::error_of([&] { test::make_linear(kv, 2, head_dim); });
   };
   CHECK(err({{"feature_map", "elu"}}) ==
         "[feature_map] unknown feature_map 'elu'; known: dpfp, elu1, performer, relu, sikf");
@@ -241,10 +232,10 @@ TEST_CASE("linear attention: bad options and shapes are refused by message") {
         std::string::npos);
   const auto dpfp = test::make_linear({{"feature_map", "dpfp"}}, 2, 4);
   const Tensor x = test::random_tensor({1, 2, 3, 5}, f64, 15);
-  CHECK(error_of([&] { dpfp->forward(Var(x), Var(x), Var(x), {}); }) ==
+  CHECK(test::error_of([&] { dpfp->forward(Var(x), Var(x), Var(x), {}); }) ==
         "[feature_map dpfp] built for head_dim 4, got 5");
   const Tensor v = test::random_tensor({1, 2, 4, 5}, f64, 16);
-  CHECK(error_of([&] { dpfp->forward(Var(x), Var(x), Var(v), {}); })
+  CHECK(test::error_of([&] { dpfp->forward(Var(x), Var(x), Var(v), {}); })
             .find("[attention linear] q [B, H, Lq, D], k [B, H, Lk, D] and v [B, H, Lk, Dv] "
                   "disagree") != std::string::npos);
 }
