@@ -23,6 +23,10 @@ struct MultiHeadAttentionConfig {
   bool bias = false;                 // biases of the four projections
   DType dtype = DType::f32;
   Generator* gen = nullptr;
+  // An encoding built once and used by several layers (SPE shared across layers, as the LRA
+  // reference runs it); when set, `positional` must be empty. The shared module is registered
+  // under every layer and listed once by named_parameters() (under its first name).
+  std::shared_ptr<Positional> shared_positional = nullptr;
 };
 
 // One attention call with its positional hooks, as MultiHeadAttention makes it: the encoding

@@ -114,3 +114,31 @@ TEST_CASE("multi-head attention: an encoding refuses a variant it cannot work in
           MultiHeadAttention m(bad);
         }).find("multiple of num_heads") != std::string::npos);
 }
+
+TEST_CASE("multi-head attention: layers can share one positional encoding") {
+  MultiHeadAttentionConfig c;
+  c.model_dim = 4;
+  c.num_heads = 2;
+  c.max_len = 5;
+  c.dtype = DType::f64;
+  c.shared_positional = make_positional(test::attention_options(
+      test::options("positional", {{"type", "fastrpb"}}), 2, 2, /*max_len=*/5));
+  struct TwoLayers : Module {
+    explicit TwoLayers(const MultiHeadAttentionConfig& c)
+        : first(register_module("first", std::make_shared<MultiHeadAttention>(c))),
+          second(register_module("second", std::make_shared<MultiHeadAttention>(c))) {}
+    std::shared_ptr<MultiHeadAttention> first, second;
+  } model(c);
+  REQUIRE(model.first->positional() == model.second->positional());
+  int listed = 0;
+  for (const auto& [name, p] : model.named_parameters())
+    listed += name.find("positional") != std::string::npos;
+  CHECK(listed == 1);  // first.positional.weight only
+  const Var x(test::random_tensor({1, 5, 4}, DType::f64, 3));
+  const Var y = model.second->forward(model.first->forward(x));
+  sum(y).backward();
+  CHECK(c.shared_positional->named_parameters()[0].second.grad().defined());
+  MultiHeadAttentionConfig both = c;
+  both.positional = test::options("positional", {{"type", "fastrpb"}});
+  CHECK(test::error_of([&] { MultiHeadAttention m(both); }).find("not both") != std::string::npos);
+}
