@@ -134,6 +134,11 @@ void ShawPositional::check_host(const Attention& attention) const {
       "(S_rel = phi(q)·w needs equal sizes); use a feature map that keeps the head size "
       "(elu1, relu, sikf)",
       attention.name(), caps.feature_dim, dim);
+  RELPOS_CHECK(!caps.kernelized || caps.forms_scores || algorithm_ != Algorithm::naive, kWhere,
+               "algorithm 'naive' inside kernelized attention '{}' forms the dense [Lq, Lk] "
+               "S_rel and makes it quadratic; use algorithm: linear, or auto, which takes the "
+               "dense form only where it needs less memory (seed 003 §IV)",
+               attention.name());
 }
 
 Var ShawPositional::score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) {

@@ -101,6 +101,18 @@ TEST_CASE("combinations: every variant x feature map x encoding trains or is ref
   CHECK(refused == expected);
 }
 
+TEST_CASE("combinations: naive shaw inside linear attention is refused as quadratic") {
+  MultiHeadAttentionConfig c;
+  c.model_dim = 8;
+  c.num_heads = 2;
+  c.attention = test::options("attention", {{"type", "linear"}});
+  c.positional = test::options("positional", {{"type", "shaw"}, {"algorithm", "naive"}});
+  CHECK(test::error_of([&] { MultiHeadAttention m(c); }).find("makes it quadratic") !=
+        std::string::npos);
+  c.attention = test::options("attention", {{"type", "softmax"}});  // scores are dense anyway
+  CHECK(test::error_of([&] { MultiHeadAttention m(c); }).empty());
+}
+
 TEST_CASE("combinations: linear attention + shaw equals the dense formula by loops") {
   const int64_t B = 2, H = 2, L = 7, D = 4;
   for (bool causal : {false, true}) {
