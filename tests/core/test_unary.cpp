@@ -165,3 +165,24 @@ TEST_CASE("unary: CUDA matches CPU for every op") {
         {x});
   }
 }
+
+TEST_CASE("unary: f32 elu and its gradient keep their relative accuracy near 0 and for large -x") {
+  // The CPU computes f32 elu as exp - 1 from |x| >= 1/4 and by a polynomial below; on both sides
+  // of that switch the result stays within a few ulp (1e-6 relative) of expm1 in f64.
+  std::vector<double> xs;
+  for (double m : {1e-30, 1e-7, 1e-3, 0.2, 0.2499, 0.25, 0.2501, 0.5, 3.0, 20.0, 100.0})
+    xs.push_back(-m);
+  xs.push_back(0.75);
+  const Tensor x =
+      cast(Tensor::from_vector<double>(xs, {static_cast<int64_t>(xs.size())}), DType::f32);
+  const std::vector<double> xf = x.to_vector<double>();  // the f32-rounded inputs
+  const std::vector<double> y = elu(x, 0.7).to_vector<double>();
+  const std::vector<double> g = elu_backward(x, full_like(x, 2.0), 0.7).to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    INFO("x = " << xf[i]);
+    const double want = xf[i] > 0 ? xf[i] : 0.7 * std::expm1(xf[i]);
+    const double want_grad = xf[i] > 0 ? 2.0 : 2.0 * 0.7 * std::exp(xf[i]);
+    CHECK(std::abs(y[i] - want) <= 1e-6 * std::abs(want) + 1e-37);
+    CHECK(std::abs(g[i] - want_grad) <= 1e-6 * want_grad + 1e-37);
+  }
+}
