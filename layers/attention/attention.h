@@ -9,7 +9,7 @@
 
 #include "core/generator.h"
 #include "layers/module.h"
-#include "layers/options.h"
+#include "core/options.h"
 #include "layers/registry.h"
 
 namespace relpos {

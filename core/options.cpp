@@ -1,5 +1,5 @@
-// Options (layers/options.h): typed, tracked reads of a component's YAML mapping.
-#include "layers/options.h"
+// Options (core/options.h): typed, tracked reads of a component's YAML mapping.
+#include "core/options.h"
 
 #include <charconv>
 #include <cstdint>

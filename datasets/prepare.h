@@ -1,0 +1,26 @@
+// `relpos data prepare NAME --out DIR [--key value ...]`: each dataset that can be made on a
+// machine without internet writes its standard files into DIR. The options after NAME arrive as
+// Options (core/options.h), so a misspelt one is refused by name.
+#pragma once
+
+#include <string>
+
+#include "core/options.h"
+
+namespace relpos {
+
+struct PrepareRequest {
+  std::string out_dir;
+  Options options{"data prepare"};
+};
+
+// Each writes its files into request.out_dir (created if missing) and returns a one-line
+// summary for the user.
+std::string prepare_listops(const PrepareRequest& request);
+std::string prepare_mnist(const PrepareRequest& request);
+std::string prepare_fashion_mnist(const PrepareRequest& request);
+
+// Where to get a dataset that cannot be made here (imdb, aan, cifar10), and the layout expected.
+std::string download_instructions(const std::string& name);
+
+}  // namespace relpos

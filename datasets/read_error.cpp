@@ -1,0 +1,80 @@
+// Reader errors and whole-file input/output for the datasets (datasets/read_error.h).
+#include "datasets/read_error.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace relpos {
+
+void read_error(const std::string& reader, const std::string& path, const std::string& where,
+                const std::string& what) {
+  throw Error("[" + reader + "] " + path + ": " + where + ": " + what);
+}
+
+namespace {
+
+bool is_gzip(const std::vector<uint8_t>& bytes) {
+  return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
+}
+
+std::vector<uint8_t> inflate_gzip(const std::string& reader, const std::string& path,
+                                  const std::vector<uint8_t>& in) {
+  z_stream z{};
+  // 16 + MAX_WBITS: expect a gzip header and trailer (checked by zlib: CRC and length).
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+    read_error(reader, path, "gzip", "zlib init failed");
+  std::vector<uint8_t> out;
+  std::vector<uint8_t> chunk(1 << 20);
+  z.next_in = const_cast<Bytef*>(in.data());
+  z.avail_in = static_cast<uInt>(in.size());
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = chunk.data();
+    z.avail_out = static_cast<uInt>(chunk.size());
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      const std::string why = z.msg != nullptr ? z.msg : "truncated or corrupt stream";
+      const int64_t at = static_cast<int64_t>(z.total_in);
+      inflateEnd(&z);
+      read_error(reader, path, "gzip byte " + std::to_string(at), why);
+    }
+    out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - z.avail_out));
+    if (rc != Z_STREAM_END && z.avail_in == 0 && z.avail_out != 0) {
+      inflateEnd(&z);
+      read_error(reader, path, "gzip byte " + std::to_string(in.size()),
+                 "the compressed stream ends early (truncated file)");
+    }
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) read_error(reader, path, "open", "cannot read the file (missing or no permission)");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) read_error(reader, path, "read", "I/O error while reading");
+  return is_gzip(bytes) ? inflate_gzip(reader, path, bytes) : bytes;
+}
+
+void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    RELPOS_CHECK(f.good(), "data", "cannot write {}", tmp);
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+    RELPOS_CHECK(f.good(), "data", "writing {} failed", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  RELPOS_CHECK(!ec, "data", "cannot rename {} to {}: {}", tmp, path, ec.message());
+}
+
+}  // namespace relpos

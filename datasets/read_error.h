@@ -1,0 +1,33 @@
+// Errors of the data readers: every malformed input names the reader, the file, the position
+// (byte offset or line) and what was expected, e.g.
+//   [mnist] data/train-images-idx3-ubyte: byte 0: magic number 0x00000801, expected 0x00000803
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace relpos {
+
+// Throws relpos::Error("[reader] path: where: what").
+[[noreturn]] void read_error(const std::string& reader, const std::string& path,
+                             const std::string& where, const std::string& what);
+
+inline std::string at_byte(int64_t offset) {
+  return "byte " + std::to_string(offset);
+}
+inline std::string at_line(int64_t line) {
+  return "line " + std::to_string(line);
+}
+
+// The whole file as bytes; a name ending in ".gz" (or gzip magic bytes) is inflated with zlib.
+// Missing, unreadable or corrupt-gzip files are errors naming the path.
+std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::string& path);
+
+// Writes bytes to path through a temporary file in the same folder and a rename, so a reader
+// never sees half a file.
+void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
+
+}  // namespace relpos

@@ -1,0 +1,60 @@
+// Whole-file reading: plain and gzip files, and the errors for a missing file and a truncated
+// gzip stream, each naming the file and the position.
+#include <zlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "datasets/read_error.h"
+#include "tests/harness.h"
+
+using namespace relpos;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("relpos_test_" + name)).string();
+}
+
+std::vector<uint8_t> gzip(const std::vector<uint8_t>& in) {
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::vector<uint8_t> out(deflateBound(&z, in.size()) + 64);
+  z.next_in = const_cast<Bytef*>(in.data());
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("data files: plain and gzip read the same bytes; bad files name path and position") {
+  std::vector<uint8_t> data(100000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + i / 300);
+  const std::string plain = temp_path("plain.bin"), gz = temp_path("packed.bin.gz");
+  write_file_atomic(plain, data);
+  write_file_atomic(gz, gzip(data));
+  CHECK(read_file_bytes("test", plain) == data);
+  CHECK(read_file_bytes("test", gz) == data);
+
+  std::vector<uint8_t> cut = gzip(data);
+  cut.resize(cut.size() / 2);
+  const std::string truncated = temp_path("truncated.bin.gz");
+  write_file_atomic(truncated, cut);
+  const auto error_of = [](const std::string& path) {
+    try {
+      read_file_bytes("mnist", path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of(truncated).find("[mnist] " + truncated + ": gzip byte") == 0);
+  CHECK(error_of(temp_path("missing.idx")).find("missing.idx: open: cannot read the file") !=
+        std::string::npos);
+  for (const std::string& p : {plain, gz, truncated}) std::filesystem::remove(p);
+}
