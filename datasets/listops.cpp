@@ -1,0 +1,159 @@
+// ListOps tokenizers (fixed LRA and the bracket-dropping 2021 one) and the TSV reader
+// (datasets/listops.h).
+#include "datasets/listops.h"
+
+#include <filesystem>
+#include <string_view>
+
+#include "datasets/read_error.h"
+
+namespace relpos {
+
+namespace {
+
+constexpr const char* kReader = "listops";
+
+// Id of a digit token '0'..'9', or -1.
+int digit_of(std::string_view token) {
+  return token.size() == 1 && token[0] >= '0' && token[0] <= '9' ? token[0] - '0' : -1;
+}
+
+// The fixed LRA vocabulary (ids in listops.h).
+int32_t lra_id(std::string_view token) {
+  static constexpr std::string_view kOperators[] = {"[MIN", "[MAX", "[MED", "[SM", "X"};
+  for (int32_t i = 0; i < 5; ++i)
+    if (token == kOperators[i]) return i + 1;
+  const int d = digit_of(token);
+  return d >= 0 ? 6 + d : 16;
+}
+
+// The lra_2021 vocabulary (ids in listops.h).
+int32_t lra_2021_id(std::string_view token) {
+  static constexpr std::string_view kOperators[] = {"MIN", "MAX", "MED", "SM"};
+  for (int32_t i = 0; i < 4; ++i)
+    if (token == kOperators[i]) return i + 1;
+  const int d = digit_of(token);
+  return d >= 0 ? 5 + d : 15;
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+bool is_alnum(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+// Fixed LRA: `]` -> `X`, drop `(` and `)`, split on whitespace.
+std::vector<int32_t> tokenize_lra(const std::string& source) {
+  std::vector<int32_t> ids;
+  std::string token;
+  const auto flush = [&] {
+    if (!token.empty()) ids.push_back(lra_id(token));
+    token.clear();
+  };
+  for (const char c : source) {
+    if (is_space(c)) {
+      flush();
+    } else if (c == ']') {
+      token += 'X';
+    } else if (c != '(' && c != ')') {
+      token += c;
+    }
+  }
+  flush();
+  return ids;
+}
+
+// tfds' default Tokenizer: maximal runs of ASCII letters and digits.
+std::vector<int32_t> tokenize_lra_2021(const std::string& source) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < source.size()) {
+    if (!is_alnum(source[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < source.size() && is_alnum(source[end])) ++end;
+    ids.push_back(lra_2021_id(std::string_view(source).substr(i, end - i)));
+    i = end;
+  }
+  return ids;
+}
+
+// The dataset name: "listops/" + the file name without its extensions.
+std::string dataset_name(const std::string& path) {
+  std::string stem = std::filesystem::path(path).filename().string();
+  stem = stem.substr(0, stem.find('.'));
+  return "listops/" + stem;
+}
+
+}  // namespace
+
+ListOpsTokenizer listops_tokenizer_from_name(const std::string& name) {
+  if (name == "lra") return ListOpsTokenizer::lra;
+  if (name == "lra_2021") return ListOpsTokenizer::lra_2021;
+  fail(kReader, "unknown tokenizer '{}'; known: lra, lra_2021", name);
+}
+
+int64_t listops_vocab_size(ListOpsTokenizer tokenizer) {
+  return tokenizer == ListOpsTokenizer::lra ? 17 : 16;
+}
+
+std::vector<int32_t> tokenize_listops(const std::string& source, ListOpsTokenizer tokenizer) {
+  return tokenizer == ListOpsTokenizer::lra ? tokenize_lra(source) : tokenize_lra_2021(source);
+}
+
+Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_t max_len) {
+  RELPOS_CHECK(max_len > 0, kReader, "max_len must be positive, got {}", max_len);
+  const std::vector<uint8_t> bytes = read_file_bytes(kReader, path);
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  Dataset data;
+  data.name = dataset_name(path);
+  data.vocab_size = listops_vocab_size(tokenizer);
+  data.num_classes = 10;
+
+  size_t start = 0;
+  int64_t line_no = 0;
+  while (start < text.size()) {
+    ++line_no;
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();  // a last line without newline
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    if (static_cast<int64_t>(line.size()) > kListOpsMaxLineBytes)
+      read_error(kReader, path, at_line(line_no),
+                 "line of " + std::to_string(line.size()) + " bytes, longer than the limit of " +
+                     std::to_string(kListOpsMaxLineBytes));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line_no == 1) {
+      if (line != "Source\tTarget")
+        read_error(kReader, path, at_line(1), "expected the header 'Source<TAB>Target'");
+      continue;
+    }
+    const size_t tab = line.find('\t');
+    if (tab == std::string_view::npos)
+      read_error(kReader, path, at_line(line_no), "expected 'source<TAB>target', found no tab");
+    const std::string source(line.substr(0, tab));
+    const std::string_view target = line.substr(tab + 1);
+    if (target.size() != 1 || digit_of(target) < 0)
+      read_error(kReader, path, at_line(line_no),
+                 "target '" + std::string(target.substr(0, 20)) + "' is not an integer 0-9");
+    Example example;
+    example.tokens = tokenize_listops(source, tokenizer);
+    if (example.tokens.empty())
+      read_error(kReader, path, at_line(line_no), "empty source (no tokens before the tab)");
+    if (static_cast<int64_t>(example.tokens.size()) > max_len)
+      example.tokens.resize(static_cast<size_t>(max_len));
+    example.label = digit_of(target);
+    data.examples.push_back(std::move(example));
+  }
+  if (line_no == 0)
+    read_error(kReader, path, at_line(1), "expected the header 'Source<TAB>Target'");
+  if (data.examples.empty())
+    read_error(kReader, path, at_line(line_no + 1), "expected examples after the header");
+  return data;
+}
+
+}  // namespace relpos
