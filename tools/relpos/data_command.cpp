@@ -1,0 +1,54 @@
+// `relpos data prepare NAME --out DIR [--key value ...]` (datasets/prepare.h).
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+#include "datasets/prepare.h"
+#include "tools/relpos/commands.h"
+
+namespace relpos::cli {
+
+namespace {
+
+using Preparer = std::function<std::string(const PrepareRequest&)>;
+
+const std::map<std::string, Preparer>& preparers() {
+  static const std::map<std::string, Preparer> table = {
+      {"listops", prepare_listops},
+      {"mnist", prepare_mnist},
+      {"fashion-mnist", prepare_fashion_mnist},
+  };
+  return table;
+}
+
+}  // namespace
+
+int data_command(const std::vector<std::string>& args) {
+  RELPOS_CHECK(args.size() >= 2 && args[0] == "prepare", "data",
+               "usage: relpos data prepare NAME --out DIR [--key value ...]");
+  const std::string& name = args[1];
+  PrepareRequest request;
+  for (size_t i = 2; i < args.size(); i += 2) {
+    RELPOS_CHECK(args[i].rfind("--", 0) == 0 && i + 1 < args.size(), "data",
+                 "expected --key value pairs after the dataset name, got '{}'", args[i]);
+    const std::string key = args[i].substr(2);
+    if (key == "out")
+      request.out_dir = args[i + 1];
+    else
+      request.options.set(key, args[i + 1]);
+  }
+  auto it = preparers().find(name);
+  if (it == preparers().end()) {
+    const std::string text = download_instructions(name);  // refuses unknown names itself
+    std::printf("%s%s", text.c_str(), text.empty() || text.back() != '\n' ? "\n" : "");
+    return 0;
+  }
+  RELPOS_CHECK(!request.out_dir.empty(), "data", "prepare {} needs --out DIR", name);
+  const std::string summary = it->second(request);
+  request.options.check_all_used();
+  std::printf("%s\n", summary.c_str());
+  return 0;
+}
+
+}  // namespace relpos::cli

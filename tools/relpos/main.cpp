@@ -1,0 +1,43 @@
+// relpos: the command line (DESIGN §7). This increment carries `data prepare`; `train` and `eval`
+// come with the training issue. Exit status: 0 on success, 2 on a user error (one clear line on
+// stderr), never a stack dump.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "tools/relpos/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: relpos data prepare NAME --out DIR [--key value ...]\n"
+    "       relpos --version\n"
+    "datasets: listops, mnist, fashion-mnist (made here); imdb, aan, cifar10 (printed: where to\n"
+    "get them and the layout expected)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+      std::fputs(kUsage, args.empty() ? stderr : stdout);
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+      std::printf("relpos %s\n", RELPOS_VERSION);
+      return 0;
+    }
+    if (args[0] == "data") return relpos::cli::data_command({args.begin() + 1, args.end()});
+    std::fprintf(stderr, "relpos: unknown command '%s'\n%s", args[0].c_str(), kUsage);
+    return 2;
+  } catch (const relpos::Error& e) {
+    std::fprintf(stderr, "relpos: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "relpos: internal error: %s\n", e.what());
+    return 1;
+  }
+}
