@@ -15,7 +15,9 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3 python3-torch python3-numpy) ;;
-    --data) packages+=(npm dataset-fashion-mnist) ;;
+    --data)  # an npm already on PATH (e.g. from nodejs.org) is used as it is
+      packages+=(dataset-fashion-mnist)
+      command -v npm >/dev/null || packages+=(npm) ;;
     *) echo "install-deps.sh: unknown option '$arg' (--bench, --data)" >&2; exit 2 ;;
   esac
 done
