@@ -8,8 +8,8 @@
 #include <string>
 
 #include "core/generator.h"
-#include "layers/module.h"
 #include "core/options.h"
+#include "layers/module.h"
 #include "layers/registry.h"
 
 namespace relpos {
