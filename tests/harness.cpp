@@ -82,4 +82,13 @@ void check_cuda_matches_cpu(const std::string& what,
   }
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace relpos::test

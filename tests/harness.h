@@ -42,6 +42,9 @@ namespace relpos::test {
 
 // Runs f on CPU inputs and on the same inputs moved to cuda:0, and checks the results agree
 // (rtol, atol). Without a GPU, emits a visible "SKIPPED (no CUDA device)" message instead.
+// The message of the relpos::Error that f throws ("" when it throws none).
+std::string error_of(const std::function<void()>& f);
+
 void check_cuda_matches_cpu(const std::string& what,
                             const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
                             const std::vector<Tensor>& cpu_inputs, double rtol = 1e-5,

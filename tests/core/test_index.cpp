@@ -4,6 +4,7 @@
 #include "tests/harness.h"
 
 using namespace relpos;
+using relpos::test::error_of;
 using test::coords_of;
 using test::linear_of;
 using test::make_data;
@@ -278,17 +279,6 @@ Tensor any_data(const Shape& shape, DType dtype, uint64_t seed) {
   if (dtype == DType::u8) return cast(test::random_tensor(shape, DType::f64, seed, 0, 250), dtype);
   if (dtype == DType::i32) return cast(make_data(shape, DType::i64, seed), dtype);
   return make_data(shape, dtype, seed);
-}
-
-// What `f` throws, or "" when it does not.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -11,22 +11,13 @@
 #include "tests/harness.h"
 
 using namespace relpos;
+using relpos::test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
 
 std::vector<uint8_t> bytes_of(const std::string& text) {
   return {text.begin(), text.end()};
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

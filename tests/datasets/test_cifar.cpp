@@ -9,6 +9,7 @@
 #include "tests/harness.h"
 
 using namespace relpos;
+using relpos::test::error_of;
 
 namespace {
 
@@ -31,16 +32,6 @@ std::vector<uint8_t> concat(const std::vector<std::vector<uint8_t>>& parts) {
   std::vector<uint8_t> out;
   for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
   return out;
-}
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "tests/harness.h"
 
 using namespace relpos;
+using relpos::test::error_of;
 
 namespace {
 
@@ -65,15 +66,6 @@ std::vector<std::vector<int64_t>> epoch_contents(DataLoader& loader, int64_t epo
     out.push_back(batch.labels.to_vector<int64_t>());
   }
   return out;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -1,16 +1,16 @@
 // IDX files and the MNIST reader: raw and gzip files written by the test read back exactly; every
 // malformed header, payload, count or label is refused with the file, byte offset and expectation.
-#include <zlib.h>
-
 #include <filesystem>
 #include <random>
 #include <string>
 
 #include "datasets/idx.h"
 #include "datasets/read_error.h"
+#include "tests/datasets/gzip_fixture.h"
 #include "tests/harness.h"
 
 using namespace relpos;
+using relpos::test::error_of;
 
 namespace {
 
@@ -23,20 +23,6 @@ struct FixtureDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-std::vector<uint8_t> gzip(const std::vector<uint8_t>& in) {
-  z_stream z{};
-  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  std::vector<uint8_t> out(deflateBound(&z, in.size()) + 64);
-  z.next_in = const_cast<Bytef*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 // Raw IDX bytes: the 4 magic bytes as given, big-endian dims, then the payload.
 std::vector<uint8_t> idx_bytes(std::vector<uint8_t> magic, const std::vector<uint32_t>& dims,
                                const std::vector<uint8_t>& payload) {
@@ -44,16 +30,6 @@ std::vector<uint8_t> idx_bytes(std::vector<uint8_t> magic, const std::vector<uin
     for (int shift = 24; shift >= 0; shift -= 8) magic.push_back(static_cast<uint8_t>(d >> shift));
   magic.insert(magic.end(), payload.begin(), payload.end());
   return magic;
-}
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
@@ -67,7 +43,8 @@ TEST_CASE("idx: raw and gzip files read back the dims and bytes written") {
   CHECK(raw.dims == std::vector<int64_t>{2, 3, 4, 5});
   CHECK(raw.data == payload);
 
-  write_file_atomic(dir.file("four-dims.gz"), gzip(read_file_bytes("t", dir.file("four-dims"))));
+  write_file_atomic(dir.file("four-dims.gz"),
+                    test::gzip_bytes(read_file_bytes("t", dir.file("four-dims"))));
   const IdxArray packed = read_idx("mnist", dir.file("four-dims.gz"));
   CHECK(packed.dims == raw.dims);
   CHECK(packed.data == payload);
@@ -120,7 +97,8 @@ TEST_CASE("idx: read_mnist gives pixel tokens in raster order, 0 a real token, l
   for (uint8_t i = 0; i < 3; ++i)
     for (uint8_t p = 0; p < 6; ++p) pixels.push_back(static_cast<uint8_t>(10 * i + p));
   write_idx(dir.file("images"), {3, 2, 3}, pixels);
-  write_file_atomic(dir.file("labels.gz"), gzip(idx_bytes({0, 0, 8, 1}, {3}, {9, 0, 4})));
+  write_file_atomic(dir.file("labels.gz"),
+                    test::gzip_bytes(idx_bytes({0, 0, 8, 1}, {3}, {9, 0, 4})));
   const Dataset d = read_mnist(dir.file("images"), dir.file("labels.gz"), "mnist/train");
   CHECK(d.name == "mnist/train");
   CHECK(d.vocab_size == 256);

@@ -9,6 +9,7 @@
 #include "tests/harness.h"
 
 using namespace relpos;
+using relpos::test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -23,16 +24,6 @@ fs::path fresh_dir(const std::string& name) {
 void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "tests/harness.h"
 
 using namespace relpos;
+using relpos::test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -111,15 +112,6 @@ void measure(const Node& n, int depth, int64_t& length, int& max_depth) {
   length += n.op.empty() ? 1 : 2;
   if (!n.op.empty()) CHECK((n.children.size() >= 2 && n.children.size() <= 10));
   for (const Node& c : n.children) measure(c, depth + 1, length, max_depth);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

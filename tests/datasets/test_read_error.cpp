@@ -1,11 +1,10 @@
 // Whole-file reading: plain and gzip files, and the errors for a missing file and a truncated
 // gzip stream, each naming the file and the position.
-#include <zlib.h>
-
 #include <filesystem>
 #include <string>
 
 #include "datasets/read_error.h"
+#include "tests/datasets/gzip_fixture.h"
 #include "tests/harness.h"
 
 using namespace relpos;
@@ -16,20 +15,6 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("relpos_test_" + name)).string();
 }
 
-std::vector<uint8_t> gzip(const std::vector<uint8_t>& in) {
-  z_stream z{};
-  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  std::vector<uint8_t> out(deflateBound(&z, in.size()) + 64);
-  z.next_in = const_cast<Bytef*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("data files: plain and gzip read the same bytes; bad files name path and position") {
@@ -37,11 +22,11 @@ TEST_CASE("data files: plain and gzip read the same bytes; bad files name path a
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + i / 300);
   const std::string plain = temp_path("plain.bin"), gz = temp_path("packed.bin.gz");
   write_file_atomic(plain, data);
-  write_file_atomic(gz, gzip(data));
+  write_file_atomic(gz, test::gzip_bytes(data));
   CHECK(read_file_bytes("test", plain) == data);
   CHECK(read_file_bytes("test", gz) == data);
 
-  std::vector<uint8_t> cut = gzip(data);
+  std::vector<uint8_t> cut = test::gzip_bytes(data);
   cut.resize(cut.size() / 2);
   const std::string truncated = temp_path("truncated.bin.gz");
   write_file_atomic(truncated, cut);

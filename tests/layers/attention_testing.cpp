@@ -78,15 +78,6 @@ Tensor naive_softmax_from_scores(const Tensor& scores, const Tensor& v, const At
   return Tensor::from_vector(out, {B, H, Lq, Dv});
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 int64_t peak_bytes_of(Device device, const std::function<void()>& step) {
   const int64_t before = memory_stats(device).current_bytes;
   reset_peak_memory(device);

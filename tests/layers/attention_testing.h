@@ -60,9 +60,6 @@ class TestHost final : public Attention {
   AttentionCaps caps_;
 };
 
-// The message of the relpos::Error that f throws ("" when it throws none).
-std::string error_of(const std::function<void()>& f);
-
 // Peak bytes the device allocator holds above its level before `step` (forward + backward).
 int64_t peak_bytes_of(Device device, const std::function<void()>& step);
 
