@@ -1,0 +1,64 @@
+// Adam with L2 weight decay added to the gradient, as torch.optim.Adam (adam.h for the update).
+// Options: lr (1e-3), betas ([0.9, 0.999]), eps (1e-8), weight_decay (0).
+#include "train/adam.h"
+
+#include <cmath>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace relpos {
+
+AdamConfig read_adam_config(const Options& options, AdamConfig defaults) {
+  AdamConfig c = defaults;
+  c.lr = options.get<double>("lr", defaults.lr);
+  std::tie(c.beta1, c.beta2) = read_betas(options, defaults.beta1, defaults.beta2);
+  c.eps = options.get<double>("eps", defaults.eps);
+  c.weight_decay = options.get<double>("weight_decay", defaults.weight_decay);
+  RELPOS_CHECK(c.eps >= 0, options.where(), "eps must be >= 0, got {}", c.eps);
+  RELPOS_CHECK(c.weight_decay >= 0, options.where(), "weight_decay must be >= 0, got {}",
+               c.weight_decay);
+  return c;
+}
+
+Adam::Adam(const std::vector<Var>& params, const AdamConfig& config)
+    : Optimizer(params, config.lr), config_(config) {}
+
+void Adam::update(size_t index, Var& param, const Tensor& grad) {
+  const AdamConfig& c = config_;
+  Tensor p = param.value();
+  Tensor g = grad;
+  if (c.weight_decay != 0) {
+    if (c.decoupled)
+      p = mul_scalar(p, 1 - lr() * c.weight_decay);
+    else
+      g = add(g, mul_scalar(p, c.weight_decay));
+  }
+  State& s = state()[index];
+  if (s.empty()) {
+    s["step"] = Tensor::scalar(0, DType::f64);
+    s["exp_avg"] = zeros_like(p);
+    s["exp_avg_sq"] = zeros_like(p);
+  }
+  double t = s["step"].item() + 1;
+  s["step"] = Tensor::scalar(t, DType::f64);
+  Tensor m = add(mul_scalar(s["exp_avg"], c.beta1), mul_scalar(g, 1 - c.beta1));
+  Tensor v = add(mul_scalar(s["exp_avg_sq"], c.beta2), mul_scalar(mul(g, g), 1 - c.beta2));
+  s["exp_avg"] = m;
+  s["exp_avg_sq"] = v;
+  double bias1 = 1 - std::pow(c.beta1, t);
+  double bias2 = 1 - std::pow(c.beta2, t);
+  // denom = √v / √(1−β2^t) + ε, then p −= (lr / (1−β1^t))·m / denom, as torch computes it.
+  Tensor denom = add_scalar(mul_scalar(sqrt(v), 1 / std::sqrt(bias2)), c.eps);
+  param.set_value(sub(p, mul_scalar(div(m, denom), lr() / bias1)));
+}
+
+namespace {
+std::shared_ptr<Optimizer> make_adam(const std::vector<Var>& params, const Options& options) {
+  return std::make_shared<Adam>(params, read_adam_config(options, AdamConfig{}));
+}
+const bool adam_registered = optimizer_registry().add("adam", make_adam);
+}  // namespace
+
+}  // namespace relpos

@@ -1,0 +1,43 @@
+// Schedule: the learning rate at each optimizer step, as a product of factors times the base lr
+// (the optimizer's lr), in the spirit of the LRA/tensor2tensor "constant * linear_warmup * ..."
+// strings. Each variant (constant, linear_decay, cosine, lra) registers itself by its `type`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/options.h"
+#include "layers/registry.h"
+
+namespace relpos {
+
+class Schedule {
+ public:
+  explicit Schedule(double base_lr) : base_lr_(base_lr) {}
+  virtual ~Schedule() = default;
+  // The lr to use for the update at `step` (0-based, the number of updates done before it).
+  virtual double lr_at(int64_t step) const = 0;
+  double base_lr() const { return base_lr_; }
+
+ private:
+  double base_lr_;
+};
+
+using ScheduleRegistry = Registry<Schedule, const Options&, double>;
+ScheduleRegistry& schedule_registry();
+
+// Builds the schedule named by options' `type` around `base_lr`, then refuses unread options.
+std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr);
+
+// min(1, step / warmup), 1 when warmup is 0: the shared linear warmup factor.
+double warmup_factor(int64_t step, int64_t warmup);
+
+}  // namespace relpos
+
+// In a variant's .cpp: RELPOS_REGISTER_SCHEDULE("name", Class); Class(const Options&, double).
+#define RELPOS_REGISTER_SCHEDULE(name, Type)                                                      \
+  static const bool RELPOS_REGISTRY_CONCAT(relpos_schedule_registered_, __LINE__) =               \
+      ::relpos::schedule_registry().add(name, [](const ::relpos::Options& options, double lr) {   \
+        return std::static_pointer_cast<::relpos::Schedule>(std::make_shared<Type>(options, lr)); \
+      })
