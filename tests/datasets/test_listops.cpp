@@ -249,14 +249,3 @@ TEST_CASE("listops: reader errors name the file, the line and what was expected"
           read_listops((dir.path / "missing.tsv").string());
         }).find("missing.tsv: open: cannot read the file") != std::string::npos);
 }
-
-TEST_CASE("listops: generation speed, 10,000 trees" * doctest::skip()) {
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<ListOpsTree> trees = generate_listops(0, 10000);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  double length = 0;
-  for (const ListOpsTree& t : trees) length += static_cast<double>(t.length);
-  MESSAGE(fmt::format("10000 trees in {:.2f} s ({:.0f} trees/s), mean length {:.1f}", seconds,
-                      10000 / seconds, length / 10000));
-}

@@ -78,6 +78,29 @@ Tensor naive_softmax_from_scores(const Tensor& scores, const Tensor& v, const At
   return Tensor::from_vector(out, {B, H, Lq, Dv});
 }
 
+void check_softmax_with_score_bias(Positional& positional,
+                                   const std::function<Tensor(const Tensor&, int64_t)>& naive_bias,
+                                   const std::vector<std::pair<int64_t, int64_t>>& lengths) {
+  const int64_t B = 2, H = 3, D = 5, Dv = 4;
+  auto attn = make_attention(attention_options(options("attention", {{"type", "softmax"}}), H, D));
+  for (auto [lq, lk] : lengths) {
+    for (bool causal : {false, true}) {
+      for (bool masked : {false, true}) {
+        if (causal && lq != lk) continue;
+        INFO("Lq " << lq << " Lk " << lk << " causal " << causal << " masked " << masked);
+        const Tensor q = random_tensor({B, H, lq, D}, DType::f64, 2);
+        const Tensor k = random_tensor({B, H, lk, D}, DType::f64, 3);
+        const Tensor v = random_tensor({B, H, lk, Dv}, DType::f64, 4);
+        const AttentionInputs in{masked ? padding_mask(lk, {0, lk / 2}) : Tensor(), causal,
+                                 &positional};
+        const Tensor scores = add(naive_scores(q, k), naive_bias(q, lk));
+        CHECK_CLOSE(attn->forward(Var(q), Var(k), Var(v), in).value(),
+                    naive_softmax_from_scores(scores, v, in, D), 1e-12, 1e-12);
+      }
+    }
+  }
+}
+
 int64_t peak_bytes_of(Device device, const std::function<void()>& step) {
   const int64_t before = memory_stats(device).current_bytes;
   reset_peak_memory(device);

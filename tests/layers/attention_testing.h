@@ -60,6 +60,13 @@ class TestHost final : public Attention {
   AttentionCaps caps_;
 };
 
+// softmax attention hosting `positional` equals naive softmax over Q·Kᵀ + naive_bias(q, Lk)
+// (explicit loops, f64), for each (Lq, Lk), causal (when Lq == Lk) and not, padded and not.
+// B = 2, H = 3, D = 5, Dv = 4; the encoding must be built for H heads of size D.
+void check_softmax_with_score_bias(Positional& positional,
+                                   const std::function<Tensor(const Tensor&, int64_t)>& naive_bias,
+                                   const std::vector<std::pair<int64_t, int64_t>>& lengths);
+
 // Peak bytes the device allocator holds above its level before `step` (forward + backward).
 int64_t peak_bytes_of(Device device, const std::function<void()>& step);
 

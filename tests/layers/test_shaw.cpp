@@ -89,27 +89,11 @@ TEST_CASE("shaw: score_bias equals the clipped-distance loops, odd lengths, Lq !
 }
 
 TEST_CASE("shaw: softmax attention with shaw equals naive softmax over Q·Kᵀ + S") {
-  const int64_t B = 2, H = 3, D = 5, Dv = 4;
-  auto attn = make_attention(
-      test::attention_options(test::options("attention", {{"type", "softmax"}}), H, D));
-  auto shaw = make_shaw(3, "auto", D);
-  for (auto [lq, lk] : kLengths) {
-    for (bool causal : {false, true}) {
-      for (bool masked : {false, true}) {
-        if (causal && lq != lk) continue;
-        INFO("Lq " << lq << " Lk " << lk << " causal " << causal << " masked " << masked);
-        const Tensor q = test::random_tensor({B, H, lq, D}, f64, 2);
-        const Tensor k = test::random_tensor({B, H, lk, D}, f64, 3);
-        const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 4);
-        AttentionInputs in{masked ? test::padding_mask(lk, {0, lk / 2}) : Tensor(), causal,
-                           shaw.get()};
-        const Tensor scores =
-            add(test::naive_scores(q, k), naive_shaw_scores(q, shaw->weight().value(), lk));
-        CHECK_CLOSE(attn->forward(Var(q), Var(k), Var(v), in).value(),
-                    test::naive_softmax_from_scores(scores, v, in, D), 1e-12, 1e-12);
-      }
-    }
-  }
+  auto shaw = make_shaw(3, "auto", 5);
+  test::check_softmax_with_score_bias(
+      *shaw,
+      [&](const Tensor& q, int64_t lk) { return naive_shaw_scores(q, shaw->weight().value(), lk); },
+      kLengths);
 }
 
 TEST_CASE("shaw: kernel_terms equal dense S_rel·V and S_rel·1, both algorithms, every case") {
