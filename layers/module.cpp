@@ -12,6 +12,8 @@ void Module::check_new_name(const std::string& name) const {
   bool taken = false;
   for (const auto& [n, p] : params_) taken = taken || n == name;
   for (const auto& [n, b] : buffers_) taken = taken || n == name;
+  for (const auto& [n, g] : generators_) taken = taken || n == name;
+  for (const auto& [n, c] : counters_) taken = taken || n == name;
   for (const auto& [n, m] : modules_) taken = taken || n == name;
   RELPOS_CHECK(!taken, "module", "name '{}' is already registered", name);
 }
@@ -27,6 +29,16 @@ void Module::register_buffer(const std::string& name, Tensor& buffer) {
   check_new_name(name);
   RELPOS_CHECK(buffer.defined(), "module", "buffer '{}' is undefined", name);
   buffers_.emplace_back(name, &buffer);
+}
+
+void Module::register_generator(const std::string& name, Generator& gen) {
+  check_new_name(name);
+  generators_.emplace_back(name, &gen);
+}
+
+void Module::register_counter(const std::string& name, int64_t& counter) {
+  check_new_name(name);
+  counters_.emplace_back(name, &counter);
 }
 
 void Module::add_module(const std::string& name, std::shared_ptr<Module> module) {
@@ -64,6 +76,42 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
   for (const auto& [name, m] : modules_)
     for (auto& [sub, b] : m->named_buffers()) out.emplace_back(name + "." + sub, b);
   return out;
+}
+
+template <typename T, typename Member>
+void Module::collect_slots(const std::string& prefix, Member member,
+                           std::vector<std::pair<std::string, T*>>& out) {
+  for (const auto& [name, slot] : this->*member) out.emplace_back(prefix + name, slot);
+  for (const auto& [name, m] : modules_) m->template collect_slots<T>(prefix + name + ".", member, out);
+}
+
+// Depth-first names with duplicates (a shared submodule) dropped, keeping the first name.
+template <typename T>
+static std::vector<std::pair<std::string, T*>> unique_slots(
+    std::vector<std::pair<std::string, T*>> all) {
+  std::vector<std::pair<std::string, T*>> unique;
+  std::unordered_set<const T*> seen;
+  for (auto& entry : all)
+    if (seen.insert(entry.second).second) unique.push_back(std::move(entry));
+  return unique;
+}
+
+std::vector<std::pair<std::string, Tensor*>> Module::buffer_slots() {
+  std::vector<std::pair<std::string, Tensor*>> all;
+  collect_slots<Tensor>("", &Module::buffers_, all);
+  return unique_slots(std::move(all));
+}
+
+std::vector<std::pair<std::string, Generator*>> Module::generator_slots() {
+  std::vector<std::pair<std::string, Generator*>> all;
+  collect_slots<Generator>("", &Module::generators_, all);
+  return unique_slots(std::move(all));
+}
+
+std::vector<std::pair<std::string, int64_t*>> Module::counter_slots() {
+  std::vector<std::pair<std::string, int64_t*>> all;
+  collect_slots<int64_t>("", &Module::counters_, all);
+  return unique_slots(std::move(all));
 }
 
 void Module::train(bool on) {

@@ -11,6 +11,7 @@
 
 #include "autograd/var.h"
 #include "core/device.h"
+#include "core/generator.h"
 
 namespace relpos {
 
@@ -30,6 +31,12 @@ class Module {
   std::vector<Var> parameters() const;
   // Fixed tensors that move with the module but are not trained (e.g. a sinusoidal table).
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  // Slots a checkpoint saves and restores besides parameters: buffers (assignable), random
+  // generators (dropout masks, redrawn features) and integer counters, each under its dotted name,
+  // listed once per object even when a submodule is shared.
+  std::vector<std::pair<std::string, Tensor*>> buffer_slots();
+  std::vector<std::pair<std::string, Generator*>> generator_slots();
+  std::vector<std::pair<std::string, int64_t*>> counter_slots();
   // Direct submodules, in registration order.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
     return modules_;
@@ -51,6 +58,10 @@ class Module {
   // the member (to(), loading) is seen by named_parameters(). Names: non-empty, no '.'.
   void register_parameter(const std::string& name, Var& param);
   void register_buffer(const std::string& name, Tensor& buffer);
+  // A generator whose state must survive a checkpoint for a resumed run to draw what an
+  // uninterrupted one would; likewise an integer counter (e.g. calls since a redraw).
+  void register_generator(const std::string& name, Generator& gen);
+  void register_counter(const std::string& name, int64_t& counter);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_module(name, module);
@@ -62,9 +73,14 @@ class Module {
   void check_new_name(const std::string& name) const;
   void collect_parameters(const std::string& prefix,
                           std::vector<std::pair<std::string, Var>>& out) const;
+  template <typename T, typename Member>
+  void collect_slots(const std::string& prefix, Member member,
+                     std::vector<std::pair<std::string, T*>>& out);
 
   std::vector<std::pair<std::string, Var*>> params_;
   std::vector<std::pair<std::string, Tensor*>> buffers_;
+  std::vector<std::pair<std::string, Generator*>> generators_;
+  std::vector<std::pair<std::string, int64_t*>> counters_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> modules_;
   bool training_ = true;
 };

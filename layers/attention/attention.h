@@ -26,6 +26,10 @@ struct AttentionOptions {
   int64_t max_len = 0;    // the longest key sequence the layer will see (0: not known)
   DType dtype = DType::f32;
   Generator* gen = nullptr;  // for initialization; the default generator when null
+  // Special tokens the model frames the content with (CLS/BOS in front, SEP/EOS at the end);
+  // encodings that leave them out (FastRPB) take these unless their mapping says otherwise.
+  int64_t special_front = 0;
+  int64_t special_back = 0;
 
   Generator& generator() const;
 };

@@ -16,7 +16,7 @@ constexpr const char* kName = "positional fastrpb2d";
 class FastRpb2d final : public Positional {
  public:
   explicit FastRpb2d(const AttentionOptions& opt)
-      : options_(read_toeplitz_bias_options(opt.options, kName)) {
+      : options_(read_toeplitz_bias_options(opt, kName)) {
     const std::vector<int64_t> grid = opt.options.get_list<int64_t>("grid", {});
     RELPOS_CHECK(grid.size() == 2 && grid[0] > 0 && grid[1] > 0, kName,
                  "grid must be [rows, cols] with positive sizes, got [{}]", fmt::join(grid, ", "));

@@ -7,8 +7,9 @@
 namespace relpos {
 namespace {
 
-std::shared_ptr<Linear> xavier_linear(int64_t dim, bool bias, DType dtype, Generator& gen) {
-  auto linear = std::make_shared<Linear>(dim, dim, bias, dtype, gen);
+std::shared_ptr<Linear> xavier_linear(int64_t in, int64_t out, bool bias, DType dtype,
+                                      Generator& gen) {
+  auto linear = std::make_shared<Linear>(in, out, bias, dtype, gen);
   xavier_uniform_(linear->weight().value(), gen);
   if (bias) constant_(linear->bias().value(), 0.0);
   return linear;
@@ -40,18 +41,21 @@ Var attend(Attention& attention, Positional* positional, const Var& q, const Var
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
     : model_dim_(c.model_dim), heads_(c.num_heads) {
-  RELPOS_CHECK(c.model_dim > 0 && c.num_heads > 0 && c.model_dim % c.num_heads == 0,
-               "MultiHeadAttention", "model_dim {} must be a positive multiple of num_heads {}",
-               c.model_dim, c.num_heads);
-  head_dim_ = model_dim_ / heads_;
+  const int64_t qkv_dim = c.qkv_dim > 0 ? c.qkv_dim : c.model_dim;
+  RELPOS_CHECK(c.model_dim > 0 && c.num_heads > 0 && qkv_dim % c.num_heads == 0,
+               "MultiHeadAttention",
+               "model_dim {} must be positive and qkv_dim {} a positive multiple of num_heads {}",
+               c.model_dim, qkv_dim, c.num_heads);
+  head_dim_ = qkv_dim / heads_;
   Generator& gen = c.gen != nullptr ? *c.gen : default_generator();
-  q_proj_ = register_module("q_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
-  k_proj_ = register_module("k_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
-  v_proj_ = register_module("v_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
-  out_proj_ = register_module("out_proj", xavier_linear(model_dim_, c.bias, c.dtype, gen));
+  q_proj_ = register_module("q_proj", xavier_linear(model_dim_, qkv_dim, c.bias, c.dtype, gen));
+  k_proj_ = register_module("k_proj", xavier_linear(model_dim_, qkv_dim, c.bias, c.dtype, gen));
+  v_proj_ = register_module("v_proj", xavier_linear(model_dim_, qkv_dim, c.bias, c.dtype, gen));
+  out_proj_ = register_module("out_proj", xavier_linear(qkv_dim, model_dim_, c.bias, c.dtype, gen));
 
   // The encoding first: a q/k rewrite may change the size the variant is built for.
-  AttentionOptions opt{c.positional, heads_, head_dim_, model_dim_, c.max_len, c.dtype, &gen};
+  AttentionOptions opt{c.positional, heads_,  head_dim_, model_dim_,      c.max_len,
+                       c.dtype,      &gen,    c.special_front, c.special_back};
   RELPOS_CHECK(c.shared_positional == nullptr || c.positional.empty(), "MultiHeadAttention",
                "give either positional options or a shared positional encoding, not both");
   positional_ = c.shared_positional != nullptr ? c.shared_positional : make_positional(opt);

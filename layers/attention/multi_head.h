@@ -2,7 +2,8 @@
 // encoding rewrite q and k, runs the attention variant, adds the encoding's output term (FastRPB
 // W·V, before the output projection), merges heads and projects out:
 //   x_q [B, Lq, d_model], x_kv [B, Lk, d_model] -> [B, Lq, d_model]
-// Parameters (torch names): q_proj, k_proj, v_proj, out_proj (Linear, xavier-uniform weights,
+// Parameters (torch names): q_proj, k_proj, v_proj [qkv_dim, model_dim], out_proj [model_dim,
+// qkv_dim] (Linear, xavier-uniform weights,
 // bias optional), then attention.* and positional.* for whatever the variant and encoding own.
 #pragma once
 
@@ -17,9 +18,12 @@ namespace relpos {
 struct MultiHeadAttentionConfig {
   int64_t model_dim = 0;
   int64_t num_heads = 1;
+  int64_t qkv_dim = 0;  // width of q, k, v over all heads; 0: model_dim (LRA Image uses less)
   Options attention{"attention"};    // {type: softmax} when empty
   Options positional{"positional"};  // no relative positions when empty
   int64_t max_len = 0;               // longest key sequence (sizes positional tables)
+  int64_t special_front = 0;         // CLS-like tokens before the content (AttentionOptions)
+  int64_t special_back = 0;          // SEP-like tokens after it
   bool bias = false;                 // biases of the four projections
   DType dtype = DType::f32;
   Generator* gen = nullptr;

@@ -40,6 +40,7 @@ RelXlAttention::RelXlAttention(const AttentionOptions& opt)
       dropout_(opt.options.get<double>("dropout", 0.0)),
       gen_(fork_generator(opt.generator())) {
   RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, kWho, "dropout must be in [0, 1), got {}", dropout_);
+  register_generator("generator", gen_);
   RELPOS_CHECK(clamp_len_ >= 0, kWho, "clamp_len must be >= 0 (0: no clamp), got {}", clamp_len_);
   RELPOS_CHECK(heads_ > 0 && head_dim_ > 0, kWho, "needs num_heads and head_dim > 0, got {} and {}",
                heads_, head_dim_);

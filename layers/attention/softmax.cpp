@@ -17,6 +17,7 @@ class SoftmaxAttention final : public Attention {
       : dropout_(opt.options.get<double>("dropout", 0.0)), gen_(fork_generator(opt.generator())) {
     RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, "attention softmax",
                  "dropout must be in [0, 1), got {}", dropout_);
+    register_generator("generator", gen_);
   }
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {

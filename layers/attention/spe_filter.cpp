@@ -41,6 +41,7 @@ StochasticPositional::StochasticPositional(const AttentionOptions& opt, const ch
       train_gen_(fork_generator(opt.generator())) {
   const bool gated = opt.options.get<bool>("gated", true);
   const int64_t seed = opt.options.get<int64_t>("eval_seed", 0);
+  register_generator("generator", train_gen_);
   RELPOS_CHECK(realizations_ > 0, component_, "num_realizations must be positive, got {}",
                realizations_);
   RELPOS_CHECK(seed >= 0, component_, "eval_seed must be non-negative, got {}", seed);

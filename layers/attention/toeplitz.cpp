@@ -42,14 +42,15 @@ Var toeplitz_matvec(const Var& weights, const Var& x, bool causal) {
   return transpose(y, 2, 3);                                   // [B, H, n, D]
 }
 
-ToeplitzBiasOptions read_toeplitz_bias_options(const Options& options, const char* component) {
+ToeplitzBiasOptions read_toeplitz_bias_options(const AttentionOptions& opt, const char* component) {
+  const Options& options = opt.options;
   ToeplitzBiasOptions o;
   const auto param = options.get<std::string>("parameterization", "full");
   RELPOS_CHECK(param == "full" || param == "symmetric", component,
                "parameterization must be full or symmetric, got '{}'", param);
   o.symmetric = param == "symmetric";
-  o.front = options.get<int64_t>("special_tokens_front", 0);
-  o.back = options.get<int64_t>("special_tokens_back", 0);
+  o.front = options.get<int64_t>("special_tokens_front", opt.special_front);
+  o.back = options.get<int64_t>("special_tokens_back", opt.special_back);
   RELPOS_CHECK(o.front >= 0 && o.back >= 0, component,
                "special_tokens_front and special_tokens_back must be >= 0, got {} and {}", o.front,
                o.back);

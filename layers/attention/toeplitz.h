@@ -25,7 +25,8 @@ struct ToeplitzBiasOptions {
   int64_t front = 0;       // special_tokens_front: leading tokens (CLS/BOS) with no bias rows
   int64_t back = 0;        // special_tokens_back: trailing tokens (SEP/EOS) with no bias rows
 };
-ToeplitzBiasOptions read_toeplitz_bias_options(const Options& options, const char* component);
+// special_tokens_front / _back default to the model's opt.special_front / special_back.
+ToeplitzBiasOptions read_toeplitz_bias_options(const AttentionOptions& opt, const char* component);
 
 // The stored weights of distances up to n - 1 in magnitude: [H, 2n - 1] (full; column
 // k <-> d = k - (n - 1)) or [H, n] (symmetric; column k <-> |d| = k), each row initialized as the

@@ -34,6 +34,8 @@ class PerformerFeatureMap final : public FeatureMap {
                  "redraw_interval must be >= 0 (0: never), got {}", redraw_interval_);
     projection_ = draw();
     register_buffer("projection", projection_);
+    register_generator("generator", gen_);
+    register_counter("calls_since_draw", calls_since_draw_);
   }
 
   std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs& in) override {
