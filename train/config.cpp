@@ -1,0 +1,339 @@
+// YAML -> RunConfig (train/config.h): bases merged, overrides applied, every mapping read through
+// a Section that knows its path and refuses keys nobody asked for.
+#include "train/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+
+namespace relpos {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kWho = "config";
+
+YAML::Node load_yaml_file(const fs::path& path) {
+  RELPOS_CHECK(fs::is_regular_file(path), kWho, "cannot read '{}': no such file", path.string());
+  try {
+    return YAML::LoadFile(path.string());
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, path.string(), e.mark.line + 1, e.msg));
+  }
+}
+
+// `over` merged into a copy of `base`: mappings key by key (recursively), anything else replaced.
+YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& entry : over) {
+    const auto key = entry.first.as<std::string>();
+    out[key] = out[key] ? merged(out[key], entry.second) : YAML::Clone(entry.second);
+  }
+  return out;
+}
+
+// The file with its `base:` chain resolved (a cycle is an error).
+YAML::Node load_with_bases(const fs::path& path, std::vector<fs::path>& chain) {
+  const fs::path canonical = fs::weakly_canonical(path);
+  for (const auto& seen : chain)
+    RELPOS_CHECK(seen != canonical, kWho, "'{}' includes itself through base:", path.string());
+  chain.push_back(canonical);
+  YAML::Node node = load_yaml_file(path);
+  if (node.IsNull()) node = YAML::Node(YAML::NodeType::Map);
+  RELPOS_CHECK(node.IsMap(), kWho, "'{}' must be a mapping at the top level", path.string());
+  YAML::Node result(YAML::NodeType::Map);
+  if (const YAML::Node bases = node["base"]) {
+    std::vector<std::string> files;
+    if (bases.IsSequence())
+      for (const auto& b : bases) files.push_back(b.as<std::string>());
+    else
+      files.push_back(bases.as<std::string>());
+    for (const auto& file : files)
+      result = merged(result, load_with_bases(path.parent_path() / file, chain));
+    node.remove("base");
+  }
+  chain.pop_back();
+  return merged(result, node);
+}
+
+// "a.b.c=value" applied to the tree; the value is parsed as YAML.
+void apply_override(YAML::Node& root, const std::string& text) {
+  const auto eq = text.find('=');
+  RELPOS_CHECK(eq != std::string::npos && eq > 0, kWho,
+               "override '{}' must look like key.path=value", text);
+  const std::string path = text.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("[{}] override '{}': the value is not valid YAML: {}", kWho, text,
+                            e.msg));
+  }
+  std::vector<std::string> keys;
+  for (size_t start = 0;;) {
+    const auto dot = path.find('.', start);
+    keys.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  // Walk by reassignment-free references: yaml-cpp nodes are handles into one tree.
+  std::vector<YAML::Node> nodes{root};
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    RELPOS_CHECK(!keys[i].empty(), kWho, "override '{}': empty key in '{}'", text, path);
+    YAML::Node child = nodes.back()[keys[i]];
+    if (!child || child.IsNull()) {
+      nodes.back()[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      child = nodes.back()[keys[i]];
+    }
+    RELPOS_CHECK(child.IsMap(), kWho, "override '{}': '{}' is not a mapping", text, keys[i]);
+    nodes.push_back(child);
+  }
+  RELPOS_CHECK(!keys.back().empty(), kWho, "override '{}': empty key in '{}'", text, path);
+  nodes.back()[keys.back()] = value;
+}
+
+// A mapping being read: typed getters record each key, finish() refuses the rest.
+class Section {
+ public:
+  Section(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {
+    RELPOS_CHECK(!node_ || node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping",
+                 path_);
+  }
+
+  template <typename T>
+  void read(const std::string& key, T& value) {
+    known_.insert(key);
+    const YAML::Node v = child(key);
+    if (!v || v.IsNull()) return;
+    RELPOS_CHECK(v.IsScalar(), kWho, "{}: expected {}, got a {}", where(key), kind<T>(),
+                 v.IsMap() ? "mapping" : "list");
+    try {
+      value = v.as<T>();
+    } catch (const YAML::Exception&) {
+      throw Error(fmt::format("[{}] {}: expected {}, got '{}'", kWho, where(key), kind<T>(),
+                              v.Scalar()));
+    }
+  }
+
+  // A mapping of scalars and scalar lists, kept as Options for the component to read.
+  void read_options(const std::string& key, Options& options) {
+    known_.insert(key);
+    const YAML::Node v = child(key);
+    if (!v || v.IsNull()) return;
+    if (v.IsScalar()) {  // `attention: softmax` is short for {type: softmax}
+      options.set("type", v.Scalar());
+      return;
+    }
+    RELPOS_CHECK(v.IsMap(), kWho, "{}: expected a mapping like {{type: ...}}, got a list",
+                 where(key));
+    for (const auto& entry : v) {
+      const auto name = entry.first.as<std::string>();
+      const YAML::Node& value = entry.second;
+      if (value.IsSequence()) {
+        std::vector<std::string> list;
+        for (const auto& item : value) {
+          RELPOS_CHECK(item.IsScalar(), kWho, "{}.{}: list items must be scalars", where(key),
+                       name);
+          list.push_back(item.Scalar());
+        }
+        options.set_list(name, list);
+      } else {
+        RELPOS_CHECK(value.IsScalar(), kWho, "{}.{}: nested mappings are not options", where(key),
+                     name);
+        options.set(name, value.Scalar());
+      }
+    }
+  }
+
+  Section section(const std::string& key) {
+    known_.insert(key);
+    return Section(child(key), where(key));
+  }
+
+  void finish() const {
+    if (!node_ || node_.IsNull()) return;
+    for (const auto& entry : node_) {
+      const auto key = entry.first.as<std::string>();
+      if (known_.count(key)) continue;
+      throw Error(fmt::format("[{}] unknown key '{}'; valid keys{}: {}", kWho, where(key),
+                              path_.empty() ? "" : " of '" + path_ + "'",
+                              fmt::join(known_, ", ")));
+    }
+  }
+
+ private:
+  YAML::Node child(const std::string& key) const {
+    if (!node_ || node_.IsNull()) return YAML::Node();
+    return node_[key];
+  }
+  std::string where(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+  template <typename T>
+  static const char* kind() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    if constexpr (std::is_integral_v<T>) return "an integer";
+    if constexpr (std::is_floating_point_v<T>) return "a number";
+    return "a string";
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> known_;
+};
+
+void read_model(Section s, ModelConfig& m) {
+  s.read("type", m.type);
+  s.read("vocab_size", m.vocab_size);
+  s.read("num_classes", m.num_classes);
+  s.read("max_len", m.max_len);
+  s.read("num_layers", m.num_layers);
+  s.read("num_heads", m.num_heads);
+  s.read("model_dim", m.model_dim);
+  s.read("qkv_dim", m.qkv_dim);
+  s.read("mlp_dim", m.mlp_dim);
+  s.read("dropout", m.dropout);
+  s.read("attention_dropout", m.attention_dropout);
+  s.read("activation", m.activation);
+  s.read("norm", m.norm);
+  s.read("tied_blocks", m.tied_blocks);
+  s.read("projection_bias", m.projection_bias);
+  s.read("input", m.input);
+  s.read("embedding_init_std", m.embedding_init_std);
+  s.read("positions", m.positions);
+  s.read("cls", m.cls);
+  s.read("pooling", m.pooling);
+  s.read("head", m.head);
+  s.read("combine", m.combine);
+  s.read_options("attention", m.attention);
+  s.read_options("positional", m.positional);
+  s.read("share_positional", m.share_positional);
+  std::string dtype = "f32";
+  s.read("dtype", dtype);
+  RELPOS_CHECK(dtype == "f32" || dtype == "f64", kWho, "model.dtype must be f32 or f64, got '{}'",
+               dtype);
+  m.dtype = dtype == "f64" ? DType::f64 : DType::f32;
+  s.finish();
+}
+
+void read_data(Section s, DataConfig& d) {
+  s.read("dataset", d.dataset);
+  s.read("dir", d.dir);
+  s.read("max_len", d.max_len);
+  s.read("batch_size", d.batch_size);
+  s.read("eval_batch_size", d.eval_batch_size);
+  s.read("tokenizer", d.tokenizer);
+  s.read("val_fraction", d.val_fraction);
+  s.read("train_limit", d.train_limit);
+  s.read("eval_limit", d.eval_limit);
+  s.read("image_pool", d.image_pool);
+  s.read("prefetch", d.prefetch);
+  s.read("drop_last", d.drop_last);
+  s.finish();
+  RELPOS_CHECK(!d.dataset.empty(), kWho, "data.dataset is required (mnist, fashion-mnist, "
+               "listops, imdb, aan, cifar10)");
+  RELPOS_CHECK(d.batch_size > 0 && d.eval_batch_size >= 0, kWho,
+               "data.batch_size must be positive, got {}", d.batch_size);
+  RELPOS_CHECK(d.val_fraction >= 0 && d.val_fraction < 1, kWho,
+               "data.val_fraction must be in [0, 1), got {}", d.val_fraction);
+  RELPOS_CHECK(d.image_pool >= 1 && 28 % d.image_pool == 0, kWho,
+               "data.image_pool must divide 28 (1, 2, 4, 7, 14), got {}", d.image_pool);
+  RELPOS_CHECK(d.max_len >= 0 && d.train_limit >= 0 && d.eval_limit >= 0 && d.prefetch >= 0,
+               kWho, "data.max_len, train_limit, eval_limit and prefetch must be >= 0");
+  if (d.dir.empty()) d.dir = "data/" + d.dataset;
+}
+
+void read_train(Section s, TrainConfig& t) {
+  s.read("steps", t.steps);
+  s.read("epochs", t.epochs);
+  s.read("eval_every", t.eval_every);
+  s.read("log_every", t.log_every);
+  s.read("clip_grad_norm", t.clip_grad_norm);
+  s.read("accumulate", t.accumulate);
+  s.read("patience", t.patience);
+  s.read("metric", t.metric);
+  s.read("out", t.out);
+  s.finish();
+  RELPOS_CHECK((t.steps > 0) != (t.epochs > 0), kWho,
+               "set exactly one of train.steps and train.epochs to a positive number (got {} and "
+               "{})",
+               t.steps, t.epochs);
+  RELPOS_CHECK(t.eval_every >= 0 && t.log_every > 0 && t.accumulate >= 1 && t.patience >= 0 &&
+                   t.clip_grad_norm >= 0,
+               kWho,
+               "train.eval_every, patience, clip_grad_norm must be >= 0, log_every and "
+               "accumulate >= 1");
+  RELPOS_CHECK(t.metric == "accuracy" || t.metric == "macro_f1" || t.metric == "loss", kWho,
+               "train.metric must be accuracy, macro_f1 or loss, got '{}'", t.metric);
+}
+
+RunConfig read_run(YAML::Node root, const std::string& origin) {
+  RunConfig c;
+  Section s(root, "");
+  s.read("name", c.name);
+  if (c.name.empty()) {
+    c.name = fs::path(origin).stem().string();
+    root["name"] = c.name;  // so the resolved text names the run wherever it is parsed again
+  }
+  read_model(s.section("model"), c.model);
+  read_data(s.section("data"), c.data);
+  s.read_options("optimizer", c.optimizer);
+  s.read_options("schedule", c.schedule);
+  read_train(s.section("train"), c.train);
+  Section eval = s.section("eval");
+  eval.read("max_batches", c.eval.max_batches);
+  eval.finish();
+  s.read("device", c.device);
+  RELPOS_CHECK(c.device == "cpu" || c.device == "cuda", kWho,
+               "device must be cpu or cuda, got '{}'", c.device);
+  int64_t seed = 0;
+  s.read("seed", seed);
+  RELPOS_CHECK(seed >= 0, kWho, "seed must be >= 0, got {}", seed);
+  c.seed = static_cast<uint64_t>(seed);
+  Section debug = s.section("debug");
+  debug.read("detect_anomaly", c.debug.detect_anomaly);
+  debug.finish();
+  s.finish();
+  RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required (sgd, adam, adamw, "
+               "lra_adam)");
+  if (c.train.out.empty()) c.train.out = "runs/" + c.name;
+  YAML::Emitter out;
+  out << root;
+  c.yaml = std::string(out.c_str()) + "\n";
+  return c;
+}
+
+RunConfig finish(YAML::Node root, const std::string& origin,
+                 const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides) apply_override(root, o);
+  try {
+    return read_run(root, origin);
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("[{}] '{}': {}", kWho, origin, e.msg));
+  }
+}
+
+}  // namespace
+
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::vector<fs::path> chain;
+  return finish(load_with_bases(path, chain), path, overrides);
+}
+
+RunConfig parse_config(const std::string& yaml_text, const std::string& origin,
+                       const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, origin, e.mark.line + 1, e.msg));
+  }
+  RELPOS_CHECK(root.IsMap(), kWho, "'{}' must be a mapping at the top level", origin);
+  return finish(root, origin, overrides);
+}
+
+}  // namespace relpos

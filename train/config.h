@@ -1,0 +1,81 @@
+// Run configuration (DESIGN §6): a YAML file becomes typed structs. `base: other.yaml` (or a list
+// of files, relative to the including file) is merged first, mapping by mapping, and the file's
+// own keys win; `--set a.b=value` overrides are applied last (the value is read as YAML, so
+// `--set model.positional.grid=[14,14]` gives a list). Unknown keys and values of the wrong type
+// are errors naming the key path and the keys valid there. The resolved YAML (after bases and
+// overrides) is kept in RunConfig::yaml: the run directory and every checkpoint store it, and
+// parsing it again gives the same config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+#include "layers/models/model.h"
+
+namespace relpos {
+
+struct DataConfig {
+  // mnist | fashion-mnist (IDX), listops (TSV), imdb (aclImdb/), aan (TSV pairs),
+  // cifar10 (binary batches).
+  std::string dataset;
+  std::string dir;           // where the files are; default data/<dataset>
+  int64_t max_len = 0;       // content tokens kept per sequence; 0: the dataset's LRA length
+  int64_t batch_size = 32;
+  int64_t eval_batch_size = 0;  // 0: batch_size
+  std::string tokenizer = "lra";  // listops: lra | lra_2021
+  // Datasets without a validation split (mnist, fashion-mnist, imdb) take it from the end of the
+  // training split: this fraction of it (0: validate on the test split, as the LRA Text setup).
+  double val_fraction = 0.1;
+  int64_t train_limit = 0;  // keep the first N training examples (0: all)
+  int64_t eval_limit = 0;   // keep the first N validation and test examples (0: all)
+  int64_t image_pool = 1;   // mnist / fashion-mnist: average-pool the 28x28 image by this factor
+  int64_t prefetch = 2;     // batches assembled ahead on a background thread
+  bool drop_last = false;   // drop the last incomplete training batch (LRA Retrieval)
+};
+
+struct TrainConfig {
+  int64_t steps = 0;   // optimizer updates; exactly one of steps and epochs is > 0
+  int64_t epochs = 0;
+  int64_t eval_every = 0;  // updates between validations; 0: at the end of every epoch
+  int64_t log_every = 50;  // updates between log lines / metrics.jsonl records
+  double clip_grad_norm = 0;  // global L2 norm limit; 0: no clipping
+  int64_t accumulate = 1;     // batches whose gradients are summed into one update
+  // Early stopping: stop after this many validations without improving `metric` (0: never).
+  int64_t patience = 0;
+  std::string metric = "accuracy";  // accuracy | macro_f1 | loss: best checkpoint and patience
+  std::string out;                  // the run directory; default runs/<name>
+};
+
+struct EvalConfig {
+  int64_t max_batches = 0;  // validation uses at most this many batches (0: the whole split)
+};
+
+struct DebugConfig {
+  // Check every forward output and gradient for NaN/Inf and name the op (slow; also
+  // RELPOS_DETECT_ANOMALY=1). Without it a non-finite loss still stops the run at its step.
+  bool detect_anomaly = false;
+};
+
+struct RunConfig {
+  std::string name;  // default: the config file's stem
+  ModelConfig model;
+  DataConfig data;
+  Options optimizer{"optimizer"};  // {type: adamw, lr: ...}; train/optimizer.h
+  Options schedule{"schedule"};    // {type: constant} when absent; train/schedule.h
+  TrainConfig train;
+  EvalConfig eval;
+  std::string device = "cpu";  // cpu | cuda
+  uint64_t seed = 0;
+  DebugConfig debug;
+  std::string yaml;  // the resolved configuration text
+};
+
+// Reads `path` with its bases and the `--set` overrides ("a.b=value").
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Parses resolved YAML text (e.g. from a checkpoint); `origin` names it in errors.
+RunConfig parse_config(const std::string& yaml_text, const std::string& origin,
+                       const std::vector<std::string>& overrides = {});
+
+}  // namespace relpos
