@@ -72,6 +72,14 @@ Options& Options::set_list(const std::string& key, std::vector<std::string> list
   return *this;
 }
 
+Options Options::with(const std::string& key, std::string scalar) const {
+  Options copy(state_->where);
+  copy.state_->values = state_->values;
+  copy.state_->parent = state_;
+  copy.set(key, std::move(scalar));
+  return copy;
+}
+
 bool Options::has(const std::string& key) const {
   return state_->values.count(key) != 0;
 }
@@ -83,7 +91,7 @@ const std::string& Options::where() const {
 }
 
 const Options::Value* Options::lookup(const std::string& key) const {
-  state_->read.insert(key);
+  for (State* s = state_.get(); s != nullptr; s = s->parent.get()) s->read.insert(key);
   auto it = state_->values.find(key);
   return it == state_->values.end() ? nullptr : &it->second;
 }

@@ -1,7 +1,8 @@
 // Options: a component's settings as written under its YAML mapping (`attention: {type: linear,
 // feature_map: dpfp, nu: 2}`): key -> scalar text or a list of scalars. Reads are typed and
 // tracked, so after a component is built every key it never read is refused by name
-// (check_all_used), listing the keys it knows. Copies share one state (and one read record).
+// (check_all_used), listing the keys it knows. Copies share one state (and one read record);
+// with() makes an independent one.
 #pragma once
 
 #include <fmt/format.h>
@@ -27,6 +28,11 @@ class Options {
     return set(key, fmt::format("{}", number));
   }
   Options& set(const std::string& key, const char* scalar) { return set(key, std::string(scalar)); }
+
+  // A copy with `key` set to `scalar`, leaving this mapping as it is (a default a component adds,
+  // e.g. the model's attention dropout). The copy has its own values, but its reads are also
+  // recorded here, so check_all_used on either refuses only keys nothing read.
+  Options with(const std::string& key, std::string scalar) const;
 
   bool has(const std::string& key) const;
   bool empty() const;
@@ -55,7 +61,8 @@ class Options {
   struct State {
     std::string where;
     std::map<std::string, Value> values;
-    std::set<std::string> read;  // every key asked for, present or not
+    std::set<std::string> read;     // every key asked for, present or not
+    std::shared_ptr<State> parent;  // with(): reads are recorded there too
   };
   const Value* lookup(const std::string& key) const;
   std::shared_ptr<State> state_;

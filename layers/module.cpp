@@ -82,7 +82,8 @@ template <typename T, typename Member>
 void Module::collect_slots(const std::string& prefix, Member member,
                            std::vector<std::pair<std::string, T*>>& out) {
   for (const auto& [name, slot] : this->*member) out.emplace_back(prefix + name, slot);
-  for (const auto& [name, m] : modules_) m->template collect_slots<T>(prefix + name + ".", member, out);
+  for (const auto& [name, m] : modules_)
+    m->template collect_slots<T>(prefix + name + ".", member, out);
 }
 
 // Depth-first names with duplicates (a shared submodule) dropped, keeping the first name.

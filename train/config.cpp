@@ -70,8 +70,8 @@ void apply_override(YAML::Node& root, const std::string& text) {
   try {
     value = YAML::Load(text.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("[{}] override '{}': the value is not valid YAML: {}", kWho, text,
-                            e.msg));
+    throw Error(
+        fmt::format("[{}] override '{}': the value is not valid YAML: {}", kWho, text, e.msg));
   }
   std::vector<std::string> keys;
   for (size_t start = 0;;) {
@@ -100,8 +100,7 @@ void apply_override(YAML::Node& root, const std::string& text) {
 class Section {
  public:
   Section(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {
-    RELPOS_CHECK(!node_ || node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping",
-                 path_);
+    RELPOS_CHECK(!node_ || node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping", path_);
   }
 
   template <typename T>
@@ -114,8 +113,8 @@ class Section {
     try {
       value = v.as<T>();
     } catch (const YAML::Exception&) {
-      throw Error(fmt::format("[{}] {}: expected {}, got '{}'", kWho, where(key), kind<T>(),
-                              v.Scalar()));
+      throw Error(
+          fmt::format("[{}] {}: expected {}, got '{}'", kWho, where(key), kind<T>(), v.Scalar()));
     }
   }
 
@@ -160,8 +159,7 @@ class Section {
       const auto key = entry.first.as<std::string>();
       if (known_.count(key)) continue;
       throw Error(fmt::format("[{}] unknown key '{}'; valid keys{}: {}", kWho, where(key),
-                              path_.empty() ? "" : " of '" + path_ + "'",
-                              fmt::join(known_, ", ")));
+                              path_.empty() ? "" : " of '" + path_ + "'", fmt::join(known_, ", ")));
     }
   }
 
@@ -234,7 +232,8 @@ void read_data(Section s, DataConfig& d) {
   s.read("prefetch", d.prefetch);
   s.read("drop_last", d.drop_last);
   s.finish();
-  RELPOS_CHECK(!d.dataset.empty(), kWho, "data.dataset is required (mnist, fashion-mnist, "
+  RELPOS_CHECK(!d.dataset.empty(), kWho,
+               "data.dataset is required (mnist, fashion-mnist, "
                "listops, imdb, aan, cifar10)");
   RELPOS_CHECK(d.batch_size > 0 && d.eval_batch_size >= 0, kWho,
                "data.batch_size must be positive, got {}", d.batch_size);
@@ -242,8 +241,8 @@ void read_data(Section s, DataConfig& d) {
                "data.val_fraction must be in [0, 1), got {}", d.val_fraction);
   RELPOS_CHECK(d.image_pool >= 1 && 28 % d.image_pool == 0, kWho,
                "data.image_pool must divide 28 (1, 2, 4, 7, 14), got {}", d.image_pool);
-  RELPOS_CHECK(d.max_len >= 0 && d.train_limit >= 0 && d.eval_limit >= 0 && d.prefetch >= 0,
-               kWho, "data.max_len, train_limit, eval_limit and prefetch must be >= 0");
+  RELPOS_CHECK(d.max_len >= 0 && d.train_limit >= 0 && d.eval_limit >= 0 && d.prefetch >= 0, kWho,
+               "data.max_len, train_limit, eval_limit and prefetch must be >= 0");
   if (d.dir.empty()) d.dir = "data/" + d.dataset;
 }
 
@@ -298,7 +297,8 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   debug.read("detect_anomaly", c.debug.detect_anomaly);
   debug.finish();
   s.finish();
-  RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required (sgd, adam, adamw, "
+  RELPOS_CHECK(c.optimizer.has("type"), kWho,
+               "optimizer.type is required (sgd, adam, adamw, "
                "lra_adam)");
   if (c.train.out.empty()) c.train.out = "runs/" + c.name;
   YAML::Emitter out;

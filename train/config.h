@@ -20,10 +20,10 @@ struct DataConfig {
   // mnist | fashion-mnist (IDX), listops (TSV), imdb (aclImdb/), aan (TSV pairs),
   // cifar10 (binary batches).
   std::string dataset;
-  std::string dir;           // where the files are; default data/<dataset>
-  int64_t max_len = 0;       // content tokens kept per sequence; 0: the dataset's LRA length
+  std::string dir;      // where the files are; default data/<dataset>
+  int64_t max_len = 0;  // content tokens kept per sequence; 0: the dataset's LRA length
   int64_t batch_size = 32;
-  int64_t eval_batch_size = 0;  // 0: batch_size
+  int64_t eval_batch_size = 0;    // 0: batch_size
   std::string tokenizer = "lra";  // listops: lra | lra_2021
   // Datasets without a validation split (mnist, fashion-mnist, imdb) take it from the end of the
   // training split: this fraction of it (0: validate on the test split, as the LRA Text setup).
@@ -36,10 +36,10 @@ struct DataConfig {
 };
 
 struct TrainConfig {
-  int64_t steps = 0;   // optimizer updates; exactly one of steps and epochs is > 0
+  int64_t steps = 0;  // optimizer updates; exactly one of steps and epochs is > 0
   int64_t epochs = 0;
-  int64_t eval_every = 0;  // updates between validations; 0: at the end of every epoch
-  int64_t log_every = 50;  // updates between log lines / metrics.jsonl records
+  int64_t eval_every = 0;     // updates between validations; 0: at the end of every epoch
+  int64_t log_every = 50;     // updates between log lines / metrics.jsonl records
   double clip_grad_norm = 0;  // global L2 norm limit; 0: no clipping
   int64_t accumulate = 1;     // batches whose gradients are summed into one update
   // Early stopping: stop after this many validations without improving `metric` (0: never).

@@ -54,8 +54,8 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   out_proj_ = register_module("out_proj", xavier_linear(qkv_dim, model_dim_, c.bias, c.dtype, gen));
 
   // The encoding first: a q/k rewrite may change the size the variant is built for.
-  AttentionOptions opt{c.positional, heads_,  head_dim_, model_dim_,      c.max_len,
-                       c.dtype,      &gen,    c.special_front, c.special_back};
+  AttentionOptions opt{c.positional, heads_, head_dim_,       model_dim_,    c.max_len,
+                       c.dtype,      &gen,   c.special_front, c.special_back};
   RELPOS_CHECK(c.shared_positional == nullptr || c.positional.empty(), "MultiHeadAttention",
                "give either positional options or a shared positional encoding, not both");
   positional_ = c.shared_positional != nullptr ? c.shared_positional : make_positional(opt);

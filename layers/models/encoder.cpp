@@ -1,0 +1,180 @@
+// TransformerEncoder and EncoderBlock (layers/models/encoder.h). The LRA encoder follows the
+// reference TransformerEncoder (embedding, CLS concatenated, positions over L + 1, dropout, pre-LN
+// blocks, final LayerNorm); the BERT-style one puts its LayerNorm on the embeddings instead.
+#include "layers/models/encoder.h"
+
+#include "autograd/functions.h"
+
+namespace relpos {
+namespace {
+
+// The attention mapping the layers are built from. The model's attention_dropout becomes the
+// variant's `dropout` when the mapping has none and the variant takes one (softmax); the user's
+// Options are left as they are (with() records reads on them, so make_model can still check).
+Options attention_options(const ModelConfig& c) {
+  const std::string dropout = fmt::format("{}", c.attention_dropout);
+  if (c.attention.empty())
+    return Options(c.attention.where()).set("type", "softmax").set("dropout", dropout);
+  if (c.attention.get<std::string>("type", "") == "softmax" && !c.attention.has("dropout"))
+    return c.attention.with("dropout", dropout);
+  return c.attention;
+}
+
+}  // namespace
+
+EncoderBlock::EncoderBlock(const ModelConfig& c, const MultiHeadAttentionConfig& attention,
+                           Generator& gen)
+    : pre_norm_(c.norm == "pre") {
+  ln1_ = register_module("ln1", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
+  attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(attention));
+  ln2_ = register_module("ln2", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
+  mlp_ = register_module("mlp", std::make_shared<FeedForward>(c.model_dim, c.mlp_dim,
+                                                              activation_from_name(c.activation),
+                                                              c.dropout, c.dtype, gen));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+}
+
+Var EncoderBlock::forward(const Var& x, const Tensor& key_mask) {
+  // x: [B, L, d]
+  if (pre_norm_) {
+    Var h = x + dropout_->forward(attn_->forward(ln1_->forward(x), key_mask));
+    return h + dropout_->forward(mlp_->forward(ln2_->forward(h)));
+  }
+  Var h = ln1_->forward(x + dropout_->forward(attn_->forward(x, key_mask)));
+  return ln2_->forward(h + dropout_->forward(mlp_->forward(h)));
+}
+
+TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : config_(c) {
+  const int64_t d = c.model_dim;
+  const int64_t front = c.cls == "none" ? 0 : 1;  // CLS vector or [CLS] token
+  const int64_t back = c.cls == "token" ? 1 : 0;  // [SEP]
+  const int64_t specials = c.cls == "token" ? 2 : 0;
+  seq_len_ = c.max_len + front + back;
+
+  if (c.cls == "vector") {
+    cls_ = Var(zeros({d}, c.dtype), true);
+    register_parameter("cls", cls_);
+  }
+  if (c.input == "tokens") {
+    embedding_ = register_module(
+        "embedding", std::make_shared<Embedding>(c.vocab_size + specials, d, c.dtype, gen));
+    normal_(embedding_->weight().value(), 0.0, c.embedding_init_std, gen);
+  } else {  // pixels
+    pixel_proj_ = register_module("pixel_proj", std::make_shared<Linear>(1, d, true, c.dtype, gen));
+    if (specials > 0) {
+      special_ = register_module("special", std::make_shared<Embedding>(specials, d, c.dtype, gen));
+      normal_(special_->weight().value(), 0.0, c.embedding_init_std, gen);
+    }
+  }
+  if (c.positions == "learned") {
+    learned_positions_ = register_module(
+        "position", std::make_shared<LearnedPositionalEmbedding>(seq_len_, d, c.dtype, gen));
+    // N(0, 0.02) as both references (LRA AddPositionEmbs, BERT initializer_range).
+    normal_(learned_positions_->weight().value(), 0.0, 0.02, gen);
+  } else if (c.positions == "sinusoidal") {
+    sinusoidal_positions_ = register_module(
+        "position", std::make_shared<SinusoidalPositionalEmbedding>(seq_len_, d, c.dtype));
+  }
+  if (c.norm == "post")
+    embedding_norm_ =
+        register_module("embedding_norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+
+  MultiHeadAttentionConfig mha;
+  mha.model_dim = d;
+  mha.num_heads = c.num_heads;
+  mha.qkv_dim = c.qkv_dim;
+  mha.attention = attention_options(c);
+  mha.max_len = seq_len_;
+  mha.special_front = front;
+  mha.special_back = back;
+  mha.bias = c.projection_bias;
+  mha.dtype = c.dtype;
+  mha.gen = &gen;
+  if (c.share_positional) {
+    // One encoding for every layer (SPE as the LRA reference runs it).
+    const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : d;
+    AttentionOptions opt{c.positional, c.num_heads, qkv / c.num_heads, d, seq_len_, c.dtype, &gen,
+                         front,        back};
+    mha.shared_positional = make_positional(opt);
+    mha.positional = Options(c.positional.where());
+  } else {
+    mha.positional = c.positional;  // copies share the read record: each layer reads it again
+  }
+  layers_ = register_module("layers", std::make_shared<ModuleList>());
+  const int64_t blocks = c.tied_blocks ? 1 : c.num_layers;
+  for (int64_t i = 0; i < blocks; ++i)
+    layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
+  if (c.norm == "pre")
+    norm_ = register_module("norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
+}
+
+Var TransformerEncoder::embed(const Tensor& tokens) const {
+  if (embedding_ != nullptr) return embedding_->forward(tokens);  // [B, L, d]
+  // Pixels: value / 255 through Linear(1, d); ids >= vocab_size are CLS / SEP rows of `special`.
+  const Tensor limit =
+      Tensor::scalar(static_cast<double>(config_.vocab_size), tokens.dtype(), tokens.device());
+  const Tensor is_special = ge(tokens, limit);  // [B, L] u8
+  Tensor values = mul_scalar(cast(tokens, config_.dtype), 1.0 / 255.0);
+  if (special_ != nullptr) values = masked_fill(values, is_special, 0.0);
+  Var x = pixel_proj_->forward(Var(values.unsqueeze(2)));  // [B, L, 1] -> [B, L, d]
+  if (special_ == nullptr) return x;
+  // [B, L]: 0 for [CLS], 1 for [SEP], 0 where the token is a pixel (that row is not used)
+  const Tensor index = where(is_special, sub(tokens, limit), zeros_like(tokens));
+  return where(is_special.unsqueeze(2), special_->forward(index), x);
+}
+
+EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& key_mask) {
+  RELPOS_CHECK(tokens.dim() == 2, "model", "tokens must be [batch, length], got {}", tokens.str());
+  RELPOS_CHECK(!key_mask.defined() || key_mask.shape() == tokens.shape(), "model",
+               "key_mask must have the shape of tokens {}, got {}", tokens.str(), key_mask.str());
+  const int64_t batch = tokens.size(0);
+  Var x = embed(tokens);  // [B, L, d]
+  Tensor mask = key_mask;
+  if (cls_.defined()) {
+    // [B, 1 + L, d]; the CLS is a real key.
+    Var cls = expand(reshape(cls_, {1, 1, config_.model_dim}), {batch, 1, config_.model_dim});
+    x = cat({cls, x}, 1);
+    if (mask.defined()) mask = cat({ones({batch, 1}, DType::u8, mask.device()), mask}, 1);
+  }
+  RELPOS_CHECK(x.size(1) <= seq_len_, "model",
+               "a sequence of {} tokens exceeds the {} the model is built for (max_len {} plus "
+               "special tokens)",
+               x.size(1), seq_len_, config_.max_len);
+  if (learned_positions_ != nullptr) x = learned_positions_->forward(x);
+  if (sinusoidal_positions_ != nullptr) x = sinusoidal_positions_->forward(x);
+  if (embedding_norm_ != nullptr) x = embedding_norm_->forward(x);
+  x = dropout_->forward(x);
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    auto block = layers_->at<EncoderBlock>(config_.tied_blocks ? 0 : i);
+    x = block->forward(x, mask);
+  }
+  if (norm_ != nullptr) x = norm_->forward(x);
+  return {x, mask};
+}
+
+Var TransformerEncoder::pool(const EncoderOutput& out) const {
+  const Var& h = out.hidden;  // [B, L, d]
+  if (config_.pooling == "cls") return select(h, 1, 0);
+  if (!out.key_mask.defined()) return mean(h, {1});
+  const Tensor m = cast(out.key_mask, h.dtype()).unsqueeze(2);  // [B, L, 1]
+  return sum(h * Var(m), {1}) / Var(sum(m, {1}));               // [B, d] / [B, 1]
+}
+
+MlpHead::MlpHead(const std::vector<int64_t>& widths, DType dtype, Generator& gen) {
+  for (size_t i = 0; i + 1 < widths.size(); ++i)
+    fcs_.push_back(
+        register_module("fc" + std::to_string(i + 1),
+                        std::make_shared<Linear>(widths[i], widths[i + 1], true, dtype, gen)));
+}
+
+Var MlpHead::forward(const Var& x) const {
+  Var h = x;
+  for (size_t i = 0; i < fcs_.size(); ++i) {
+    h = fcs_[i]->forward(h);
+    if (i + 1 < fcs_.size()) h = relu(h);
+  }
+  return h;
+}
+
+}  // namespace relpos

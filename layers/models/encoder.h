@@ -1,0 +1,92 @@
+// TransformerEncoder: the encoder every classifier runs (EXPERIMENTS.md "Model details"): input
+// embedding (tokens, or pixel values through Linear(1, d)), an optional learned CLS vector,
+// absolute positions, embedding dropout, N blocks (pre-LN as LRA, post-LN as BERT; tied: one block
+// applied N times) and the final LayerNorm of pre-LN; then pooling (CLS row or masked mean).
+//   tokens [B, L] -> hidden [B, L', model_dim], L' = L + 1 with a CLS vector, else L
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "layers/attention/multi_head.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/feed_forward.h"
+#include "layers/layer_norm.h"
+#include "layers/models/model.h"
+#include "layers/positional/absolute.h"
+
+namespace relpos {
+
+// One encoder block; submodules ln1, attn, ln2, mlp, dropout (the residual-branch dropout).
+//   pre:  x = x + drop(attn(ln1(x)));  x = x + drop(mlp(ln2(x)))
+//   post: x = ln1(x + drop(attn(x)));  x = ln2(x + drop(mlp(x)))
+class EncoderBlock : public Module {
+ public:
+  EncoderBlock(const ModelConfig& config, const MultiHeadAttentionConfig& attention,
+               Generator& gen);
+
+  // x: [B, L, d], key_mask [B, L] u8 or undefined -> [B, L, d]
+  Var forward(const Var& x, const Tensor& key_mask);
+
+  MultiHeadAttention& attention() { return *attn_; }
+
+ private:
+  bool pre_norm_;
+  std::shared_ptr<LayerNorm> ln1_, ln2_;
+  std::shared_ptr<MultiHeadAttention> attn_;
+  std::shared_ptr<FeedForward> mlp_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+struct EncoderOutput {
+  Var hidden;       // [B, L', model_dim]
+  Tensor key_mask;  // [B, L'] u8, with the CLS-vector column; undefined: every token is real
+};
+
+class TransformerEncoder : public Module {
+ public:
+  // Checks of the config are make_model's; this builds what it describes.
+  TransformerEncoder(const ModelConfig& config, Generator& gen);
+
+  // tokens [B, L] i64/i32 (with [CLS] ... [SEP] ids when cls == "token"), key_mask [B, L] u8 or
+  // undefined.
+  EncoderOutput forward(const Tensor& tokens, const Tensor& key_mask = {});
+  // -> [B, model_dim]: row 0 (pooling "cls") or the mean over real tokens ("mean").
+  Var pool(const EncoderOutput& out) const;
+
+  // Tokens a layer sees at most: max_len plus the CLS and SEP it adds or the data carries.
+  int64_t sequence_len() const { return seq_len_; }
+  const ModuleList& layers() const { return *layers_; }
+
+ private:
+  Var embed(const Tensor& tokens) const;  // [B, L] -> [B, L, d]
+
+  ModelConfig config_;
+  int64_t seq_len_ = 0;
+  Var cls_;                               // [model_dim], cls == "vector"
+  std::shared_ptr<Embedding> embedding_;  // input "tokens"
+  std::shared_ptr<Linear> pixel_proj_;    // input "pixels"
+  std::shared_ptr<Embedding> special_;    // pixels with CLS/SEP tokens: [2, d]
+  std::shared_ptr<LearnedPositionalEmbedding> learned_positions_;        // positions "learned"
+  std::shared_ptr<SinusoidalPositionalEmbedding> sinusoidal_positions_;  // "sinusoidal"
+  std::shared_ptr<LayerNorm> embedding_norm_;                            // post-LN
+  std::shared_ptr<Dropout> dropout_;
+  std::shared_ptr<ModuleList> layers_;
+  std::shared_ptr<LayerNorm> norm_;  // pre-LN
+};
+
+// The classifier heads' MLP: Dense -> ReLU -> ... -> Dense over widths {in, h1, ..., out};
+// submodules fc1, fc2, ... (torch.nn.Linear init).
+class MlpHead : public Module {
+ public:
+  MlpHead(const std::vector<int64_t>& widths, DType dtype, Generator& gen);
+
+  // x: [B, in] -> [B, out]
+  Var forward(const Var& x) const;
+
+ private:
+  std::vector<std::shared_ptr<Linear>> fcs_;
+};
+
+}  // namespace relpos

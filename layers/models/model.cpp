@@ -1,0 +1,92 @@
+// The model registry and make_model (layers/models/model.h): the config is checked here, once,
+// with "[model] ..." errors naming the field and the valid values; the models then build what it
+// describes.
+#include "layers/models/model.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace relpos {
+namespace {
+
+constexpr const char* kWho = "model";
+
+void check_choice(const std::string& field, const std::string& value,
+                  const std::vector<std::string>& valid) {
+  RELPOS_CHECK(std::find(valid.begin(), valid.end(), value) != valid.end(), kWho,
+               "unknown {} '{}'; known: {}", field, value, fmt::join(valid, ", "));
+}
+
+void check_positive(const char* field, int64_t value, const char* why) {
+  RELPOS_CHECK(value > 0, kWho, "{} must be positive{}, got {}", field, why, value);
+}
+
+void check_probability(const char* field, double p) {
+  RELPOS_CHECK(p >= 0 && p < 1, kWho, "{} must be in [0, 1), got {}", field, p);
+}
+
+void check_config(const ModelConfig& c) {
+  // 0 means "from the dataset": the caller fills these in before building.
+  check_positive("vocab_size", c.vocab_size, " (0 means: take it from the dataset first)");
+  check_positive("num_classes", c.num_classes, " (0 means: take it from the dataset first)");
+  check_positive("max_len", c.max_len, " (0 means: take it from the dataset first)");
+  check_positive("num_layers", c.num_layers, "");
+  check_positive("num_heads", c.num_heads, "");
+  check_positive("model_dim", c.model_dim, "");
+  check_positive("mlp_dim", c.mlp_dim, "");
+  RELPOS_CHECK(c.qkv_dim >= 0, kWho, "qkv_dim must be positive or 0 (model_dim), got {}",
+               c.qkv_dim);
+  const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : c.model_dim;
+  RELPOS_CHECK(qkv % c.num_heads == 0, kWho, "qkv_dim {} must be a multiple of num_heads {}", qkv,
+               c.num_heads);
+  check_probability("dropout", c.dropout);
+  check_probability("attention_dropout", c.attention_dropout);
+  RELPOS_CHECK(c.embedding_init_std > 0, kWho, "embedding_init_std must be positive, got {}",
+               c.embedding_init_std);
+
+  check_choice("activation", c.activation, {"gelu", "relu"});
+  check_choice("norm", c.norm, {"pre", "post"});
+  check_choice("input", c.input, {"tokens", "pixels"});
+  check_choice("positions", c.positions, {"learned", "sinusoidal", "none"});
+  check_choice("cls", c.cls, {"vector", "token", "none"});
+  check_choice("pooling", c.pooling, {"cls", "mean"});
+  check_choice("head", c.head, {"mlp", "tanh"});
+  check_choice("combine", c.combine, {"concat", "features"});
+  RELPOS_CHECK(c.pooling != "cls" || c.cls != "none", kWho,
+               "pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
+  RELPOS_CHECK(c.input != "pixels" || c.vocab_size == 256, kWho,
+               "input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got {}",
+               c.vocab_size);
+  RELPOS_CHECK(c.dtype == DType::f32 || c.dtype == DType::f64, kWho,
+               "dtype must be f32 or f64, got {}", dtype_name(c.dtype));
+  if (c.type == "dual_encoder") {
+    RELPOS_CHECK(c.head == "mlp", kWho,
+                 "dual_encoder has its own head (Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> "
+                 "ReLU -> Dense(classes)); head must be 'mlp', got '{}'",
+                 c.head);
+    RELPOS_CHECK(c.mlp_dim >= 2, kWho,
+                 "dual_encoder needs mlp_dim >= 2 (its head has mlp_dim / 2 "
+                 "units), got {}",
+                 c.mlp_dim);
+  }
+}
+
+}  // namespace
+
+// A function-local static: registrations from other files' static initializers may run first.
+ModelRegistry& model_registry() {
+  static ModelRegistry registry("model");
+  return registry;
+}
+
+std::shared_ptr<Classifier> make_model(const ModelConfig& config, Generator& gen) {
+  check_config(config);
+  auto model = model_registry().make(config.type, config, gen);
+  // The layers refused unknown keys as they were built (make_attention / make_positional); this
+  // also catches a mapping no layer read at all.
+  config.attention.check_all_used();
+  config.positional.check_all_used();
+  return model;
+}
+
+}  // namespace relpos

@@ -1,0 +1,49 @@
+// sequence_classifier: one encoder, pooled (CLS row or masked mean), then a head. LRA ListOps /
+// Text / Image (head "mlp": Dense(mlp_dim) -> ReLU -> Dense(classes)) and the BERT-style MNIST
+// model (head "tanh": the pooler Dense(model_dim) + tanh, then the classifier Dense(classes)).
+#include "autograd/functions.h"
+#include "layers/models/encoder.h"
+
+namespace relpos {
+namespace {
+
+class SequenceClassifier final : public Classifier {
+ public:
+  SequenceClassifier(const ModelConfig& c, Generator& gen) : Classifier(c) {
+    encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(c, gen));
+    if (c.head == "mlp") {
+      head_ = register_module(
+          "head", std::make_shared<MlpHead>(
+                      std::vector<int64_t>{c.model_dim, c.mlp_dim, c.num_classes}, c.dtype, gen));
+    } else {  // tanh
+      pooler_ = register_module(
+          "pooler", std::make_shared<Linear>(c.model_dim, c.model_dim, true, c.dtype, gen));
+      classifier_ = register_module(
+          "classifier", std::make_shared<Linear>(c.model_dim, c.num_classes, true, c.dtype, gen));
+    }
+  }
+
+  Var forward(const ClassifierInputs& inputs) override {
+    RELPOS_CHECK(inputs.tokens.defined(), "model", "sequence_classifier needs tokens");
+    const Var pooled = encoder_->pool(encoder_->forward(inputs.tokens, inputs.key_mask));  // [B, d]
+    if (head_ != nullptr) return head_->forward(pooled);  // [B, classes]
+    return classifier_->forward(tanh(pooler_->forward(pooled)));
+  }
+
+  SpecialTokens special_tokens() const override {
+    const ModelConfig& c = config();
+    if (c.cls == "token") return {c.vocab_size, c.vocab_size + 1};
+    return {};
+  }
+
+ private:
+  std::shared_ptr<TransformerEncoder> encoder_;
+  std::shared_ptr<MlpHead> head_;
+  std::shared_ptr<Linear> pooler_, classifier_;
+};
+
+}  // namespace
+
+RELPOS_REGISTER_MODEL("sequence_classifier", SequenceClassifier);
+
+}  // namespace relpos

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The relpos command line end to end (DESIGN §7): help texts, `data prepare`, `train` on a tiny
+# generated ListOps, `eval --json` (one JSON object on stdout), `eval --predictions` (read back
+# with h5py when the system Python has it), and user errors: exit status 2 with one line on
+# stderr, never a stack dump. Usage: test_cli.sh RELPOS_BINARY
+set -uo pipefail
+relpos=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python=/usr/bin/python3
+failures=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# expect_status CODE DESCRIPTION -- COMMAND...: runs it with stdout/stderr in $tmp/out, $tmp/err.
+expect_status() {
+  local want=$1 what=$2; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [[ $got -ne $want ]]; then
+    fail "$what: exit $got, expected $want"; sed 's/^/  | /' "$tmp/err" >&2
+  fi
+}
+# One line on stderr starting with the expected prefix.
+expect_error_line() {
+  local what=$1 prefix=$2
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  [[ $lines -eq 1 ]] || fail "$what: $lines lines on stderr, expected 1: $(cat "$tmp/err")"
+  grep -q -- "^$prefix" "$tmp/err" || fail "$what: stderr '$(cat "$tmp/err")' lacks '$prefix'"
+}
+
+for sub in "" train eval data; do
+  expect_status 0 "relpos $sub --help" -- "$relpos" $sub --help
+  grep -q usage "$tmp/out" || fail "relpos $sub --help prints no usage"
+done
+expect_status 0 "--version" -- "$relpos" --version
+
+expect_status 0 "data prepare listops" -- "$relpos" data prepare listops --out "$tmp/listops" \
+  --train 64 --val 16 --test 16 --min_length 10 --max_length 60 --seed 1
+
+cat >"$tmp/tiny.yaml" <<YAML
+model:
+  num_layers: 1
+  num_heads: 2
+  model_dim: 16
+  mlp_dim: 32
+  positions: sinusoidal
+  attention: {type: linear, feature_map: elu1}
+  positional: {type: fastrpb}
+data: {dataset: listops, dir: $tmp/listops, max_len: 64, batch_size: 8}
+optimizer: {type: lra_adam, lr: 0.01}
+schedule: {type: lra, warmup_steps: 2}
+train: {steps: 4, eval_every: 2, log_every: 2, out: $tmp/run}
+YAML
+expect_status 0 "train" -- "$relpos" train "$tmp/tiny.yaml" --quiet
+grep -q "test accuracy" "$tmp/out" || fail "train prints no final metrics line: $(cat "$tmp/out")"
+for f in config.yaml metrics.jsonl log.txt summary.json checkpoints/last.h5 checkpoints/best.h5; do
+  [[ -f $tmp/run/$f ]] || fail "train did not write $f"
+done
+
+expect_status 0 "eval --json" -- "$relpos" eval "$tmp/run/checkpoints/last.h5" --json
+[[ $(wc -l <"$tmp/out") -eq 1 ]] || fail "eval --json printed $(wc -l <"$tmp/out") lines"
+"$python" -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["split"] == "test" and m["examples"] == 16, m
+assert 0 <= m["accuracy"] <= 1 and m["loss"] > 0, m
+' "$tmp/out" || fail "eval --json output is not the expected JSON: $(cat "$tmp/out")"
+
+expect_status 0 "eval --predictions" -- "$relpos" eval "$tmp/run/checkpoints/best.h5" --split val \
+  --predictions "$tmp/pred.h5"
+[[ -f $tmp/pred.h5 ]] || fail "eval --predictions wrote nothing"
+if "$python" -c "import h5py" 2>/dev/null; then
+  "$python" -c '
+import h5py, sys
+f = h5py.File(sys.argv[1], "r")
+assert f["logits"].shape == (16, 10), f["logits"].shape
+assert f["labels"].shape == (16,), f["labels"].shape
+ck = h5py.File(sys.argv[2], "r")
+assert "params" in ck and ck.attrs["step"] == 4, dict(ck.attrs)
+' "$tmp/pred.h5" "$tmp/run/checkpoints/last.h5" || fail "h5py cannot read the predictions"
+else
+  echo "SKIPPED: h5py checks (no h5py in $python)"
+fi
+
+# Resume a finished run's checkpoint into a longer run.
+expect_status 0 "train --resume" -- "$relpos" train "$tmp/tiny.yaml" --set train.steps=6 \
+  --resume "$tmp/run/checkpoints/last.h5" --quiet
+grep -q '"steps": 6' "$tmp/run/summary.json" || fail "resumed run did not reach step 6"
+
+# User errors: exit 2, one line.
+expect_status 2 "unknown config key" -- "$relpos" train "$tmp/tiny.yaml" --set model.layers=2
+expect_error_line "unknown config key" "relpos: \[config\] unknown key 'model.layers'"
+expect_status 2 "missing config" -- "$relpos" train "$tmp/none.yaml"
+expect_error_line "missing config" "relpos: \[config\] cannot read"
+expect_status 2 "bad override" -- "$relpos" train "$tmp/tiny.yaml" --set nonsense
+expect_error_line "bad override" "relpos: \[config\] override 'nonsense'"
+expect_status 2 "unknown attention option" -- "$relpos" train "$tmp/tiny.yaml" \
+  --set model.attention.feature_mpa=relu
+expect_error_line "unknown attention option" "relpos: \[model.attention\] unknown option 'feature_mpa'"
+expect_status 2 "missing data" -- "$relpos" train "$tmp/tiny.yaml" --set data.dir="$tmp/nowhere"
+expect_error_line "missing data" "relpos: \[data\] no folder"
+head -c 2000 "$tmp/run/checkpoints/last.h5" >"$tmp/truncated.h5"
+expect_status 2 "truncated checkpoint" -- "$relpos" eval "$tmp/truncated.h5"
+expect_error_line "truncated checkpoint" "relpos: \[checkpoint\]"
+expect_status 2 "eval without checkpoint" -- "$relpos" eval
+expect_status 2 "unknown command" -- "$relpos" trian
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures CLI check(s) failed" >&2
+  exit 1
+fi
+echo "CLI: all checks passed"

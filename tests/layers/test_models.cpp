@@ -1,0 +1,496 @@
+// Models (layers/models/): torch names and shapes, tied blocks, padding invariance across
+// attention variants and CLS styles, pre/post norm, pixel input, the dual encoder, config errors,
+// dropout in train vs eval, f64 gradients by finite differences, and the naive twin: a 1-layer
+// LRA model against its forward composed by hand from the same parameters.
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/functions.h"
+#include "layers/models/model.h"
+#include "tests/layers/attention_testing.h"
+
+using namespace relpos;
+
+namespace {
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+// A tiny LRA-style classifier: cls vector, learned positions, pre-LN, no dropout.
+ModelConfig tiny_config(DType dtype = DType::f32) {
+  ModelConfig c;
+  c.vocab_size = 11;
+  c.num_classes = 3;
+  c.max_len = 8;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.model_dim = 8;
+  c.mlp_dim = 16;
+  c.dropout = 0;
+  c.attention_dropout = 0;
+  c.dtype = dtype;
+  return c;
+}
+
+std::shared_ptr<Classifier> build(const ModelConfig& c, uint64_t seed = 7) {
+  Generator gen(seed);
+  return make_model(c, gen);
+}
+
+std::map<std::string, Var> params_of(const Module& m) {
+  std::map<std::string, Var> out;
+  for (const auto& [name, p] : m.named_parameters()) out.emplace(name, p);
+  return out;
+}
+
+// Rows of content ids (1 ... vocab - 1), each framed by [CLS] / [SEP] ids when given (>= 0), then
+// padded with id 0 to `len`; -> tokens [B, len] i64 and key_mask [B, len] u8.
+std::pair<Tensor, Tensor> batch_of(const std::vector<std::vector<int64_t>>& rows, int64_t len,
+                                   SpecialTokens special = {}) {
+  std::vector<int64_t> ids;
+  std::vector<uint8_t> mask;
+  for (const auto& row : rows) {
+    std::vector<int64_t> framed;
+    if (special.cls_id >= 0) framed.push_back(special.cls_id);
+    framed.insert(framed.end(), row.begin(), row.end());
+    if (special.sep_id >= 0) framed.push_back(special.sep_id);
+    REQUIRE(static_cast<int64_t>(framed.size()) <= len);
+    for (int64_t i = 0; i < len; ++i) {
+      const bool real = i < static_cast<int64_t>(framed.size());
+      ids.push_back(real ? framed[i] : 0);
+      mask.push_back(real ? 1 : 0);
+    }
+  }
+  const int64_t batch = static_cast<int64_t>(rows.size());
+  return {Tensor::from_vector(ids, {batch, len}), Tensor::from_vector(mask, {batch, len})};
+}
+
+Tensor logits_of(Classifier& model, const std::pair<Tensor, Tensor>& batch) {
+  return model.forward({batch.first, batch.second, {}, {}}).value();
+}
+
+const std::vector<std::vector<int64_t>> kRows = {{3, 1, 4, 1, 5}, {9, 2, 6}};
+
+}  // namespace
+
+TEST_CASE("models: a tiny LRA classifier has torch names and shapes") {
+  ModelConfig c = tiny_config();
+  c.num_layers = 1;
+  c.qkv_dim = 4;  // differs from model_dim, so [out, in] is visible
+  auto model = build(c);
+  std::vector<std::string> names;
+  for (const auto& [name, p] : model->named_parameters()) names.push_back(name);
+  const std::vector<std::string> want = {"encoder.cls",
+                                         "encoder.embedding.weight",
+                                         "encoder.position.weight",
+                                         "encoder.layers.0.ln1.weight",
+                                         "encoder.layers.0.ln1.bias",
+                                         "encoder.layers.0.attn.q_proj.weight",
+                                         "encoder.layers.0.attn.k_proj.weight",
+                                         "encoder.layers.0.attn.v_proj.weight",
+                                         "encoder.layers.0.attn.out_proj.weight",
+                                         "encoder.layers.0.ln2.weight",
+                                         "encoder.layers.0.ln2.bias",
+                                         "encoder.layers.0.mlp.fc1.weight",
+                                         "encoder.layers.0.mlp.fc1.bias",
+                                         "encoder.layers.0.mlp.fc2.weight",
+                                         "encoder.layers.0.mlp.fc2.bias",
+                                         "encoder.norm.weight",
+                                         "encoder.norm.bias",
+                                         "head.fc1.weight",
+                                         "head.fc1.bias",
+                                         "head.fc2.weight",
+                                         "head.fc2.bias"};
+  CHECK(names == want);
+  auto p = params_of(*model);
+  CHECK(p["encoder.cls"].shape() == Shape{8});
+  CHECK(p["encoder.embedding.weight"].shape() == Shape{11, 8});              // no special ids
+  CHECK(p["encoder.position.weight"].shape() == Shape{9, 8});                // max_len + CLS
+  CHECK(p["encoder.layers.0.attn.q_proj.weight"].shape() == Shape{4, 8});    // [qkv, model]
+  CHECK(p["encoder.layers.0.attn.out_proj.weight"].shape() == Shape{8, 4});  // [model, qkv]
+  CHECK(p["encoder.layers.0.mlp.fc1.weight"].shape() == Shape{16, 8});
+  CHECK(p["head.fc1.weight"].shape() == Shape{16, 8});
+  CHECK(p["head.fc2.weight"].shape() == Shape{3, 16});
+  // The CLS vector starts at zero (LRA); the outputs are [B, classes].
+  CHECK(sum(abs(p["encoder.cls"].value())).item() == 0.0);
+  CHECK(logits_of(*model, batch_of(kRows, 6)).shape() == Shape{2, 3});
+  CHECK(model->special_tokens().cls_id == -1);
+  CHECK(model->special_tokens().sep_id == -1);
+
+  // BERT style: [CLS]/[SEP] ids, projection biases, the pooler head, post-LN.
+  c.cls = "token";
+  c.head = "tanh";
+  c.norm = "post";
+  c.projection_bias = true;
+  auto bert = build(c);
+  auto q = params_of(*bert);
+  CHECK(q["encoder.embedding.weight"].shape() == Shape{13, 8});  // vocab + [CLS] + [SEP]
+  CHECK(q["encoder.position.weight"].shape() == Shape{10, 8});   // max_len + 2
+  CHECK(q["encoder.embedding_norm.weight"].shape() == Shape{8});
+  CHECK(q["encoder.layers.0.attn.q_proj.bias"].shape() == Shape{4});
+  CHECK(q["pooler.weight"].shape() == Shape{8, 8});
+  CHECK(q["classifier.weight"].shape() == Shape{3, 8});
+  CHECK(q.count("encoder.cls") == 0);
+  CHECK(q.count("encoder.norm.weight") == 0);
+  CHECK(bert->special_tokens().cls_id == 11);
+  CHECK(bert->special_tokens().sep_id == 12);
+}
+
+TEST_CASE("models: tied blocks hold one block's parameters and apply it num_layers times") {
+  ModelConfig one = tiny_config();
+  one.num_layers = 1;
+  ModelConfig tied = tiny_config();
+  tied.num_layers = 3;
+  tied.tied_blocks = true;
+  auto a = build(one, 5);
+  auto b = build(tied, 5);  // the same draws: one block either way
+  std::vector<std::string> na, nb;
+  for (const auto& [name, p] : a->named_parameters()) na.push_back(name);
+  for (const auto& [name, p] : b->named_parameters()) nb.push_back(name);
+  CHECK(na == nb);
+  CHECK(a->num_parameters() == b->num_parameters());
+  auto pa = params_of(*a), pb = params_of(*b);
+  for (const auto& [name, p] : pa) CHECK(allclose(p.value(), pb[name].value(), 0, 0));
+  a->eval();
+  b->eval();
+  const auto batch = batch_of(kRows, 5);
+  const Tensor ya = logits_of(*a, batch), yb = logits_of(*b, batch);
+  CHECK(max(abs(sub(ya, yb))).item() > 1e-4);  // three applications, not one
+}
+
+TEST_CASE("models: appended padding leaves the logits unchanged, per variant and CLS style") {
+  struct Case {
+    const char* name;
+    Pairs attention, positional;
+    std::string cls, pooling;
+  };
+  const std::vector<Case> cases = {
+      {"softmax, cls vector", {{"type", "softmax"}}, {}, "vector", "cls"},
+      {"softmax, cls token", {{"type", "softmax"}}, {}, "token", "cls"},
+      {"softmax, mean pooling", {{"type", "softmax"}}, {}, "none", "mean"},
+      {"linear elu1, cls vector",
+       {{"type", "linear"}, {"feature_map", "elu1"}},
+       {},
+       "vector",
+       "cls"},
+      {"linear elu1, cls token", {{"type", "linear"}, {"feature_map", "elu1"}}, {}, "token", "cls"},
+      {"linear sikf + fastrpb, cls vector",
+       {{"type", "linear"}, {"feature_map", "sikf"}},
+       {{"type", "fastrpb"}},
+       "vector",
+       "cls"},
+      {"linear sikf + fastrpb, no cls, mean pooling",
+       {{"type", "linear"}, {"feature_map", "sikf"}},
+       {{"type", "fastrpb"}},
+       "none",
+       "mean"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.name);
+    ModelConfig c = tiny_config();
+    c.attention = test::options("model.attention", k.attention);
+    c.positional = test::options("model.positional", k.positional);
+    c.cls = k.cls;
+    c.pooling = k.pooling;
+    auto model = build(c, 3);
+    model->eval();
+    // Make the FastRPB weights large enough to matter (their init is ~1e-5).
+    for (auto& [name, p] : model->named_parameters())
+      if (name.find("positional") != std::string::npos)
+        p.set_value(test::random_tensor(p.shape(), p.dtype(), 4, -0.5, 0.5));
+    const SpecialTokens special = model->special_tokens();
+    const int64_t framing = k.cls == "token" ? 2 : 0;
+    const Tensor short_pad = logits_of(*model, batch_of(kRows, 5 + framing, special));
+    const Tensor long_pad = logits_of(*model, batch_of(kRows, 8 + framing, special));
+    // f32 through two blocks; padding changes only the summation lengths over zeros.
+    CHECK_CLOSE(long_pad, short_pad, 1e-5, 1e-5);
+    // Row 1 alone, unpadded, gives its row of the padded batch.
+    const Tensor alone = logits_of(*model, batch_of({kRows[1]}, 3 + framing, special));
+    CHECK_CLOSE(alone, long_pad.slice(0, 1, 2), 1e-5, 1e-5);
+  }
+}
+
+TEST_CASE("models: pre-LN and post-LN both run and differ; absolute positions; pixel input") {
+  ModelConfig c = tiny_config();
+  auto pre = build(c);
+  c.norm = "post";
+  auto post = build(c);
+  const auto batch = batch_of(kRows, 5);
+  const Tensor a = logits_of(*pre, batch), b = logits_of(*post, batch);
+  CHECK(a.shape() == Shape{2, 3});
+  CHECK(all_finite(b));
+  CHECK(max(abs(sub(a, b))).item() > 1e-4);
+  // Sinusoidal positions are a buffer [max_len + CLS, d], not a parameter; "none" has neither.
+  c.positions = "sinusoidal";
+  auto sinusoidal = build(c);
+  CHECK(params_of(*sinusoidal).count("encoder.position.weight") == 0);
+  REQUIRE(sinusoidal->named_buffers().size() == 1);
+  CHECK(sinusoidal->named_buffers()[0].first == "encoder.position.pe");
+  CHECK(sinusoidal->named_buffers()[0].second.shape() == Shape{9, 8});
+  CHECK(all_finite(logits_of(*sinusoidal, batch)));
+  c.positions = "none";
+  CHECK(build(c)->named_buffers().empty());
+
+  // MNIST style: 8-bit pixels as ids, [CLS] 256 and [SEP] 257 from a small "special" table.
+  ModelConfig m = tiny_config();
+  m.input = "pixels";
+  m.vocab_size = 256;
+  m.cls = "token";
+  m.head = "tanh";
+  m.norm = "post";
+  m.positions = "learned";
+  auto model = build(m);
+  auto p = params_of(*model);
+  CHECK(p["encoder.pixel_proj.weight"].shape() == Shape{8, 1});
+  CHECK(p["encoder.special.weight"].shape() == Shape{2, 8});
+  CHECK(p.count("encoder.embedding.weight") == 0);
+  CHECK(model->special_tokens().cls_id == 256);
+  const auto pixels = batch_of({{0, 255, 128, 7}, {255, 255, 0, 1}}, 6, model->special_tokens());
+  const Var y = model->forward({pixels.first, pixels.second, {}, {}});
+  CHECK(y.shape() == Shape{2, 3});
+  sum(y).backward();
+  // Gradients reach both the projection and the [CLS]/[SEP] rows.
+  CHECK(sum(abs(p["encoder.pixel_proj.weight"].grad())).item() > 0);
+  CHECK(sum(abs(p["encoder.special.weight"].grad())).item() > 0);
+  // A pixel's value matters (value / 255 through the projection).
+  const auto brighter = batch_of({{0, 255, 128, 8}, {255, 255, 0, 1}}, 6, model->special_tokens());
+  model->eval();
+  CHECK(max(abs(sub(logits_of(*model, pixels), logits_of(*model, brighter)))).item() > 0);
+}
+
+TEST_CASE("models: dual encoder, concat and features, one shared encoder") {
+  for (const char* combine : {"concat", "features"}) {
+    INFO(combine);
+    ModelConfig c = tiny_config();
+    c.type = "dual_encoder";
+    c.num_classes = 2;
+    c.combine = combine;
+    auto model = build(c);
+    auto p = params_of(*model);
+    const int64_t in = std::string(combine) == "concat" ? 16 : 32;
+    CHECK(p["head.fc1.weight"].shape() == Shape{16, in});
+    CHECK(p["head.fc2.weight"].shape() == Shape{8, 16});  // mlp_dim / 2
+    CHECK(p["head.fc3.weight"].shape() == Shape{2, 8});
+    CHECK(p.count("encoder.layers.0.attn.q_proj.weight") == 1);
+    for (const auto& [name, v] : p)  // one encoder for both documents, then the head
+      CHECK((name.rfind("encoder.", 0) == 0 || name.rfind("head.", 0) == 0));
+    model->eval();
+    const auto one = batch_of(kRows, 5);
+    const auto two = batch_of({{1, 2}, {7, 7, 7, 7, 7}}, 5);
+    const Tensor y = model->forward({one.first, one.second, two.first, two.second}).value();
+    CHECK(y.shape() == Shape{2, 2});
+    // Swapping the documents is another input (the head is not symmetric in u, v).
+    const Tensor swapped = model->forward({two.first, two.second, one.first, one.second}).value();
+    CHECK(max(abs(sub(y, swapped))).item() > 1e-6);
+    CHECK(test::error_of([&] {
+            model->forward({one.first, one.second, {}, {}});
+          }) == "[model] dual_encoder needs tokens and tokens2 (the two documents)");
+  }
+}
+
+TEST_CASE("models: bad configs fail with the field, the value and the valid choices") {
+  const auto error = [](const std::function<void(ModelConfig&)>& edit) {
+    ModelConfig c = tiny_config();
+    edit(c);
+    return test::error_of([&] { build(c); });
+  };
+  CHECK(error([](ModelConfig& c) { c.vocab_size = 0; }) ==
+        "[model] vocab_size must be positive (0 means: take it from the dataset first), got 0");
+  CHECK(error([](ModelConfig& c) { c.num_classes = 0; }) ==
+        "[model] num_classes must be positive (0 means: take it from the dataset first), got 0");
+  CHECK(error([](ModelConfig& c) { c.max_len = -1; }) ==
+        "[model] max_len must be positive (0 means: take it from the dataset first), got -1");
+  CHECK(error([](ModelConfig& c) { c.model_dim = 0; }) ==
+        "[model] model_dim must be positive, got 0");
+  CHECK(error([](ModelConfig& c) {
+          c.qkv_dim = 6;
+          c.num_heads = 4;
+        }) == "[model] qkv_dim 6 must be a multiple of num_heads 4");
+  CHECK(error([](ModelConfig& c) { c.dropout = 1; }) == "[model] dropout must be in [0, 1), got 1");
+  CHECK(error([](ModelConfig& c) { c.norm = "mid"; }) ==
+        "[model] unknown norm 'mid'; known: pre, post");
+  CHECK(error([](ModelConfig& c) { c.positions = "rope"; }) ==
+        "[model] unknown positions 'rope'; known: learned, sinusoidal, none");
+  CHECK(error([](ModelConfig& c) { c.cls = "first"; }) ==
+        "[model] unknown cls 'first'; known: vector, token, none");
+  CHECK(error([](ModelConfig& c) { c.pooling = "max"; }) ==
+        "[model] unknown pooling 'max'; known: cls, mean");
+  CHECK(error([](ModelConfig& c) { c.head = "linear"; }) ==
+        "[model] unknown head 'linear'; known: mlp, tanh");
+  CHECK(error([](ModelConfig& c) { c.combine = "sum"; }) ==
+        "[model] unknown combine 'sum'; known: concat, features");
+  CHECK(error([](ModelConfig& c) { c.input = "bytes"; }) ==
+        "[model] unknown input 'bytes'; known: tokens, pixels");
+  CHECK(error([](ModelConfig& c) { c.activation = "silu"; }) ==
+        "[model] unknown activation 'silu'; known: gelu, relu");
+  CHECK(error([](ModelConfig& c) { c.cls = "none"; }) ==
+        "[model] pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
+  CHECK(error([](ModelConfig& c) { c.input = "pixels"; }) ==
+        "[model] input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got 11");
+  CHECK(error([](ModelConfig& c) { c.type = "seq2seq"; }) ==
+        "[model] unknown model 'seq2seq'; known: dual_encoder, sequence_classifier");
+  // Too long a sequence for the positions the model was built for.
+  auto model = build(tiny_config());
+  CHECK(test::error_of([&] { logits_of(*model, batch_of(kRows, 9)); }) ==
+        "[model] a sequence of 10 tokens exceeds the 9 the model is built for (max_len 8 plus "
+        "special tokens)");
+}
+
+TEST_CASE("models: attention and positional options nothing read are refused by name") {
+  ModelConfig c = tiny_config();
+  c.attention = test::options("model.attention", {{"type", "softmax"}, {"dropuot", "0.1"}});
+  CHECK(test::error_of([&] { build(c); }).find("[model.attention] unknown option 'dropuot'") == 0);
+  // Linear attention takes no dropout: the model does not pass its attention_dropout to it, and
+  // a `dropout` the user writes is refused.
+  c.attention = test::options("model.attention", {{"type", "linear"}, {"feature_map", "elu1"}});
+  c.attention_dropout = 0.1;
+  CHECK(test::error_of([&] { build(c); }).empty());
+  c.attention.set("dropout", "0.1");
+  CHECK(test::error_of([&] { build(c); }).find("[model.attention] unknown option 'dropout'") == 0);
+  c.attention = Options("model.attention");
+  c.positional = test::options("model.positional", {{"type", "fastrpb"}, {"windw", "3"}});
+  CHECK(test::error_of([&] { build(c); }).find("[model.positional] unknown option 'windw'") == 0);
+  // The softmax default dropout goes into a copy: the user's mapping gains no key, and every
+  // key it has was read.
+  c.positional = Options("model.positional");
+  c.attention = test::options("model.attention", {{"type", "softmax"}});
+  build(c);
+  CHECK_FALSE(c.attention.has("dropout"));
+  CHECK(test::error_of([&] { c.attention.check_all_used(); }).empty());
+}
+
+TEST_CASE("models: a shared positional encoding is one module under every layer") {
+  ModelConfig c = tiny_config();
+  c.positional = test::options("model.positional", {{"type", "fastrpb"}});
+  auto separate = params_of(*build(c));
+  CHECK(separate.count("encoder.layers.0.attn.positional.weight") == 1);
+  CHECK(separate.count("encoder.layers.1.attn.positional.weight") == 1);
+  c.share_positional = true;
+  auto shared = params_of(*build(c));
+  CHECK(shared.count("encoder.layers.0.attn.positional.weight") == 1);
+  CHECK(shared.count("encoder.layers.1.attn.positional.weight") == 0);  // listed once
+  CHECK(shared.size() + 1 == separate.size());
+}
+
+TEST_CASE("models: eval is deterministic; train mode with dropout differs between calls") {
+  ModelConfig c = tiny_config();
+  c.dropout = 0.1;
+  c.attention_dropout = 0.1;
+  auto model = build(c);
+  const auto batch = batch_of(kRows, 5);
+  model->eval();
+  CHECK(allclose(logits_of(*model, batch), logits_of(*model, batch), 0, 0));
+  model->train();
+  CHECK_FALSE(allclose(logits_of(*model, batch), logits_of(*model, batch), 0, 0));
+  // Attention dropout alone reaches the softmax layers (its mapping had no `dropout`).
+  c.dropout = 0;
+  c.attention_dropout = 0.5;
+  auto attn_only = build(c);
+  CHECK_FALSE(allclose(logits_of(*attn_only, batch), logits_of(*attn_only, batch), 0, 0));
+  attn_only->eval();
+  CHECK(allclose(logits_of(*attn_only, batch), logits_of(*attn_only, batch), 0, 0));
+}
+
+TEST_CASE("models: f64 parameter gradients match central differences") {
+  // Every parameter of a tiny model with softmax + FastRPB, padding, both CLS styles: a few
+  // elements each. f64, eps 1e-6: the differences are exact to ~1e-9, inside atol/rtol 1e-6/1e-5.
+  for (const char* cls : {"vector", "token"}) {
+    INFO(cls);
+    ModelConfig c = tiny_config(DType::f64);
+    c.cls = cls;
+    c.positional = test::options("model.positional", {{"type", "fastrpb"}});
+    auto model = build(c, 11);
+    const auto batch =
+        batch_of(kRows, cls == std::string("token") ? 7 : 5, model->special_tokens());
+    const auto loss = [&](const Tensor& r) { return sum(mul(logits_of(*model, batch), r)).item(); };
+    const Var out = model->forward({batch.first, batch.second, {}, {}});
+    const Tensor r = test::random_tensor(out.shape(), DType::f64, 12);
+    model->zero_grad();
+    out.backward(r);
+    for (auto& [name, p] : model->named_parameters()) {
+      INFO(name);
+      const Tensor p0 = p.value().clone();
+      const Tensor analytic = p.grad().defined() ? p.grad() : zeros_like(p0);
+      const int64_t n = p0.numel();
+      for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
+        const auto at = [&](double delta) {
+          Tensor moved = p0.clone();
+          moved.data<double>()[k] += delta;
+          p.set_value(moved);
+          return loss(r);
+        };
+        const double numeric = (at(1e-6) - at(-1e-6)) / 2e-6;
+        p.set_value(p0);
+        const double a = analytic.contiguous().data<double>()[k];
+        CHECK(std::abs(a - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));
+      }
+    }
+  }
+}
+
+namespace {
+
+// y = x Wᵀ + b over the last dim, x [N, in].
+Tensor dense(const Tensor& x, const Var& w, const Var& b) {
+  Tensor y = matmul(x, w.value(), false, true);
+  return b.defined() ? add(y, b.value()) : y;
+}
+
+// LayerNorm by its formula: (x - mean) / sqrt(var + 1e-5) * w + b, biased variance.
+Tensor naive_layer_norm(const Tensor& x, const Var& w, const Var& b) {
+  const Tensor centered = sub(x, mean(x, {-1}, true));
+  const Tensor var = mean(mul(centered, centered), {-1}, true);
+  return add(mul(mul(centered, rsqrt(add_scalar(var, 1e-5))), w.value()), b.value());
+}
+
+}  // namespace
+
+TEST_CASE("models: a 1-layer LRA model equals its forward composed by hand (naive twin)") {
+  // embedding + CLS vector + learned positions + pre-LN block (softmax by explicit loops) + final
+  // LayerNorm + CLS row + MLP head, from the model's own parameters; f64 to 1e-10 (the two differ
+  // only in summation order).
+  ModelConfig c = tiny_config(DType::f64);
+  c.num_layers = 1;
+  c.qkv_dim = 4;
+  auto model = build(c, 21);
+  auto p = params_of(*model);
+  // Non-trivial values where init leaves zeros or ones.
+  for (const char* name : {"encoder.cls", "encoder.layers.0.ln1.weight",
+                           "encoder.layers.0.ln2.bias", "encoder.norm.bias"})
+    p[name].set_value(test::random_tensor(p[name].shape(), DType::f64, 22, -1, 1));
+  const auto batch = batch_of(kRows, 5);
+  const Tensor got = logits_of(*model, batch);
+
+  const int64_t B = 2, L = 6, d = 8, H = 2, Dh = 2;
+  // x: [B, 1 + 5, d] = [cls, E[tokens]] + P[:6]
+  const Tensor cls = p["encoder.cls"].value().reshape({1, 1, d}).expand({B, 1, d});
+  Tensor x = cat({cls, embedding(p["encoder.embedding.weight"].value(), batch.first)}, 1);
+  x = add(x, p["encoder.position.weight"].value().slice(0, 0, L));
+  const Tensor mask = cat({ones({B, 1}, DType::u8), batch.second}, 1);  // [B, L]
+  const std::string blk = "encoder.layers.0.";
+  const auto flat = [&](const Tensor& t) { return t.reshape({B * L, t.size(-1)}); };
+  const auto heads = [&](const Tensor& t) {  // [B*L, H*Dh] -> [B, H, L, Dh]
+    return t.reshape({B, L, H, Dh}).permute({0, 2, 1, 3}).contiguous();
+  };
+  const Tensor h = flat(naive_layer_norm(x, p[blk + "ln1.weight"], p[blk + "ln1.bias"]));
+  const Tensor q = heads(dense(h, p[blk + "attn.q_proj.weight"], {}));
+  const Tensor k = heads(dense(h, p[blk + "attn.k_proj.weight"], {}));
+  const Tensor v = heads(dense(h, p[blk + "attn.v_proj.weight"], {}));
+  AttentionInputs in;
+  in.key_mask = mask;
+  const Tensor att = test::naive_softmax_from_scores(test::naive_scores(q, k), v, in, Dh);
+  const Tensor merged = att.permute({0, 2, 1, 3}).contiguous().reshape({B * L, H * Dh});
+  x = add(x, dense(merged, p[blk + "attn.out_proj.weight"], {}).reshape({B, L, d}));
+  const Tensor h2 = flat(naive_layer_norm(x, p[blk + "ln2.weight"], p[blk + "ln2.bias"]));
+  const Tensor mlp = dense(gelu(dense(h2, p[blk + "mlp.fc1.weight"], p[blk + "mlp.fc1.bias"])),
+                           p[blk + "mlp.fc2.weight"], p[blk + "mlp.fc2.bias"]);
+  x = add(x, mlp.reshape({B, L, d}));
+  x = naive_layer_norm(x, p["encoder.norm.weight"], p["encoder.norm.bias"]);
+  const Tensor pooled = x.select(1, 0).contiguous();  // [B, d]
+  const Tensor want = dense(relu(dense(pooled, p["head.fc1.weight"], p["head.fc1.bias"])),
+                            p["head.fc2.weight"], p["head.fc2.bias"]);
+  CHECK_CLOSE(got, want, 1e-10, 1e-10);
+}

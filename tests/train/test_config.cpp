@@ -1,0 +1,181 @@
+// Run configuration: typed reading, base composition, --set overrides, and every user error
+// (unknown key, wrong type, missing file, bad override, include cycle) with its message.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "tests/harness.h"
+#include "train/config.h"
+
+using namespace relpos;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch folder removed at scope exit.
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    path = fs::temp_directory_path() / ("relpos_config_test_" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~ScratchDir() { fs::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
+constexpr const char* kMinimal = R"(
+model: {num_layers: 1}
+data: {dataset: mnist}
+optimizer: {type: adamw, lr: 1.0e-3}
+train: {steps: 10}
+)";
+
+std::string load_error(const std::string& path, const std::vector<std::string>& overrides = {}) {
+  return test::error_of([&] { load_config(path, overrides); });
+}
+
+}  // namespace
+
+TEST_CASE("config: typed sections, defaults, derived names and the resolved text") {
+  ScratchDir dir;
+  const std::string path = dir.write("demo.yaml", R"(
+model:
+  num_layers: 3
+  model_dim: 32
+  tied_blocks: true
+  attention: {type: linear, feature_map: sikf}
+  positional: {type: fastrpb2d, grid: [14, 14], parameterization: full}
+data: {dataset: mnist, image_pool: 2, batch_size: 16}
+optimizer: {type: adamw, lr: 1.0e-3, betas: [0.9, 0.98]}
+schedule: {type: linear_decay, warmup_steps: 5}
+train: {epochs: 2, clip_grad_norm: 1.5, accumulate: 2, patience: 3, metric: macro_f1}
+seed: 7
+)");
+  const RunConfig c = load_config(path);
+  CHECK(c.name == "demo");
+  CHECK(c.model.num_layers == 3);
+  CHECK(c.model.model_dim == 32);
+  CHECK(c.model.tied_blocks);
+  CHECK(c.model.num_heads == 4);  // default kept
+  CHECK(c.model.attention.get<std::string>("feature_map", "") == "sikf");
+  CHECK(c.model.positional.get_list<int64_t>("grid", {}) == std::vector<int64_t>{14, 14});
+  CHECK(c.data.dir == "data/mnist");
+  CHECK(c.data.image_pool == 2);
+  CHECK(c.optimizer.get<double>("lr", 0) == 1e-3);
+  CHECK(c.optimizer.get_list<double>("betas", {}) == std::vector<double>{0.9, 0.98});
+  CHECK(c.train.epochs == 2);
+  CHECK(c.train.clip_grad_norm == 1.5);
+  CHECK(c.train.metric == "macro_f1");
+  CHECK(c.train.out == "runs/demo");
+  CHECK(c.seed == 7);
+  // The resolved text parses back to the same configuration, name included.
+  const RunConfig again = parse_config(c.yaml, "checkpoint");
+  CHECK(again.name == "demo");
+  CHECK(again.model.num_layers == 3);
+  CHECK(again.yaml == c.yaml);
+}
+
+TEST_CASE("config: base composition merges mappings and the file's own keys win") {
+  ScratchDir dir;
+  dir.write("base.yaml", R"(
+model: {num_layers: 4, model_dim: 64, attention: {type: softmax, dropout: 0.1}}
+data: {dataset: listops, batch_size: 8}
+optimizer: {type: lra_adam, lr: 0.05}
+train: {steps: 100}
+)");
+  fs::create_directories(dir.path / "sub");
+  const std::string child = dir.write("sub/child.yaml", R"(
+base: ../base.yaml
+model: {num_layers: 2, attention: {type: linear, feature_map: elu1}}
+optimizer: {lr: 0.01}
+)");
+  const RunConfig c = load_config(child);
+  CHECK(c.model.num_layers == 2);
+  CHECK(c.model.model_dim == 64);
+  CHECK(c.data.dataset == "listops");
+  CHECK(c.optimizer.get<std::string>("type", "") == "lra_adam");
+  CHECK(c.optimizer.get<double>("lr", 0) == 0.01);
+  // attention is a mapping too: merged key by key, so the base's dropout stays.
+  CHECK(c.model.attention.get<std::string>("type", "") == "linear");
+  CHECK(c.model.attention.has("dropout"));
+  CHECK(c.name == "child");
+}
+
+TEST_CASE("config: --set overrides scalars, lists and new keys") {
+  ScratchDir dir;
+  const std::string path = dir.write("run.yaml", kMinimal);
+  const RunConfig c = load_config(path, {"model.num_layers=5", "train.steps=3",
+                                         "model.positional={type: fastrpb2d, grid: [7, 7]}",
+                                         "model.positional.grid=[14,14]", "data.dir=/elsewhere"});
+  CHECK(c.model.num_layers == 5);
+  CHECK(c.train.steps == 3);
+  CHECK(c.model.positional.get_list<int64_t>("grid", {}) == std::vector<int64_t>{14, 14});
+  CHECK(c.data.dir == "/elsewhere");
+  CHECK(c.yaml.find("num_layers: 5") != std::string::npos);
+}
+
+TEST_CASE("config: every user error names the key path and what is valid") {
+  ScratchDir dir;
+  const std::string good = dir.write("good.yaml", kMinimal);
+
+  SUBCASE("unknown key in a section") {
+    const std::string e = load_error(good, {"model.num_layer=2"});
+    CHECK(e.find("unknown key 'model.num_layer'") != std::string::npos);
+    CHECK(e.find("valid keys of 'model'") != std::string::npos);
+    CHECK(e.find("num_layers") != std::string::npos);
+  }
+  SUBCASE("unknown top-level key") {
+    const std::string e = load_error(good, {"trian.steps=2"});
+    CHECK(e.find("unknown key 'trian'") != std::string::npos);
+    CHECK(e.find("train") != std::string::npos);
+  }
+  SUBCASE("wrong type") {
+    CHECK(load_error(good, {"model.num_layers=many"}) ==
+          "[config] model.num_layers: expected an integer, got 'many'");
+    CHECK(load_error(good, {"model.tied_blocks=maybe"}) ==
+          "[config] model.tied_blocks: expected true or false, got 'maybe'");
+    CHECK(load_error(good, {"model.num_layers=[1, 2]"}) ==
+          "[config] model.num_layers: expected an integer, got a list");
+    CHECK(load_error(good, {"model=3"}) == "[config] 'model' must be a mapping");
+  }
+  SUBCASE("missing file, also as a base") {
+    CHECK(load_error((dir.path / "nope.yaml").string()) ==
+          "[config] cannot read '" + (dir.path / "nope.yaml").string() + "': no such file");
+    const std::string child = dir.write("child.yaml", "base: missing_base.yaml\n");
+    CHECK(load_error(child).find("missing_base.yaml': no such file") != std::string::npos);
+  }
+  SUBCASE("bad override") {
+    CHECK(load_error(good, {"model.num_layers"}) ==
+          "[config] override 'model.num_layers' must look like key.path=value");
+    CHECK(load_error(good, {"=3"}) == "[config] override '=3' must look like key.path=value");
+    CHECK(load_error(good, {"model..x=3"}).find("empty key") != std::string::npos);
+    CHECK(load_error(good, {"model.num_layers.x=3"}) ==
+          "[config] override 'model.num_layers.x=3': 'num_layers' is not a mapping");
+  }
+  SUBCASE("YAML syntax error with its line") {
+    const std::string bad = dir.write("bad.yaml", "model: {num_layers: 1\ndata: [\n");
+    CHECK(load_error(bad).find("bad.yaml' line") != std::string::npos);
+  }
+  SUBCASE("include cycle") {
+    const std::string a = dir.write("a.yaml", "base: b.yaml\n");
+    dir.write("b.yaml", "base: a.yaml\n");
+    CHECK(load_error(a).find("includes itself") != std::string::npos);
+  }
+  SUBCASE("values checked where they are read") {
+    CHECK(load_error(good, {"train.epochs=2"}).find("exactly one of train.steps and train.epochs") !=
+          std::string::npos);
+    CHECK(load_error(good, {"train.metric=f2"}) ==
+          "[config] train.metric must be accuracy, macro_f1 or loss, got 'f2'");
+    CHECK(load_error(good, {"device=tpu"}) == "[config] device must be cpu or cuda, got 'tpu'");
+    CHECK(load_error(good, {"data.image_pool=3"}).find("must divide 28") != std::string::npos);
+    CHECK(load_error(good, {"optimizer={lr: 1}"}).find("optimizer.type is required") !=
+          std::string::npos);
+    CHECK(load_error(good, {"model.attention=[1, 2]"}).find("expected a mapping") !=
+          std::string::npos);
+  }
+}

@@ -1,0 +1,247 @@
+// The Trainer end to end on a tiny generated image task (MNIST IDX files written here): it
+// learns, is deterministic, resumes bit-exactly, accumulates gradients like a bigger batch,
+// stops early, and stops on a non-finite loss naming the step (and, in anomaly mode, the op).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "datasets/idx.h"
+#include "tests/harness.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+using namespace relpos;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    path = fs::temp_directory_path() /
+           ("relpos_trainer_test_" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~ScratchDir() { fs::remove_all(path); }
+};
+
+// n 28x28 images of 4 classes: class c lights the c-th 14x14 quadrant (values 150-255) over
+// a dim noise background (0-60), from a fixed seed.
+void write_quadrant_images(const fs::path& dir, const std::string& prefix, int64_t n,
+                           uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> images(n * 784), labels(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int label = static_cast<int>(i % 4);
+    labels[i] = static_cast<uint8_t>(label);
+    for (int r = 0; r < 28; ++r)
+      for (int c = 0; c < 28; ++c) {
+        const bool lit = (r / 14) * 2 + (c / 14) == label;
+        images[i * 784 + r * 28 + c] =
+            static_cast<uint8_t>(lit ? 150 + rng() % 106 : rng() % 61);
+      }
+  }
+  write_idx((dir / (prefix + "-images-idx3-ubyte")).string(), {n, 28, 28}, images);
+  write_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), {n}, labels);
+}
+
+std::string make_data(const ScratchDir& scratch) {
+  const fs::path dir = scratch.path / "data";
+  fs::create_directories(dir);
+  write_quadrant_images(dir, "train", 96, 1);
+  write_quadrant_images(dir, "t10k", 32, 2);
+  return dir.string();
+}
+
+// A tiny pixel-input encoder over the 4x4-pooled image; `extra` are --set overrides.
+RunConfig tiny_config(const ScratchDir& scratch, const std::string& data_dir,
+                      const std::string& name, std::vector<std::string> extra = {}) {
+  const std::string yaml = R"(
+model:
+  num_layers: 1
+  num_heads: 2
+  model_dim: 16
+  mlp_dim: 32
+  dropout: 0.1
+  input: pixels
+  attention: {type: softmax}
+data: {dataset: mnist, image_pool: 7, batch_size: 8, val_fraction: 0.25, prefetch: 1}
+optimizer: {type: adamw, lr: 0.01, weight_decay: 0.01}
+schedule: {type: linear_decay, warmup_steps: 2}
+train: {steps: 12, eval_every: 6, log_every: 3}
+seed: 3
+)";
+  extra.push_back("data.dir=" + data_dir);
+  extra.push_back("train.out=" + (scratch.path / name).string());
+  extra.push_back("name=" + name);
+  return parse_config(yaml, name, extra);
+}
+
+RunSummary train(const RunConfig& config, TrainerOptions options = {}) {
+  options.verbose = false;
+  Trainer trainer(config, options);
+  return trainer.run();
+}
+
+CheckpointData last_checkpoint(const RunConfig& config) {
+  return read_checkpoint((fs::path(config.train.out) / "checkpoints" / "last.h5").string());
+}
+
+// Bitwise equality of two tensors' bytes.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.raw_data(), y.raw_data(), x.numel() * dtype_size(x.dtype())) == 0;
+}
+
+void check_same_params(const CheckpointData& a, const CheckpointData& b) {
+  REQUIRE(a.params.size() == b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    CAPTURE(a.params[i].first);
+    CHECK(a.params[i].first == b.params[i].first);
+    CHECK(same_bits(a.params[i].second, b.params[i].second));
+  }
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("trainer: a tiny run learns a tiny task and writes its run directory") {
+  ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  const RunConfig config =
+      tiny_config(scratch, data, "learn", {"train.steps=200", "train.eval_every=50"});
+  const RunSummary r = train(config);
+  CHECK(r.finished);
+  CHECK(r.steps == 200);
+  CHECK(r.test_last.accuracy >= 0.95);
+  CHECK(r.test_best.accuracy >= 0.95);
+  CHECK(r.test_last.examples == 32);
+  CHECK(r.parameters > 0);
+  CHECK(r.peak_memory_bytes > 0);
+  const fs::path dir = config.train.out;
+  for (const char* file : {"config.yaml", "metrics.jsonl", "log.txt", "summary.json",
+                           "checkpoints/last.h5", "checkpoints/best.h5"})
+    CHECK_MESSAGE(fs::exists(dir / file), file);
+  const std::string metrics = read_text(dir / "metrics.jsonl");
+  CHECK(metrics.find("\"event\": \"train\"") != std::string::npos);
+  CHECK(metrics.find("\"event\": \"eval\"") != std::string::npos);
+  CHECK(metrics.find("\"weights\": \"best\"") != std::string::npos);
+  const std::string summary = read_text(dir / "summary.json");
+  CHECK(summary.find("\"peak_memory_bytes\"") != std::string::npos);
+  CHECK(summary.find("\"test_best\"") != std::string::npos);
+  CHECK(read_text(dir / "config.yaml") == config.yaml);
+  CHECK(last_checkpoint(config).texts.at("config") == config.yaml);
+}
+
+TEST_CASE("trainer: same seed and config give the same parameters; resume is bit-exact") {
+  ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  // Dropout, shuffling, a decaying lr, clipping and accumulation are all in play.
+  const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+  const RunConfig straight = tiny_config(scratch, data, "straight", common);
+  const RunConfig again = tiny_config(scratch, data, "again", common);
+  const RunConfig split = tiny_config(scratch, data, "split", common);
+  train(straight);
+  train(again);
+  check_same_params(last_checkpoint(straight), last_checkpoint(again));
+
+  TrainerOptions interrupted;
+  interrupted.stop_at_step = 5;
+  const RunSummary first = train(split, interrupted);
+  CHECK_FALSE(first.finished);
+  CHECK(last_checkpoint(split).ints.at("step") == 5);
+  const std::string resume_from =
+      (fs::path(split.train.out) / "checkpoints" / "last_at_5.h5").string();
+  fs::copy_file(fs::path(split.train.out) / "checkpoints" / "last.h5", resume_from);
+  TrainerOptions resumed;
+  resumed.resume = resume_from;
+  const RunSummary second = train(split, resumed);
+  CHECK(second.finished);
+  CHECK(second.steps == 12);
+  const CheckpointData a = last_checkpoint(straight), b = last_checkpoint(split);
+  check_same_params(a, b);
+  REQUIRE(a.optimizer.size() == b.optimizer.size());
+  for (size_t i = 0; i < a.optimizer.size(); ++i)
+    for (const auto& [key, value] : a.optimizer[i].second)
+      CHECK(same_bits(value, b.optimizer[i].second.at(key)));
+}
+
+TEST_CASE("trainer: accumulating two half batches matches one full batch") {
+  ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  const std::vector<std::string> no_noise{"model.dropout=0", "train.steps=1", "schedule={type: constant}",
+                                          "train.eval_every=1"};
+  auto whole = no_noise, halves = no_noise;
+  whole.push_back("data.batch_size=8");
+  halves.push_back("data.batch_size=4");
+  halves.push_back("train.accumulate=2");
+  const RunConfig a = tiny_config(scratch, data, "whole", whole);
+  const RunConfig b = tiny_config(scratch, data, "halves", halves);
+  train(a);
+  train(b);
+  const CheckpointData ca = last_checkpoint(a), cb = last_checkpoint(b);
+  REQUIRE(ca.params.size() == cb.params.size());
+  for (size_t i = 0; i < ca.params.size(); ++i) {
+    CAPTURE(ca.params[i].first);
+    CHECK_CLOSE(cb.params[i].second, ca.params[i].second, 1e-5, 1e-6);
+  }
+}
+
+TEST_CASE("trainer: early stopping after `patience` validations without improvement") {
+  ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  // lr 0: the first validation is the best there will be.
+  const RunConfig config = tiny_config(
+      scratch, data, "patience",
+      {"optimizer.lr=0", "train.steps=100", "train.eval_every=2", "train.patience=2"});
+  const RunSummary r = train(config);
+  CHECK(r.stopped_early);
+  CHECK(r.steps == 6);  // validations at 2 (best), 4, 6 (second without improvement)
+  CHECK(r.best_step == 2);
+}
+
+TEST_CASE("trainer: a non-finite loss stops the run with its step, and anomaly mode names the op") {
+  ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  const std::vector<std::string> explode{"optimizer={type: sgd, lr: 1.0e30}",
+                                         "schedule={type: constant}", "train.steps=50"};
+  const std::string plain = test::error_of([&] { train(tiny_config(scratch, data, "nan", explode)); });
+  CHECK(plain.find("[train]") == 0);
+  CHECK(plain.find("at step") != std::string::npos);
+  CHECK(plain.find("detect_anomaly") != std::string::npos);
+
+  auto with_anomaly = explode;
+  with_anomaly.push_back("debug.detect_anomaly=true");
+  const std::string named =
+      test::error_of([&] { train(tiny_config(scratch, data, "anomaly", with_anomaly)); });
+  set_detect_anomaly(false);
+  CHECK(named.find("[train] step ") == 0);
+  CHECK(named.find("[anomaly]") != std::string::npos);
+  CHECK(named.find("produced NaN/Inf") != std::string::npos);
+}
+
+TEST_CASE("trainer: missing data says how to get it") {
+  ScratchDir scratch;
+  const RunConfig config = tiny_config(scratch, (scratch.path / "nowhere").string(), "nodata");
+  fs::create_directories(scratch.path / "empty");
+  const RunConfig empty = tiny_config(scratch, (scratch.path / "empty").string(), "empty");
+  const std::string in_empty = test::error_of([&] { train(empty); });
+  CHECK(in_empty.find("-idx1-ubyte[.gz] not found in '") != std::string::npos);
+  CHECK(in_empty.find("relpos data prepare mnist") != std::string::npos);
+  const std::string e = test::error_of([&] { train(config); });
+  CHECK(e.find("[data] no folder '") == 0);
+  CHECK(e.find("relpos data prepare mnist") != std::string::npos);
+}

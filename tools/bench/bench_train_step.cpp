@@ -1,0 +1,85 @@
+// One full training step (forward, cross-entropy, backward, optimizer update) of a config's model
+// on random inputs of its data shape: the relpos side of tools/bench/run_train_step_bench.sh,
+// whose PyTorch twin is bench_train_step_torch.py. Prints one JSON object.
+// Usage: relpos_bench_train_step --config FILE [--batch B] [--device cpu|cuda] [--min-time S]
+//          [--set key=value ...]
+#include <cstdio>
+
+#include "autograd/functions.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "tools/bench/bench_common.h"
+#include "train/config.h"
+#include "train/optimizer.h"
+#include "train/task_data.h"
+#include "train/trainer.h"
+
+using namespace relpos;
+
+int main(int argc, char** argv) {
+  try {
+    const std::string config_path = bench::flag_value(argc, argv, "--config", "");
+    RELPOS_CHECK(!config_path.empty(), "bench", "--config FILE is required");
+    std::vector<std::string> overrides;
+    for (int i = 1; i + 1 < argc; ++i)
+      if (std::string(argv[i]) == "--set") overrides.push_back(argv[i + 1]);
+    const std::string device_name = bench::flag_value(argc, argv, "--device", "cpu");
+    overrides.push_back("device=" + device_name);
+    const RunConfig config = load_config(config_path, overrides);
+    const int64_t batch = std::stoll(bench::flag_value(argc, argv, "--batch", "8"));
+    const double min_time = std::stod(bench::flag_value(argc, argv, "--min-time", "3"));
+    const Device device = Device::parse(config.device);
+
+    // Sizes as the data would give them: 256 pixel ids and 10 classes for the MNIST family.
+    ModelConfig model_config = config.model;
+    const bool images = config.data.dataset == "mnist" || config.data.dataset == "fashion-mnist";
+    RELPOS_CHECK(images, "bench", "the step bench covers the MNIST-family configs, got '{}'",
+                 config.data.dataset);
+    complete_model_config(model_config, config.data, 256, 10);
+    Generator gen(config.seed);
+    auto model = make_model(model_config, gen);
+    model->to(device);
+    model->train();
+    auto optimizer = make_optimizer(model->parameters(), config.optimizer);
+
+    const int64_t content = content_length(config.data);
+    const SpecialTokens special = model->special_tokens();
+    const int64_t length = content + (special.cls_id >= 0) + (special.sep_id >= 0);
+    Tensor tokens = Tensor::empty({batch, length}, DType::i64);
+    Generator data_gen(1);
+    const Tensor pixels = rand({batch, length}, data_gen, 0.0, 256.0);
+    for (int64_t i = 0; i < batch * length; ++i)
+      tokens.data<int64_t>()[i] = static_cast<int64_t>(pixels.data<float>()[i]);
+    for (int64_t b = 0; b < batch; ++b) {
+      if (special.cls_id >= 0) tokens.data<int64_t>()[b * length] = special.cls_id;
+      if (special.sep_id >= 0) tokens.data<int64_t>()[b * length + length - 1] = special.sep_id;
+    }
+    Tensor labels = Tensor::empty({batch}, DType::i64);
+    for (int64_t b = 0; b < batch; ++b) labels.data<int64_t>()[b] = b % 10;
+    ClassifierInputs in;
+    in.tokens = tokens.to(device);
+    in.key_mask = ones({batch, length}, DType::u8).to(device);
+    const Tensor target = labels.to(device);
+
+    auto step = [&]() {
+      Var loss = cross_entropy(model->forward(in), target);
+      loss.backward();
+      optimizer->step();
+      optimizer->zero_grad();
+      return loss.value();
+    };
+    const bench::Timing t = bench::time_call(step, device, min_time, 5);
+    const int64_t peak = bench::peak_bytes_of([&] { step(); }, device);
+    std::printf(
+        "{\"impl\": \"relpos\", \"config\": \"%s\", \"batch\": %lld, \"length\": %lld, "
+        "\"device\": \"%s\", \"median_ms\": %.3f, \"min_ms\": %.3f, \"runs\": %lld, "
+        "\"peak_bytes\": %lld, \"params\": %lld}\n",
+        config.name.c_str(), static_cast<long long>(batch), static_cast<long long>(length),
+        device_name.c_str(), t.median_ms, t.min_ms, static_cast<long long>(t.runs),
+        static_cast<long long>(peak), static_cast<long long>(model->num_parameters()));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "relpos_bench_train_step: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,98 @@
+// `relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--device cpu|cuda] [--json]
+// [--predictions FILE.h5] [--set key=value]...` (DESIGN §7): rebuilds the model from the
+// configuration stored in the checkpoint, evaluates one split, prints its metrics.
+#include <cstdio>
+
+#include "core/error.h"
+#include "datasets/data_loader.h"
+#include "tools/relpos/commands.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/evaluate.h"
+#include "train/json.h"
+#include "train/task_data.h"
+#include "train/trainer.h"
+#include "train/training_state.h"
+
+namespace relpos::cli {
+
+constexpr const char* kEvalUsage =
+    "usage: relpos eval CHECKPOINT [--data-dir DIR] [--split train|val|test] [--device cpu|cuda]\n"
+    "                   [--json] [--predictions FILE.h5] [--set key.path=value]...\n"
+    "Evaluates a checkpoint on one split (default test). --json prints one JSON object on\n"
+    "stdout; --predictions writes datasets logits [n, classes] and labels [n] in dataset order.\n";
+
+int eval_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kEvalUsage, stdout);
+    return 0;
+  }
+  std::string checkpoint, split = "test", predictions;
+  std::vector<std::string> overrides;
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      RELPOS_CHECK(i + 1 < args.size(), "eval", "{} needs a value\n{}", a, kEvalUsage);
+      return args[++i];
+    };
+    if (a == "--data-dir")
+      overrides.push_back("data.dir=" + value());
+    else if (a == "--split")
+      split = value();
+    else if (a == "--device")
+      overrides.push_back("device=" + value());
+    else if (a == "--set")
+      overrides.push_back(value());
+    else if (a == "--json")
+      json = true;
+    else if (a == "--predictions")
+      predictions = value();
+    else if (a.rfind("--", 0) == 0)
+      throw Error(fmt::format("[eval] unknown option '{}'\n{}", a, kEvalUsage));
+    else if (checkpoint.empty())
+      checkpoint = a;
+    else
+      throw Error(fmt::format("[eval] one checkpoint expected, got '{}' and '{}'", checkpoint, a));
+  }
+  RELPOS_CHECK(!checkpoint.empty(), "eval", "no checkpoint given\n{}", kEvalUsage);
+
+  const CheckpointData data = read_checkpoint(checkpoint);
+  const auto text = data.texts.find("config");
+  RELPOS_CHECK(text != data.texts.end(), "eval", "'{}' holds no configuration", checkpoint);
+  const RunConfig config = parse_config(text->second, checkpoint, overrides);
+  const Device device = Device::parse(config.device);
+  RELPOS_CHECK(!device.is_cuda() || cuda_available(), "eval",
+               "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
+
+  const Dataset dataset = load_split(config.data, split);
+  ModelConfig model_config = config.model;
+  complete_model_config(model_config, config.data, dataset.vocab_size, dataset.num_classes);
+  Generator gen(config.seed);
+  auto model = make_model(model_config, gen);
+  restore_module(*model, data);
+  model->to(device);
+  DataLoaderOptions loader_options = run_loader_options(config, *model, false);
+  DataLoader loader(dataset, loader_options);
+  const Evaluation e = evaluate(*model, loader, device, 0, !predictions.empty());
+  if (!predictions.empty()) write_predictions(predictions, e.logits, e.labels);
+
+  const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
+  if (json) {
+    std::printf("%s\n", metrics_json(e.metrics)
+                            .add("checkpoint", checkpoint)
+                            .add("split", split)
+                            .add("step", step)
+                            .add("name", config.name)
+                            .str()
+                            .c_str());
+  } else {
+    std::printf("%s on %s (%lld examples, step %lld): loss %.4f, accuracy %.4f, macro-F1 %.4f\n",
+                config.name.c_str(), split.c_str(), static_cast<long long>(e.metrics.examples),
+                static_cast<long long>(step), e.metrics.loss, e.metrics.accuracy,
+                e.metrics.macro_f1);
+  }
+  return 0;
+}
+
+}  // namespace relpos::cli

@@ -1,0 +1,62 @@
+// `relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda] [--resume CKPT]`
+// (DESIGN §7): trains, then prints one line of final metrics on stdout.
+#include <cstdio>
+
+#include "core/error.h"
+#include "tools/relpos/commands.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace relpos::cli {
+
+constexpr const char* kTrainUsage =
+    "usage: relpos train CONFIG.yaml [--set key.path=value]... [--out DIR] [--device cpu|cuda]\n"
+    "                    [--resume CHECKPOINT] [--quiet]\n"
+    "Trains the model of CONFIG, writing config.yaml, metrics.jsonl, log.txt,\n"
+    "checkpoints/{last,best}.h5 and summary.json to the run directory (train.out, default\n"
+    "runs/<name>). --set overrides any key (value read as YAML: --set model.positional.grid=[14,14]);\n"
+    "--resume continues a run from its checkpoint.\n";
+
+int train_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kTrainUsage, stdout);
+    return 0;
+  }
+  std::string config_path;
+  std::vector<std::string> overrides;
+  TrainerOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      RELPOS_CHECK(i + 1 < args.size(), "train", "{} needs a value\n{}", a, kTrainUsage);
+      return args[++i];
+    };
+    if (a == "--set")
+      overrides.push_back(value());
+    else if (a == "--out")
+      overrides.push_back("train.out=" + value());
+    else if (a == "--device")
+      overrides.push_back("device=" + value());
+    else if (a == "--resume")
+      options.resume = value();
+    else if (a == "--quiet")
+      options.verbose = false;
+    else if (a.rfind("--", 0) == 0)
+      throw Error(fmt::format("[train] unknown option '{}'\n{}", a, kTrainUsage));
+    else if (config_path.empty())
+      config_path = a;
+    else
+      throw Error(fmt::format("[train] one config file expected, got '{}' and '{}'", config_path, a));
+  }
+  RELPOS_CHECK(!config_path.empty(), "train", "no config file given\n{}", kTrainUsage);
+  Trainer trainer(load_config(config_path, overrides), options);
+  const RunSummary r = trainer.run();
+  std::printf("%s: test accuracy %.4f (last) %.4f (best), macro-F1 %.4f / %.4f, %lld steps, "
+              "%.1f s, peak %.1f MB, run %s\n",
+              trainer.model().config().type.c_str(), r.test_last.accuracy, r.test_best.accuracy,
+              r.test_last.macro_f1, r.test_best.macro_f1, static_cast<long long>(r.steps),
+              r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
+  return 0;
+}
+
+}  // namespace relpos::cli

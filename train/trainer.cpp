@@ -1,0 +1,379 @@
+// The training loop (train/trainer.h).
+#include "train/trainer.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "core/allocator.h"
+#include "core/error.h"
+#include "datasets/data_loader.h"
+#include "train/checkpoint.h"
+#include "train/clip.h"
+#include "train/evaluate.h"
+#include "train/json.h"
+#include "train/optimizer.h"
+#include "train/progress.h"
+#include "train/schedule.h"
+#include "train/task_data.h"
+#include "train/training_state.h"
+
+namespace relpos {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+void complete_model_config(ModelConfig& model, const DataConfig& data, int64_t vocab_size,
+                           int64_t num_classes) {
+  if (model.vocab_size == 0) model.vocab_size = vocab_size;
+  if (model.num_classes == 0) model.num_classes = num_classes;
+  if (model.max_len == 0) model.max_len = content_length(data);
+}
+
+struct Trainer::State {
+  RunConfig config;
+  TrainerOptions options;
+  Device device = Device::cpu();
+  fs::path dir;
+  std::shared_ptr<spdlog::logger> log;
+  std::ofstream metrics_file;
+
+  Dataset train_set, val_set, test_set;
+  std::shared_ptr<Classifier> model;
+  std::shared_ptr<Optimizer> optimizer;
+  std::shared_ptr<Schedule> schedule;
+  std::unique_ptr<DataLoader> train_loader, val_loader, test_loader;
+
+  // Position: updates done, the epoch being read and the batches of it already consumed.
+  int64_t step = 0, epoch = 0, batch_in_epoch = 0, total_steps = 0;
+  int64_t evals_without_improvement = 0;
+  double best_metric = std::numeric_limits<double>::quiet_NaN();
+  int64_t best_step = 0;
+  double previous_wall_s = 0, train_time_s = 0;
+  bool stopped_early = false;
+  ClassificationMetrics best_val, last_val;
+  Clock::time_point started = Clock::now();
+
+  void record(const JsonObject& event) {
+    metrics_file << event.str() << '\n';
+    metrics_file.flush();
+  }
+  double wall_s() const {
+    return previous_wall_s + std::chrono::duration<double>(Clock::now() - started).count();
+  }
+};
+
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger(const fs::path& file, bool verbose) {
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string());
+  file_sink->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
+  std::vector<spdlog::sink_ptr> sinks{file_sink};
+  if (verbose) {
+    auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    err->set_pattern("%v");
+    sinks.push_back(err);
+  }
+  auto logger = std::make_shared<spdlog::logger>("relpos", sinks.begin(), sinks.end());
+  logger->flush_on(spdlog::level::info);
+  return logger;
+}
+
+// The run's schedule mapping ({type: constant} when absent); schedules that decay over the run
+// get its length as total_steps unless the mapping sets one.
+Options schedule_options(const RunConfig& config, int64_t total_steps) {
+  Options options = config.schedule;
+  if (options.empty()) options.set("type", "constant");
+  const auto type = options.get<std::string>("type", "");
+  if ((type == "linear_decay" || type == "cosine") && !options.has("total_steps"))
+    options.set("total_steps", total_steps);
+  return options;
+}
+
+}  // namespace
+
+Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique<State>()) {
+  State& s = *s_;
+  s.config = std::move(config);
+  s.options = std::move(options);
+  const RunConfig& c = s.config;
+  s.device = Device::parse(c.device);
+  RELPOS_CHECK(!s.device.is_cuda() || cuda_available(), "train",
+               "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
+
+  s.dir = c.train.out;
+  fs::create_directories(s.dir / "checkpoints");
+  s.log = make_logger(s.dir / "log.txt", s.options.verbose);
+  {
+    std::ofstream yaml(s.dir / "config.yaml");
+    yaml << c.yaml;
+  }
+
+  s.train_set = load_split(c.data, "train");
+  s.val_set = load_split(c.data, "val");
+  s.test_set = load_split(c.data, "test");
+  ModelConfig model_config = c.model;
+  complete_model_config(model_config, c.data, s.train_set.vocab_size, s.train_set.num_classes);
+  Generator gen(c.seed);
+  s.model = make_model(model_config, gen);
+  s.model->to(s.device);
+  s.optimizer = make_optimizer(s.model->parameters(), c.optimizer);
+
+  s.train_loader =
+      std::make_unique<DataLoader>(s.train_set, run_loader_options(c, *s.model, true));
+  s.val_loader = std::make_unique<DataLoader>(s.val_set, run_loader_options(c, *s.model, false));
+  s.test_loader = std::make_unique<DataLoader>(s.test_set, run_loader_options(c, *s.model, false));
+  const int64_t per_epoch = std::max<int64_t>(1, s.train_loader->num_batches() / c.train.accumulate);
+  s.total_steps = c.train.steps > 0 ? c.train.steps : c.train.epochs * per_epoch;
+  s.schedule = make_schedule(schedule_options(c, s.total_steps), s.optimizer->lr());
+
+  if (!s.options.resume.empty()) {
+    const CheckpointData ckpt = read_checkpoint(s.options.resume);
+    restore_module(*s.model, ckpt);
+    restore_optimizer(*s.optimizer, *s.model, ckpt);
+    auto get = [&](const char* key) {
+      auto it = ckpt.ints.find(key);
+      RELPOS_CHECK(it != ckpt.ints.end(), "train", "'{}' is not a training checkpoint (no '{}')",
+                   s.options.resume, key);
+      return it->second;
+    };
+    s.step = get("step");
+    s.epoch = get("epoch");
+    s.batch_in_epoch = get("batch_in_epoch");
+    s.evals_without_improvement = get("evals_without_improvement");
+    s.best_step = get("best_step");
+    s.best_metric = ckpt.floats.count("best_metric") ? ckpt.floats.at("best_metric")
+                                                      : std::numeric_limits<double>::quiet_NaN();
+    s.previous_wall_s = ckpt.floats.count("wall_time_s") ? ckpt.floats.at("wall_time_s") : 0.0;
+    s.train_time_s = ckpt.floats.count("train_time_s") ? ckpt.floats.at("train_time_s") : 0.0;
+    if (ckpt.texts.count("config") && ckpt.texts.at("config") != c.yaml)
+      s.log->warn("note: the configuration differs from the one '{}' was trained with",
+                  s.options.resume);
+    RELPOS_CHECK(s.step <= s.total_steps, "train",
+                 "'{}' is at step {}, past this run's {} steps", s.options.resume, s.step,
+                 s.total_steps);
+  }
+  s.metrics_file.open(s.dir / "metrics.jsonl", s.step > 0 ? std::ios::app : std::ios::trunc);
+  set_detect_anomaly(c.debug.detect_anomaly || detect_anomaly());
+}
+
+Trainer::~Trainer() = default;
+
+Classifier& Trainer::model() { return *s_->model; }
+
+RunSummary Trainer::run() {
+  State& s = *s_;
+  const RunConfig& c = s.config;
+  const TrainConfig& t = c.train;
+  reset_peak_memory(s.device);
+
+  auto save = [&](const fs::path& path) {
+    CheckpointData data = capture_state(*s.model, s.optimizer.get());
+    data.ints = {{"step", s.step},
+                 {"epoch", s.epoch},
+                 {"batch_in_epoch", s.batch_in_epoch},
+                 {"evals_without_improvement", s.evals_without_improvement},
+                 {"best_step", s.best_step}};
+    data.floats = {{"best_metric", s.best_metric},
+                   {"wall_time_s", s.wall_s()},
+                   {"train_time_s", s.train_time_s}};
+    data.texts = {{"config", c.yaml}, {"relpos_version", RELPOS_VERSION}};
+    write_checkpoint(path.string(), data);
+  };
+
+  s.log->info("run '{}': {} parameters, {} training examples, {} updates on {}", c.name,
+              s.model->num_parameters(), s.train_set.examples.size(), s.total_steps, c.device);
+
+  // Position the loader where the run stands (a resumed run skips the batches it consumed).
+  s.train_loader->begin_epoch(s.epoch);
+  Batch batch;
+  for (int64_t b = 0; b < s.batch_in_epoch; ++b) s.train_loader->next(batch);
+
+  // Validation, checkpoints, patience; returns false when the run should stop.
+  auto validate = [&]() {
+    const Evaluation e =
+        evaluate(*s.model, *s.val_loader, s.device, c.eval.max_batches, /*keep_logits=*/false);
+    s.model->train();
+    s.last_val = e.metrics;
+    const double value = metric_value(e.metrics, t.metric);
+    const bool improved = std::isnan(s.best_metric) || metric_improves(t.metric, value, s.best_metric);
+    if (improved) {
+      s.best_metric = value;
+      s.best_step = s.step;
+      s.best_val = e.metrics;
+      s.evals_without_improvement = 0;
+    } else {
+      ++s.evals_without_improvement;
+    }
+    s.record(metrics_json(e.metrics)
+                 .add("event", "eval")
+                 .add("split", "val")
+                 .add("step", s.step)
+                 .add("best", improved));
+    s.log->info("step {}: val loss {:.4f} accuracy {:.4f} macro_f1 {:.4f}{}", s.step,
+                e.metrics.loss, e.metrics.accuracy, e.metrics.macro_f1,
+                improved ? " (best)" : "");
+    if (improved) save(s.dir / "checkpoints" / "best.h5");
+    save(s.dir / "checkpoints" / "last.h5");
+    const bool stop = t.patience > 0 && s.evals_without_improvement >= t.patience;
+    if (stop) {
+      s.stopped_early = true;
+      s.log->info("early stop: {} validations without a better {}", s.evals_without_improvement,
+                  t.metric);
+    }
+    return !stop;
+  };
+
+  const double max_norm =
+      t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
+  Progress progress(s.total_steps, s.step, t.log_every, s.options.verbose);
+  s.model->train();
+  double loss_window = 0;
+  int64_t window_updates = 0, window_examples = 0;
+  auto window_start = Clock::now();
+  bool keep_going = s.step < s.total_steps;
+  while (keep_going) {
+    const auto step_start = Clock::now();
+    bool epoch_ended = false;
+    double loss_sum = 0;
+    for (int64_t a = 0; a < t.accumulate; ++a) {
+      while (!s.train_loader->next(batch)) {
+        ++s.epoch;
+        s.batch_in_epoch = 0;
+        epoch_ended = true;
+        s.train_loader->begin_epoch(s.epoch);
+      }
+      ++s.batch_in_epoch;
+      window_examples += batch.size;
+      try {
+        const Var logits = s.model->forward(classifier_inputs(batch, s.device));
+        Var loss = cross_entropy(logits, batch.labels.to(s.device));
+        const double value = loss.value().to(Device::cpu()).item();
+        RELPOS_CHECK(std::isfinite(value), "train",
+                     "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
+                     "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
+                     value, s.step + 1);
+        loss_sum += value;
+        if (t.accumulate > 1) loss = loss * (1.0 / static_cast<double>(t.accumulate));
+        loss.backward();
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        if (what.rfind("[train]", 0) == 0) throw;
+        throw Error(fmt::format("[train] step {} (epoch {}): {}", s.step + 1, s.epoch, what));
+      }
+    }
+    const double grad_norm = clip_grad_norm(s.optimizer->params(), max_norm);
+    RELPOS_CHECK(std::isfinite(grad_norm), "train",
+                 "the gradient norm is {} at step {}; rerun with debug.detect_anomaly: true to "
+                 "name the op",
+                 grad_norm, s.step + 1);
+    const double lr = s.schedule->lr_at(s.step);
+    s.optimizer->set_lr(lr);
+    s.optimizer->step();
+    s.optimizer->zero_grad();
+    ++s.step;
+    s.train_time_s += std::chrono::duration<double>(Clock::now() - step_start).count();
+
+    const double loss = loss_sum / static_cast<double>(t.accumulate);
+    loss_window += loss;
+    ++window_updates;
+    progress.update(s.step, loss, lr);
+    if (s.step % t.log_every == 0 || s.step == s.total_steps) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
+      s.record(JsonObject()
+                   .add("event", "train")
+                   .add("step", s.step)
+                   .add("epoch", s.epoch)
+                   .add("loss", loss_window / static_cast<double>(window_updates))
+                   .add("lr", lr)
+                   .add("grad_norm", grad_norm)
+                   .add("examples_per_s", static_cast<double>(window_examples) / seconds)
+                   .add("elapsed_s", s.wall_s()));
+      loss_window = 0;
+      window_updates = window_examples = 0;
+      window_start = Clock::now();
+    }
+    keep_going = s.step < s.total_steps;
+    if (keep_going && s.step == s.options.stop_at_step) {
+      progress.interrupt();
+      save(s.dir / "checkpoints" / "last.h5");
+      s.log->info("stopped at step {} as asked; continue with --resume {}", s.step,
+                  (s.dir / "checkpoints" / "last.h5").string());
+      RunSummary partial;
+      partial.steps = s.step;
+      partial.run_dir = s.dir.string();
+      return partial;
+    }
+    const bool eval_now = t.eval_every > 0 ? s.step % t.eval_every == 0 : epoch_ended;
+    if (eval_now || !keep_going) {
+      progress.interrupt();
+      keep_going = validate() && keep_going;
+    }
+  }
+  progress.interrupt();
+
+  RunSummary r;
+  r.finished = true;
+  r.steps = s.step;
+  r.epochs = static_cast<double>(s.step * t.accumulate) /
+             static_cast<double>(std::max<int64_t>(1, s.train_loader->num_batches()));
+  r.stopped_early = s.stopped_early;
+  r.best_step = s.best_step;
+  r.best_val = s.best_val;
+  r.last_val = s.last_val;
+  r.test_last = evaluate(*s.model, *s.test_loader, s.device, 0, false).metrics;
+  const fs::path best = s.dir / "checkpoints" / "best.h5";
+  if (fs::exists(best)) {
+    restore_module(*s.model, read_checkpoint(best.string()));
+    r.test_best = evaluate(*s.model, *s.test_loader, s.device, 0, false).metrics;
+  } else {
+    r.test_best = r.test_last;
+  }
+  r.wall_time_s = s.wall_s();
+  r.train_time_s = s.train_time_s;
+  r.peak_memory_bytes = memory_stats(s.device).peak_bytes;
+  r.parameters = s.model->num_parameters();
+  r.run_dir = s.dir.string();
+  s.record(metrics_json(r.test_last).add("event", "test").add("weights", "last").add("step", r.steps));
+  s.record(metrics_json(r.test_best).add("event", "test").add("weights", "best").add("step", r.best_step));
+
+  const std::string summary =
+      JsonObject()
+          .add("name", c.name)
+          .add("device", c.device)
+          .add("steps", r.steps)
+          .add("epochs", r.epochs)
+          .add("stopped_early", r.stopped_early)
+          .add("best_step", r.best_step)
+          .add("metric", t.metric)
+          .add("val_best", metrics_json(r.best_val))
+          .add("val_last", metrics_json(r.last_val))
+          .add("test_last", metrics_json(r.test_last))
+          .add("test_best", metrics_json(r.test_best))
+          .add("wall_time_s", r.wall_time_s)
+          .add("train_time_s", r.train_time_s)
+          .add("peak_memory_bytes", r.peak_memory_bytes)
+          .add("parameters", r.parameters)
+          .str();
+  {
+    std::ofstream out(s.dir / "summary.json");
+    out << summary << '\n';
+  }
+  s.log->info("done: test accuracy {:.4f} (last) / {:.4f} (best, step {}), macro_f1 {:.4f} / "
+              "{:.4f}, {:.1f} s, peak {:.1f} MB -> {}",
+              r.test_last.accuracy, r.test_best.accuracy, r.best_step, r.test_last.macro_f1,
+              r.test_best.macro_f1, r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6,
+              r.run_dir);
+  return r;
+}
+
+}  // namespace relpos

@@ -1,0 +1,61 @@
+// Trainer (DESIGN §6): one run of a RunConfig. Trains for train.steps updates or train.epochs
+// epochs (with gradient accumulation, clipping, the schedule's lr), validates every
+// train.eval_every updates (or at each epoch end), keeps checkpoints/last.h5 and best.h5 (by
+// train.metric), stops early after train.patience validations without improvement, and finally
+// tests with the last and with the best weights. The run directory holds config.yaml,
+// metrics.jsonl (one JSON object per log or eval event), log.txt, checkpoints/ and summary.json.
+// On the CPU a run is deterministic, and a resumed run continues bit-exactly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "layers/models/model.h"
+#include "train/config.h"
+#include "train/metrics.h"
+
+namespace relpos {
+
+struct TrainerOptions {
+  std::string resume;   // a checkpoint of this run to continue from ("" = start afresh)
+  bool verbose = true;  // progress and log lines on stderr (log.txt is written either way)
+  // End this session after this update as an interruption would, saving checkpoints/last.h5
+  // (no validation, no test, no summary); 0: run to the end.
+  int64_t stop_at_step = 0;
+};
+
+struct RunSummary {
+  int64_t steps = 0;          // updates done
+  double epochs = 0;          // passes over the training split (fractional)
+  bool stopped_early = false;
+  int64_t best_step = 0;      // the update of the best validation
+  ClassificationMetrics best_val, last_val, test_last, test_best;
+  double wall_time_s = 0;     // the whole run, this and earlier sessions of a resumed run
+  double train_time_s = 0;    // forward + backward + update only
+  int64_t peak_memory_bytes = 0;  // the device allocator's peak during this session
+  int64_t parameters = 0;
+  std::string run_dir;
+  bool finished = false;  // false when the session ended at TrainerOptions::stop_at_step
+};
+
+class Trainer {
+ public:
+  Trainer(RunConfig config, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  RunSummary run();
+  Classifier& model();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// Fills vocab_size, num_classes and max_len of `model` from the data when they are 0.
+void complete_model_config(ModelConfig& model, const DataConfig& data, int64_t vocab_size,
+                           int64_t num_classes);
+
+}  // namespace relpos
