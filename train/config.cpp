@@ -203,6 +203,7 @@ void read_model(Section s, ModelConfig& m) {
   s.read("input", m.input);
   s.read("embedding_init_std", m.embedding_init_std);
   s.read("positions", m.positions);
+  s.read("position_init_std", m.position_init_std);
   s.read("cls", m.cls);
   s.read("pooling", m.pooling);
   s.read("head", m.head);

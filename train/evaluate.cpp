@@ -29,7 +29,7 @@ DataLoaderOptions run_loader_options(const RunConfig& config, const Classifier& 
                                      bool training) {
   DataLoaderOptions o;
   o.batch_size = training || config.data.eval_batch_size == 0 ? config.data.batch_size
-                                                                : config.data.eval_batch_size;
+                                                              : config.data.eval_batch_size;
   o.shuffle = training;
   o.seed = config.seed;
   o.drop_last = training && config.data.drop_last;
@@ -60,8 +60,7 @@ Evaluation evaluate(Classifier& model, DataLoader& loader, Device device, int64_
   std::vector<Tensor> all_logits, all_labels;
   loader.begin_epoch(0);
   int64_t batches = 0;
-  for (Batch batch; (max_batches == 0 || batches < max_batches) && loader.next(batch);
-       ++batches) {
+  for (Batch batch; (max_batches == 0 || batches < max_batches) && loader.next(batch); ++batches) {
     const Tensor logits = model.forward(classifier_inputs(batch, device)).value();  // [B, C]
     const Tensor labels = batch.labels.to(device);
     const double loss_sum =
@@ -111,8 +110,8 @@ void write_predictions(const std::string& path, const Tensor& logits, const Tens
     H5Handle file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
     RELPOS_CHECK(file.valid(), "predictions", "cannot create '{}'", path);
     try {
-      write_dataset(file.get(), "logits", logits.to(DType::f32), H5T_IEEE_F32LE,
-                    H5T_NATIVE_FLOAT, path);
+      write_dataset(file.get(), "logits", logits.to(DType::f32), H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
+                    path);
       write_dataset(file.get(), "labels", labels.to(DType::i64), H5T_STD_I64LE, H5T_NATIVE_INT64,
                     path);
     } catch (...) {

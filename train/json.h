@@ -12,7 +12,9 @@ namespace relpos {
 class JsonObject {
  public:
   JsonObject& add(const std::string& key, const std::string& value);
-  JsonObject& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  JsonObject& add(const std::string& key, const char* value) {
+    return add(key, std::string(value));
+  }
   JsonObject& add(const std::string& key, double value);
   JsonObject& add(const std::string& key, int64_t value);
   JsonObject& add(const std::string& key, bool value);

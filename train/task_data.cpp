@@ -97,23 +97,29 @@ Dataset read_split(const DataConfig& data, const std::string& split) {
     return read_listops(file.string(), listops_tokenizer_from_name(data.tokenizer), len);
   }
   if (data.dataset == "imdb") {
-    if (!fs::is_directory(dir / "aclImdb") && !fs::is_directory(dir / "train")) missing(data, "aclImdb/");
+    if (!fs::is_directory(dir / "aclImdb") && !fs::is_directory(dir / "train"))
+      missing(data, "aclImdb/");
     return split_of_train(data, split,
                           [&](const std::string& s) { return read_imdb(data.dir, s, len); });
   }
   if (data.dataset == "aan") {
-    const fs::path file = dir / ("new_aan_pairs." + std::string(split == "val" ? "eval" : split) +
-                                 ".tsv");
+    const fs::path file =
+        dir / ("new_aan_pairs." + std::string(split == "val" ? "eval" : split) + ".tsv");
     if (!fs::is_regular_file(file)) missing(data, file.filename().string());
     return read_aan(file.string(), len);
   }
   if (data.dataset == "cifar10") {
-    if (!fs::is_directory(dir)) missing(data, "cifar-10-batches-bin");
-    return read_cifar10(data.dir, split);
+    // The folder of the .bin batches, or the one the archive unpacks into.
+    const fs::path unpacked = dir / "cifar-10-batches-bin";
+    const fs::path batches = fs::is_directory(unpacked) ? unpacked : dir;
+    if (!fs::is_regular_file(batches / "test_batch.bin"))
+      missing(data, "cifar-10-batches-bin/test_batch.bin");
+    return read_cifar10(batches.string(), split);
   }
-  throw Error(fmt::format("[{}] unknown dataset '{}'; known: mnist, fashion-mnist, listops, imdb, "
-                          "aan, cifar10",
-                          kWho, data.dataset));
+  throw Error(
+      fmt::format("[{}] unknown dataset '{}'; known: mnist, fashion-mnist, listops, imdb, "
+                  "aan, cifar10",
+                  kWho, data.dataset));
 }
 
 }  // namespace
@@ -129,7 +135,9 @@ int64_t content_length(const DataConfig& data) {
   return 0;
 }
 
-bool is_pair_dataset(const DataConfig& data) { return data.dataset == "aan"; }
+bool is_pair_dataset(const DataConfig& data) {
+  return data.dataset == "aan";
+}
 
 Dataset load_split(const DataConfig& data, const std::string& split) {
   RELPOS_CHECK(split == "train" || split == "val" || split == "test", kWho,

@@ -39,6 +39,16 @@ void complete_model_config(ModelConfig& model, const DataConfig& data, int64_t v
   if (model.max_len == 0) model.max_len = content_length(data);
 }
 
+// The run's schedule mapping ({type: constant} when absent); schedules that decay over the run
+// get its length as total_steps unless the mapping sets one.
+Options run_schedule_options(const RunConfig& config, int64_t total_steps) {
+  if (config.schedule.empty()) return Options("schedule").set("type", "constant");
+  const auto type = config.schedule.get<std::string>("type", "");
+  if ((type == "linear_decay" || type == "cosine") && !config.schedule.has("total_steps"))
+    return config.schedule.with("total_steps", std::to_string(total_steps));
+  return config.schedule;
+}
+
 struct Trainer::State {
   RunConfig config;
   TrainerOptions options;
@@ -88,17 +98,6 @@ std::shared_ptr<spdlog::logger> make_logger(const fs::path& file, bool verbose) 
   return logger;
 }
 
-// The run's schedule mapping ({type: constant} when absent); schedules that decay over the run
-// get its length as total_steps unless the mapping sets one.
-Options schedule_options(const RunConfig& config, int64_t total_steps) {
-  Options options = config.schedule;
-  if (options.empty()) options.set("type", "constant");
-  const auto type = options.get<std::string>("type", "");
-  if ((type == "linear_decay" || type == "cosine") && !options.has("total_steps"))
-    options.set("total_steps", total_steps);
-  return options;
-}
-
 }  // namespace
 
 Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique<State>()) {
@@ -128,13 +127,13 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   s.model->to(s.device);
   s.optimizer = make_optimizer(s.model->parameters(), c.optimizer);
 
-  s.train_loader =
-      std::make_unique<DataLoader>(s.train_set, run_loader_options(c, *s.model, true));
+  s.train_loader = std::make_unique<DataLoader>(s.train_set, run_loader_options(c, *s.model, true));
   s.val_loader = std::make_unique<DataLoader>(s.val_set, run_loader_options(c, *s.model, false));
   s.test_loader = std::make_unique<DataLoader>(s.test_set, run_loader_options(c, *s.model, false));
-  const int64_t per_epoch = std::max<int64_t>(1, s.train_loader->num_batches() / c.train.accumulate);
+  const int64_t per_epoch =
+      std::max<int64_t>(1, s.train_loader->num_batches() / c.train.accumulate);
   s.total_steps = c.train.steps > 0 ? c.train.steps : c.train.epochs * per_epoch;
-  s.schedule = make_schedule(schedule_options(c, s.total_steps), s.optimizer->lr());
+  s.schedule = make_schedule(run_schedule_options(c, s.total_steps), s.optimizer->lr());
 
   if (!s.options.resume.empty()) {
     const CheckpointData ckpt = read_checkpoint(s.options.resume);
@@ -152,15 +151,14 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
     s.evals_without_improvement = get("evals_without_improvement");
     s.best_step = get("best_step");
     s.best_metric = ckpt.floats.count("best_metric") ? ckpt.floats.at("best_metric")
-                                                      : std::numeric_limits<double>::quiet_NaN();
+                                                     : std::numeric_limits<double>::quiet_NaN();
     s.previous_wall_s = ckpt.floats.count("wall_time_s") ? ckpt.floats.at("wall_time_s") : 0.0;
     s.train_time_s = ckpt.floats.count("train_time_s") ? ckpt.floats.at("train_time_s") : 0.0;
     if (ckpt.texts.count("config") && ckpt.texts.at("config") != c.yaml)
       s.log->warn("note: the configuration differs from the one '{}' was trained with",
                   s.options.resume);
-    RELPOS_CHECK(s.step <= s.total_steps, "train",
-                 "'{}' is at step {}, past this run's {} steps", s.options.resume, s.step,
-                 s.total_steps);
+    RELPOS_CHECK(s.step <= s.total_steps, "train", "'{}' is at step {}, past this run's {} steps",
+                 s.options.resume, s.step, s.total_steps);
   }
   s.metrics_file.open(s.dir / "metrics.jsonl", s.step > 0 ? std::ios::app : std::ios::trunc);
   set_detect_anomaly(c.debug.detect_anomaly || detect_anomaly());
@@ -168,7 +166,9 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
 
 Trainer::~Trainer() = default;
 
-Classifier& Trainer::model() { return *s_->model; }
+Classifier& Trainer::model() {
+  return *s_->model;
+}
 
 RunSummary Trainer::run() {
   State& s = *s_;
@@ -205,7 +205,8 @@ RunSummary Trainer::run() {
     s.model->train();
     s.last_val = e.metrics;
     const double value = metric_value(e.metrics, t.metric);
-    const bool improved = std::isnan(s.best_metric) || metric_improves(t.metric, value, s.best_metric);
+    const bool improved =
+        std::isnan(s.best_metric) || metric_improves(t.metric, value, s.best_metric);
     if (improved) {
       s.best_metric = value;
       s.best_step = s.step;
@@ -220,8 +221,7 @@ RunSummary Trainer::run() {
                  .add("step", s.step)
                  .add("best", improved));
     s.log->info("step {}: val loss {:.4f} accuracy {:.4f} macro_f1 {:.4f}{}", s.step,
-                e.metrics.loss, e.metrics.accuracy, e.metrics.macro_f1,
-                improved ? " (best)" : "");
+                e.metrics.loss, e.metrics.accuracy, e.metrics.macro_f1, improved ? " (best)" : "");
     if (improved) save(s.dir / "checkpoints" / "best.h5");
     save(s.dir / "checkpoints" / "last.h5");
     const bool stop = t.patience > 0 && s.evals_without_improvement >= t.patience;
@@ -246,13 +246,15 @@ RunSummary Trainer::run() {
     bool epoch_ended = false;
     double loss_sum = 0;
     for (int64_t a = 0; a < t.accumulate; ++a) {
-      while (!s.train_loader->next(batch)) {
+      if (s.batch_in_epoch == s.train_loader->num_batches()) {
         ++s.epoch;
         s.batch_in_epoch = 0;
-        epoch_ended = true;
         s.train_loader->begin_epoch(s.epoch);
       }
+      RELPOS_CHECK(s.train_loader->next(batch), "train", "the training loader ran dry in epoch {}",
+                   s.epoch);
       ++s.batch_in_epoch;
+      epoch_ended = epoch_ended || s.batch_in_epoch == s.train_loader->num_batches();
       window_examples += batch.size;
       try {
         const Var logits = s.model->forward(classifier_inputs(batch, s.device));
@@ -343,36 +345,40 @@ RunSummary Trainer::run() {
   r.peak_memory_bytes = memory_stats(s.device).peak_bytes;
   r.parameters = s.model->num_parameters();
   r.run_dir = s.dir.string();
-  s.record(metrics_json(r.test_last).add("event", "test").add("weights", "last").add("step", r.steps));
-  s.record(metrics_json(r.test_best).add("event", "test").add("weights", "best").add("step", r.best_step));
+  s.record(
+      metrics_json(r.test_last).add("event", "test").add("weights", "last").add("step", r.steps));
+  s.record(metrics_json(r.test_best)
+               .add("event", "test")
+               .add("weights", "best")
+               .add("step", r.best_step));
 
-  const std::string summary =
-      JsonObject()
-          .add("name", c.name)
-          .add("device", c.device)
-          .add("steps", r.steps)
-          .add("epochs", r.epochs)
-          .add("stopped_early", r.stopped_early)
-          .add("best_step", r.best_step)
-          .add("metric", t.metric)
-          .add("val_best", metrics_json(r.best_val))
-          .add("val_last", metrics_json(r.last_val))
-          .add("test_last", metrics_json(r.test_last))
-          .add("test_best", metrics_json(r.test_best))
-          .add("wall_time_s", r.wall_time_s)
-          .add("train_time_s", r.train_time_s)
-          .add("peak_memory_bytes", r.peak_memory_bytes)
-          .add("parameters", r.parameters)
-          .str();
+  const std::string summary = JsonObject()
+                                  .add("name", c.name)
+                                  .add("device", c.device)
+                                  .add("steps", r.steps)
+                                  .add("epochs", r.epochs)
+                                  .add("stopped_early", r.stopped_early)
+                                  .add("best_step", r.best_step)
+                                  .add("metric", t.metric)
+                                  .add("val_best", metrics_json(r.best_val))
+                                  .add("val_last", metrics_json(r.last_val))
+                                  .add("test_last", metrics_json(r.test_last))
+                                  .add("test_best", metrics_json(r.test_best))
+                                  .add("wall_time_s", r.wall_time_s)
+                                  .add("train_time_s", r.train_time_s)
+                                  .add("peak_memory_bytes", r.peak_memory_bytes)
+                                  .add("parameters", r.parameters)
+                                  .str();
   {
     std::ofstream out(s.dir / "summary.json");
     out << summary << '\n';
   }
-  s.log->info("done: test accuracy {:.4f} (last) / {:.4f} (best, step {}), macro_f1 {:.4f} / "
-              "{:.4f}, {:.1f} s, peak {:.1f} MB -> {}",
-              r.test_last.accuracy, r.test_best.accuracy, r.best_step, r.test_last.macro_f1,
-              r.test_best.macro_f1, r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6,
-              r.run_dir);
+  s.log->info(
+      "done: test accuracy {:.4f} (last) / {:.4f} (best, step {}), macro_f1 {:.4f} / "
+      "{:.4f}, {:.1f} s, peak {:.1f} MB -> {}",
+      r.test_last.accuracy, r.test_best.accuracy, r.best_step, r.test_last.macro_f1,
+      r.test_best.macro_f1, r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6,
+      r.run_dir);
   return r;
 }
 

@@ -69,8 +69,8 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
   if (c.positions == "learned") {
     learned_positions_ = register_module(
         "position", std::make_shared<LearnedPositionalEmbedding>(seq_len_, d, c.dtype, gen));
-    // N(0, 0.02) as both references (LRA AddPositionEmbs, BERT initializer_range).
-    normal_(learned_positions_->weight().value(), 0.0, 0.02, gen);
+    // N(0, 0.02) by default, as both references (LRA AddPositionEmbs, BERT initializer_range).
+    normal_(learned_positions_->weight().value(), 0.0, c.position_init_std, gen);
   } else if (c.positions == "sinusoidal") {
     sinusoidal_positions_ = register_module(
         "position", std::make_shared<SinusoidalPositionalEmbedding>(seq_len_, d, c.dtype));

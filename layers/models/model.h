@@ -38,6 +38,7 @@ struct ModelConfig {
   std::string input = "tokens";
   double embedding_init_std = 1.0;    // N(0, std) for the token embedding (LRA: 1, BERT: 0.02)
   std::string positions = "learned";  // absolute positions: learned | sinusoidal | none
+  double position_init_std = 0.02;    // N(0, std) for learned positions (LRA, BERT: 0.02)
   // The CLS: "vector" (a learned zero-initialized vector prepended after embedding: LRA), "token"
   // (the data carries [CLS] ... [SEP] as ids vocab_size and vocab_size + 1: BERT), "none".
   std::string cls = "vector";

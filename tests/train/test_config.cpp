@@ -18,7 +18,8 @@ namespace {
 struct ScratchDir {
   fs::path path;
   ScratchDir() {
-    path = fs::temp_directory_path() / ("relpos_config_test_" + std::to_string(std::random_device{}()));
+    path = fs::temp_directory_path() /
+           ("relpos_config_test_" + std::to_string(std::random_device{}()));
     fs::create_directories(path);
   }
   ~ScratchDir() { fs::remove_all(path); }
@@ -167,8 +168,9 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(load_error(a).find("includes itself") != std::string::npos);
   }
   SUBCASE("values checked where they are read") {
-    CHECK(load_error(good, {"train.epochs=2"}).find("exactly one of train.steps and train.epochs") !=
-          std::string::npos);
+    CHECK(
+        load_error(good, {"train.epochs=2"}).find("exactly one of train.steps and train.epochs") !=
+        std::string::npos);
     CHECK(load_error(good, {"train.metric=f2"}) ==
           "[config] train.metric must be accuracy, macro_f1 or loss, got 'f2'");
     CHECK(load_error(good, {"device=tpu"}) == "[config] device must be cpu or cuda, got 'tpu'");

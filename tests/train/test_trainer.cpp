@@ -43,8 +43,7 @@ void write_quadrant_images(const fs::path& dir, const std::string& prefix, int64
     for (int r = 0; r < 28; ++r)
       for (int c = 0; c < 28; ++c) {
         const bool lit = (r / 14) * 2 + (c / 14) == label;
-        images[i * 784 + r * 28 + c] =
-            static_cast<uint8_t>(lit ? 150 + rng() % 106 : rng() % 61);
+        images[i * 784 + r * 28 + c] = static_cast<uint8_t>(lit ? 150 + rng() % 106 : rng() % 61);
       }
   }
   write_idx((dir / (prefix + "-images-idx3-ubyte")).string(), {n, 28, 28}, images);
@@ -182,8 +181,8 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
 TEST_CASE("trainer: accumulating two half batches matches one full batch") {
   ScratchDir scratch;
   const std::string data = make_data(scratch);
-  const std::vector<std::string> no_noise{"model.dropout=0", "train.steps=1", "schedule={type: constant}",
-                                          "train.eval_every=1"};
+  const std::vector<std::string> no_noise{"model.dropout=0", "train.steps=1",
+                                          "schedule={type: constant}", "train.eval_every=1"};
   auto whole = no_noise, halves = no_noise;
   whole.push_back("data.batch_size=8");
   halves.push_back("data.batch_size=4");
@@ -204,9 +203,9 @@ TEST_CASE("trainer: early stopping after `patience` validations without improvem
   ScratchDir scratch;
   const std::string data = make_data(scratch);
   // lr 0: the first validation is the best there will be.
-  const RunConfig config = tiny_config(
-      scratch, data, "patience",
-      {"optimizer.lr=0", "train.steps=100", "train.eval_every=2", "train.patience=2"});
+  const RunConfig config =
+      tiny_config(scratch, data, "patience",
+                  {"optimizer.lr=0", "train.steps=100", "train.eval_every=2", "train.patience=2"});
   const RunSummary r = train(config);
   CHECK(r.stopped_early);
   CHECK(r.steps == 6);  // validations at 2 (best), 4, 6 (second without improvement)
@@ -218,7 +217,8 @@ TEST_CASE("trainer: a non-finite loss stops the run with its step, and anomaly m
   const std::string data = make_data(scratch);
   const std::vector<std::string> explode{"optimizer={type: sgd, lr: 1.0e30}",
                                          "schedule={type: constant}", "train.steps=50"};
-  const std::string plain = test::error_of([&] { train(tiny_config(scratch, data, "nan", explode)); });
+  const std::string plain =
+      test::error_of([&] { train(tiny_config(scratch, data, "nan", explode)); });
   CHECK(plain.find("[train]") == 0);
   CHECK(plain.find("at step") != std::string::npos);
   CHECK(plain.find("detect_anomaly") != std::string::npos);

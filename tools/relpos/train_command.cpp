@@ -14,7 +14,8 @@ constexpr const char* kTrainUsage =
     "                    [--resume CHECKPOINT] [--quiet]\n"
     "Trains the model of CONFIG, writing config.yaml, metrics.jsonl, log.txt,\n"
     "checkpoints/{last,best}.h5 and summary.json to the run directory (train.out, default\n"
-    "runs/<name>). --set overrides any key (value read as YAML: --set model.positional.grid=[14,14]);\n"
+    "runs/<name>). --set overrides any key (value read as YAML: --set "
+    "model.positional.grid=[14,14]);\n"
     "--resume continues a run from its checkpoint.\n";
 
 int train_command(const std::vector<std::string>& args) {
@@ -46,16 +47,18 @@ int train_command(const std::vector<std::string>& args) {
     else if (config_path.empty())
       config_path = a;
     else
-      throw Error(fmt::format("[train] one config file expected, got '{}' and '{}'", config_path, a));
+      throw Error(
+          fmt::format("[train] one config file expected, got '{}' and '{}'", config_path, a));
   }
   RELPOS_CHECK(!config_path.empty(), "train", "no config file given\n{}", kTrainUsage);
   Trainer trainer(load_config(config_path, overrides), options);
   const RunSummary r = trainer.run();
-  std::printf("%s: test accuracy %.4f (last) %.4f (best), macro-F1 %.4f / %.4f, %lld steps, "
-              "%.1f s, peak %.1f MB, run %s\n",
-              trainer.model().config().type.c_str(), r.test_last.accuracy, r.test_best.accuracy,
-              r.test_last.macro_f1, r.test_best.macro_f1, static_cast<long long>(r.steps),
-              r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
+  std::printf(
+      "%s: test accuracy %.4f (last) %.4f (best), macro-F1 %.4f / %.4f, %lld steps, "
+      "%.1f s, peak %.1f MB, run %s\n",
+      trainer.model().config().type.c_str(), r.test_last.accuracy, r.test_best.accuracy,
+      r.test_last.macro_f1, r.test_best.macro_f1, static_cast<long long>(r.steps), r.wall_time_s,
+      static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
   return 0;
 }
 
