@@ -37,17 +37,38 @@ class FastRpb final : public Positional {
                  q_len, len);
     RELPOS_CHECK(v.size(1) == weight_.size(0), kName, "has weights for {} heads, values have {}",
                  weight_.size(0), v.size(1));
-    Var content = toeplitz_content_values(v, in, options_, kName);  // [B, H, Lc, D]
+    // With padding, a sequence's trailing specials ([SEP]) sit before the padding, inside the
+    // slice toeplitz_content_values takes: zero them as keys here and as rows below.
+    const Tensor rows = trailing_special_rows(in, len, v.dtype(), v.device());  // [B, 1, L, 1]
+    Var content = toeplitz_content_values(rows.defined() ? v * Var(rows) : v, in, options_, kName);
     const int64_t content_len = content.size(2);
     RELPOS_CHECK(content_len <= max_content_, kName,
                  "{} content tokens exceed the {} its weights cover (max_len {})", content_len,
                  max_content_, max_content_ + options_.front + options_.back);
     Var w = central_toeplitz_weights(weight_, options_.symmetric, content_len);  // [H, 2Lc - 1]
     Var y = toeplitz_matvec(w, content, in.causal);                              // [B, H, Lc, D]
-    return pad(y, {0, 0, options_.front, options_.back});                        // [B, H, L, D]
+    y = pad(y, {0, 0, options_.front, options_.back});                           // [B, H, L, D]
+    return rows.defined() ? y * Var(rows) : y;
   }
 
  private:
+  // [B, 1, L, 1]: 0 on the last options_.back real tokens of each sequence, 1 elsewhere;
+  // undefined without trailing specials or without a mask (they are then rows L - back ..).
+  Tensor trailing_special_rows(const AttentionInputs& in, int64_t len, DType dtype,
+                               Device device) const {
+    if (options_.back == 0 || !in.key_mask.defined()) return {};
+    const Tensor mask = in.key_mask.to(Device::cpu()).contiguous();  // [B, L] u8
+    const int64_t batch = mask.size(0);
+    std::vector<double> rows(batch * len, 1.0);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t j = len - 1, left = options_.back; j >= 0 && left > 0; --j)
+        if (mask.data<uint8_t>()[b * len + j] != 0) {
+          rows[b * len + j] = 0.0;
+          --left;
+        }
+    return Tensor::from_vector(rows, {batch, 1, len, 1}).to(dtype).to(device);
+  }
+
   ToeplitzBiasOptions options_;
   int64_t max_content_;  // N: the longest content the weights cover
   Var weight_;           // [H, 2N - 1] (full) or [H, N] (symmetric)

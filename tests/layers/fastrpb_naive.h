@@ -23,7 +23,8 @@ class NaiveToeplitzWeights {
 };
 
 // W·V over the content tokens (positions front .. L - back - 1), W[i, j] = w_(i-j), zero for
-// j > i when in.causal; padding keys (in.key_mask) left out; special-token rows zero.
+// j > i when in.causal; padding keys (in.key_mask) left out; special-token rows zero. With a mask,
+// the `back` specials are the last real tokens of each sequence (a [SEP] before the padding).
 // v: [B, H, L, D] -> [B, H, L, D].
 Tensor naive_fastrpb(const Tensor& weight, bool symmetric, const Tensor& v,
                      const AttentionInputs& in, int64_t front, int64_t back);

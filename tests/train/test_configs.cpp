@@ -18,10 +18,11 @@ namespace fs = std::filesystem;
 TEST_CASE("configs: every experiment file loads and builds its model, optimizer and schedule") {
   // vocab_size, num_classes of each dataset's reader (datasets/*.h).
   const std::map<std::string, std::pair<int64_t, int64_t>> sizes = {
-      {"mnist", {256, 10}},  {"fashion-mnist", {256, 10}}, {"listops", {17, 10}},
-      {"imdb", {257, 2}},    {"aan", {257, 2}},            {"cifar10", {256, 10}}};
+      {"mnist", {256, 10}}, {"fashion-mnist", {256, 10}}, {"listops", {17, 10}}, {"imdb", {257, 2}},
+      {"aan", {257, 2}},    {"cifar10", {256, 10}}};
   int64_t checked = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(RELPOS_SOURCE_DIR) / "configs")) {
+  for (const auto& entry :
+       fs::recursive_directory_iterator(fs::path(RELPOS_SOURCE_DIR) / "configs")) {
     const fs::path& path = entry.path();
     if (path.extension() != ".yaml" || path.filename() == "base.yaml") continue;
     CAPTURE(path.string());

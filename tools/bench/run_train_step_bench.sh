@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Training-step benchmark: one full step (forward, cross-entropy, backward, AdamW update) of the
+# demo model and of the MNIST Table-2 model (linear SIKF + FastRPB 2D) at a reduced batch, relpos
+# (relpos_bench_train_step) against the same model in PyTorch (bench_train_step_torch.py), one
+# after the other on the same machine; prints a markdown table with medians, the ratio
+# relpos / PyTorch and peak memory.
+# Usage: tools/bench/run_train_step_bench.sh [--device cpu|cuda] [--demo-batch B] [--mnist-batch B]
+#          [--threads T] [--min-time S]
+# Environment: BUILD_DIR (default build/cpu for the CPU, build/cuda for CUDA; built if absent),
+# PYTHON (default /usr/bin/python3, Debian's python3-torch).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+device=cpu demo_batch=32 mnist_batch=4 threads=$(nproc) min_time=3
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --device) device=$2; shift 2 ;;
+    --demo-batch) demo_batch=$2; shift 2 ;;
+    --mnist-batch) mnist_batch=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --min-time) min_time=$2; shift 2 ;;
+    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "run_train_step_bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+preset=$([[ $device == cuda ]] && echo cuda || echo cpu)
+build_dir=${BUILD_DIR:-build/$preset}
+python=${PYTHON:-/usr/bin/python3}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+if [[ ! -x $build_dir/tools/bench/relpos_bench_train_step ]]; then
+  { cmake --preset "$preset" && cmake --build "$build_dir" --target relpos_bench_train_step; } \
+    >"$out/build.log" 2>&1 || { cat "$out/build.log" >&2; exit 1; }
+fi
+export OMP_NUM_THREADS=$threads
+echo "| model | batch | relpos median ms | PyTorch median ms | relpos / PyTorch | relpos peak MB (allocator) | PyTorch peak MB |"
+echo "|---|---|---|---|---|---|---|"
+for spec in "demo configs/demo/mnist_sikf_fastrpb2d.yaml $demo_batch" \
+            "mnist configs/mnist/linear_sikf_fastrpb2d.yaml $mnist_batch"; do
+  read -r model config batch <<<"$spec"
+  "$build_dir/tools/bench/relpos_bench_train_step" --config "$config" --batch "$batch" \
+    --device "$device" --min-time "$min_time" >"$out/relpos.json"
+  steps=$("$python" -c "import json; print(max(5, min(50, int(json.load(open('$out/relpos.json'))['runs']))))")
+  "$python" tools/bench/bench_train_step_torch.py --model "$model" --batch "$batch" \
+    --steps "$steps" --warmup 2 --threads "$threads" --device "$device" --json >"$out/torch.json"
+  "$python" - "$out/relpos.json" "$out/torch.json" "$model" "$batch" <<'PY'
+import json, sys
+r, t = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {r['median_ms']:.1f} | {t['median_ms']:.1f} | "
+      f"{r['median_ms'] / t['median_ms']:.2f} | {r['peak_bytes'] / 1e6:.1f} | "
+      f"{t['peak_bytes'] / 1e6:.1f} ({t['peak_kind']}) |")
+PY
+done
