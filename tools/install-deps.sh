@@ -11,6 +11,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format
   libopenblas-openmp-dev libfftw3-dev libhdf5-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
   doctest-dev zlib1g-dev libgomp1
+  python3-h5py  # the tests read checkpoints back with h5py, as a user without relpos would
 )
 for arg in "$@"; do
   case "$arg" in

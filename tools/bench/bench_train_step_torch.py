@@ -5,10 +5,10 @@ Usage: bench_train_step_torch.py [--model demo|mnist] [--batch B] [--steps N] [-
            [--threads T] [--device cpu|cuda] [--json]
 
 Models (written in plain torch to mirror relpos layer by layer; the configs they stand for):
-  demo   configs/demo/mnist_sikf_fastrpb2d.yaml: 14x14 pooled MNIST pixels (value / 255 through
-         Linear(1, 64)), a learned CLS vector (zero init) prepended, learned positions over 197
+  demo   configs/demo/mnist_sikf_fastrpb2d.yaml: 7x7 pooled MNIST pixels (value / 255 through
+         Linear(1, 64)), a learned CLS vector (zero init) prepended, learned positions over 50
          rows, 2 pre-LN blocks (4 heads, MLP 128, GELU), final LayerNorm, CLS row -> Dense(128)
-         -> ReLU -> Dense(10). Attention: linear + sikf, plus FastRPB 2D on the 14x14 grid.
+         -> ReLU -> Dense(10). Attention: linear + sikf, plus FastRPB 2D on the 7x7 grid.
   mnist  the Table 2 model, configs/mnist/linear_sikf_fastrpb2d.yaml: [CLS] p1 .. p784 [SEP]
          as token ids (Embedding 258 x 256, N(0, 0.02)), learned positions over 786 rows,
          embedding LayerNorm, 8 post-LN blocks (8 heads, FFN 3072 GELU, q/k/v/out with bias),
@@ -45,12 +45,12 @@ EPS = 1e-6  # linear attention's denominator guard (linear.cpp)
 # model -> sizes; the values the configs above give.
 MODELS = {
     "demo": dict(input="pixels", cls="vector", norm="pre", head="mlp", layers=2, heads=4, dim=64,
-                 mlp=128, grid=(14, 14), bias=False, lr=1e-3, weight_decay=0.01, default_batch=32),
+                 mlp=128, grid=(7, 7), bias=False, lr=3e-3, dropout=0.0, weight_decay=0.01,
+                 default_batch=32),
     "mnist": dict(input="tokens", cls="token", norm="post", head="tanh", layers=8, heads=8,
-                  dim=256, mlp=3072, grid=(28, 28), bias=True, lr=1.45e-4, weight_decay=0.01,
-                  default_batch=8),
+                  dim=256, mlp=3072, grid=(28, 28), bias=True, dropout=0.1, lr=1.45e-4,
+                  weight_decay=0.01, default_batch=8),
 }
-DROPOUT = 0.1
 VOCAB = 256  # pixel values 0-255; [CLS] = 256, [SEP] = 257 with cls "token"
 CLASSES = 10
 
@@ -153,10 +153,10 @@ class MultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, dim, hidden):
+    def __init__(self, dim, hidden, dropout):
         super().__init__()
         self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
-        self.dropout = nn.Dropout(DROPOUT)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
         return self.fc2(self.dropout(F.gelu(self.fc1(x))))
@@ -169,8 +169,8 @@ class EncoderBlock(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(cfg["dim"]), nn.LayerNorm(cfg["dim"])
         self.attn = MultiHeadAttention(cfg["dim"], cfg["heads"], cfg["bias"], cfg["grid"], front,
                                        back)
-        self.mlp = FeedForward(cfg["dim"], cfg["mlp"])
-        self.dropout = nn.Dropout(DROPOUT)
+        self.mlp = FeedForward(cfg["dim"], cfg["mlp"], cfg["dropout"])
+        self.dropout = nn.Dropout(cfg["dropout"])
 
     def forward(self, x):
         if self.pre:
@@ -196,7 +196,7 @@ class Classifier(nn.Module):
             nn.init.normal_(self.embedding.weight, 0.0, 0.02)
         self.position = nn.Parameter(torch.randn(length, d) * 0.02)
         self.embedding_norm = nn.LayerNorm(d) if cfg["norm"] == "post" else None
-        self.dropout = nn.Dropout(DROPOUT)
+        self.dropout = nn.Dropout(cfg["dropout"])
         self.layers = nn.ModuleList(EncoderBlock(cfg, front, back) for _ in range(cfg["layers"]))
         self.norm = nn.LayerNorm(d) if cfg["norm"] == "pre" else None
         if cfg["head"] == "mlp":
