@@ -10,5 +10,6 @@ namespace relpos::cli {
 int data_command(const std::vector<std::string>& args);
 int train_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
+int reproduce_command(const std::vector<std::string>& args);
 
 }  // namespace relpos::cli

@@ -14,6 +14,7 @@ constexpr const char* kUsage =
     "usage: relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda]\n"
     "                    [--resume CHECKPOINT]\n"
     "       relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--json] [--predictions F.h5]\n"
+    "       relpos reproduce table1|table2|table3 [--scale tiny|small|paper] [--seeds N] ...\n"
     "       relpos data prepare NAME --out DIR [--key value ...]\n"
     "       relpos --version\n"
     "       relpos COMMAND --help\n"
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "train") return relpos::cli::train_command(rest);
     if (args[0] == "eval") return relpos::cli::eval_command(rest);
+    if (args[0] == "reproduce") return relpos::cli::reproduce_command(rest);
     if (args[0] == "data") return relpos::cli::data_command({args.begin() + 1, args.end()});
     std::fprintf(stderr, "relpos: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return 2;
