@@ -12,6 +12,7 @@ packages=(
   libopenblas-openmp-dev libfftw3-dev libhdf5-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
   doctest-dev zlib1g-dev libgomp1
   python3-h5py  # the tests read checkpoints back with h5py, as a user without relpos would
+  python3-matplotlib  # tools/plots.py: the figures of `relpos reproduce` (tested by ctest plots)
 )
 for arg in "$@"; do
   case "$arg" in

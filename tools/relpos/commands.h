@@ -11,5 +11,6 @@ int data_command(const std::vector<std::string>& args);
 int train_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
 int reproduce_command(const std::vector<std::string>& args);
+int bench_command(const std::vector<std::string>& args);
 
 }  // namespace relpos::cli

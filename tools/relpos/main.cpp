@@ -1,5 +1,5 @@
-// relpos: the command line (DESIGN §7): train, eval, data prepare. Exit status: 0 on success, 2 on
-// a user error (one clear line on stderr), never a stack dump.
+// relpos: the command line (DESIGN §7): train, eval, reproduce, bench attention, data prepare. Exit
+// status: 0 on success, 2 on a user error (one clear line on stderr), never a stack dump.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "       relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--json] [--predictions F.h5]\n"
     "       relpos reproduce table1|table2|table3 [--scale tiny|small|paper] [--seeds N] ...\n"
     "       relpos data prepare NAME --out DIR [--key value ...]\n"
+    "       relpos bench attention [--lengths 1024,2048,...] [--device cpu|cuda] [--json] ...\n"
     "       relpos --version\n"
     "       relpos COMMAND --help\n"
     "datasets: listops, mnist, fashion-mnist (made here); imdb, aan, cifar10 (printed: where to\n"
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     if (args[0] == "eval") return relpos::cli::eval_command(rest);
     if (args[0] == "reproduce") return relpos::cli::reproduce_command(rest);
     if (args[0] == "data") return relpos::cli::data_command({args.begin() + 1, args.end()});
+    if (args[0] == "bench") return relpos::cli::bench_command(rest);
     std::fprintf(stderr, "relpos: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return 2;
   } catch (const relpos::Error& e) {

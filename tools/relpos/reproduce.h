@@ -22,8 +22,8 @@ struct Cell {
 
 // The paper's value of a cell: numbers, or a note (OOM, "too slow", N/A) in place of them.
 struct PaperValue {
-  std::string value, std, note;         // tables 1-2: accuracy / F1 in %
-  std::string hours, peak_gb;           // table 3
+  std::string value, std, note;  // tables 1-2: accuracy / F1 in %
+  std::string hours, peak_gb;    // table 3
 };
 
 // The cells of table1/table2/table3 in the paper's row order, from configs_dir/paper/tableN.csv
@@ -38,5 +38,10 @@ std::map<std::string, PaperValue> paper_values(const std::string& table,
 std::vector<std::string> scale_overrides(const std::string& scale, const std::string& dataset,
                                          const std::string& positional_type, bool epochs_based,
                                          int64_t seed);
+
+// Figure 3: `relpos bench attention` at the scale's lengths, then tools/plots.py figure3.
+// `only` is a --filter list of variant names (empty: all).
+int reproduce_figure3(const std::string& scale, const std::string& device, const std::string& out,
+                      const std::string& only);
 
 }  // namespace relpos::cli

@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: relpos reproduce table1|table2|table3 [--scale tiny|small|paper] [--seeds N]\n"
+    "usage: relpos reproduce table1|table2|table3|figure3 [--scale tiny|small|paper] [--seeds N]\n"
     "                        [--device cpu|cuda] [--data-dir DIR] [--out DIR] [--only PATTERN]\n"
     "                        [--resume] [--configs DIR]\n"
     "Runs the configs behind a table of the FastRPB paper (table1: LRA accuracy, table2: MNIST\n"
@@ -34,9 +34,11 @@ constexpr const char* kUsage =
     "Finished cells are skipped, so a rerun resumes the grid; --resume also continues a cell\n"
     "that was interrupted from its last checkpoint. --data-dir holds one folder per dataset\n"
     "(mnist, listops, imdb, aan, cifar10; default data/). --only keeps the cells whose name\n"
-    "(e.g. lra/text/linear_sikf_fastrpb) contains PATTERN. Scales: paper = the paper's\n"
+    "(e.g. lra/text/linear_sikf_fastrpb) contains PATTERN (figure3: a list of bench variants).\n"
+    "figure3 runs `relpos bench attention` (tiny: N 256-1024, small: to 8K, paper: to 16K)\n"
+    "and draws OUT/figure3.png with tools/plots.py. Scales: paper = the paper's\n"
     "hyperparameters; small = its architectures, 1,000 updates (LRA) or 3 epochs (MNIST);\n"
-    "tiny = one narrow block and 40 updates on a few hundred examples, minutes on a CPU.\n";
+    "tiny = one narrow block, 300 updates at lr 2e-3 on 4,800 examples, minutes on a CPU.\n";
 
 struct Options {
   std::string table, scale = "tiny", device = "cpu", data_dir = "data", out, only,
@@ -128,7 +130,7 @@ Options parse(const std::vector<std::string>& args) {
     else
       throw Error(fmt::format("[reproduce] one table expected, got '{}' and '{}'", o.table, a));
   }
-  RELPOS_CHECK(!o.table.empty(), "reproduce", "which table? table1, table2 or table3");
+  RELPOS_CHECK(!o.table.empty(), "reproduce", "which table? table1, table2, table3 or figure3");
   RELPOS_CHECK(o.scale == "tiny" || o.scale == "small" || o.scale == "paper", "reproduce",
                "unknown scale '{}'; known: tiny, small, paper", o.scale);
   RELPOS_CHECK(o.seeds >= 1, "reproduce", "--seeds must be >= 1, got {}", o.seeds);
@@ -141,10 +143,9 @@ RunOutcome run_cell(const Cell& cell, int64_t seed, const Options& o, const fs::
   if (fs::exists(dir / "summary.json")) return read_summary(dir / "summary.json");
   try {
     const RunConfig paper = load_config(cell.config);
-    std::vector<std::string> overrides =
-        scale_overrides(o.scale, paper.data.dataset,
-                        paper.model.positional.get<std::string>("type", "none"),
-                        paper.train.epochs > 0, seed);
+    std::vector<std::string> overrides = scale_overrides(
+        o.scale, paper.data.dataset, paper.model.positional.get<std::string>("type", "none"),
+        paper.train.epochs > 0, seed);
     overrides.push_back("data.dir=" + (fs::path(o.data_dir) / paper.data.dataset).string());
     overrides.push_back("train.out=" + dir.string());
     overrides.push_back("device=" + o.device);
@@ -171,6 +172,7 @@ int reproduce_command(const std::vector<std::string>& args) {
     return 0;
   }
   const Options o = parse(args);
+  if (o.table == "figure3") return reproduce_figure3(o.scale, o.device, o.out, o.only);
   std::vector<Cell> cells = table_cells(o.table, o.configs);
   if (!o.only.empty())
     std::erase_if(cells, [&](const Cell& c) { return c.name.find(o.only) == std::string::npos; });
@@ -198,7 +200,7 @@ int reproduce_command(const std::vector<std::string>& args) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       const std::string eta =
           trained > 0 ? fmt::format(", ETA {:.0f} s", elapsed / static_cast<double>(trained) *
-                                                         static_cast<double>(total - k))
+                                                          static_cast<double>(total - k))
                       : "";
       std::fprintf(stderr, "[reproduce] cell %lld/%lld: %s seed %lld%s%s\n",
                    static_cast<long long>(k + 1), static_cast<long long>(total), cell.name.c_str(),
@@ -218,12 +220,13 @@ int reproduce_command(const std::vector<std::string>& args) {
   const std::string ours_label = table3 ? "ours: train hours, peak GB"
                                  : f1   ? "ours: macro-F1 % (best val ckpt)"
                                         : "ours: accuracy % (best val ckpt)";
-  const std::string last_label = table3 ? "" : (f1 ? "ours: macro-F1 % (last)" : "ours: accuracy % (last)");
+  const std::string last_label =
+      table3 ? "" : (f1 ? "ours: macro-F1 % (last)" : "ours: accuracy % (last)");
   std::ofstream md(out / "table.md"), csv(out / "table.csv");
   md << fmt::format("# {} reproduced: scale {}, device {}, {} seed(s), {}\n\n", o.table, o.scale,
                     o.device, o.seeds, date);
   md << "| task | model | pe | " << ours_label << (table3 ? "" : " | " + last_label)
-     << " | paper |\n|---|---|---|---|" << (table3 ? "" : "---|") << "\n";
+     << " | paper |\n|---|---|---|---|---|" << (table3 ? "" : "---|") << "\n";
   csv << "task,model,pe,seeds_done,"
       << (table3 ? "train_hours,peak_gb" : "best_mean,best_std,last_mean,last_std")
       << ",paper,problem\n";

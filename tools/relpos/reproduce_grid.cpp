@@ -102,9 +102,11 @@ std::vector<std::string> scale_overrides(const std::string& scale, const std::st
   // A few seconds per cell on a 2-core CPU: one narrow block, short sequences, few examples.
   o.insert(o.end(),
            {"model.num_layers=1", "model.num_heads=2", "model.model_dim=32", "model.qkv_dim=0",
-            "model.mlp_dim=64", "train.epochs=0", "train.steps=40", "train.eval_every=20",
+            "model.mlp_dim=64", "train.epochs=0", "train.steps=300", "train.eval_every=100",
             "train.patience=0", "data.batch_size=16", "data.eval_batch_size=64",
-            "data.train_limit=640", "data.eval_limit=256"});
+            "data.train_limit=4800", "data.eval_limit=256",
+            // The paper's rates and warmups (up to 8,000 updates) would leave 300 updates idle.
+            "optimizer.lr=2e-3", "schedule={type: linear_decay, warmup_steps: 10}"});
   if (mnist) {
     o.push_back("data.image_pool=4");  // 7x7 pixels
     if (positional_type == "fastrpb2d") o.push_back("model.positional.grid=[7,7]");

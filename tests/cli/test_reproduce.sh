@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `relpos reproduce` end to end at tiny scale on generated data: table2 (MNIST, every row, our
+# value and the paper's), a grid interrupted after k cells resumes without rerunning them, a
+# cell whose data is missing is reported in the table instead of failing the grid, and user
+# errors exit 2. Usage: test_reproduce.sh RELPOS_BINARY (run from anywhere; uses the repo's
+# configs/). One thread keeps it fast on a loaded machine.
+set -uo pipefail
+relpos=$(realpath "$1")
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# 28x28 digits of 10 classes: class c lights a bar at row band c (values 150-255) over noise.
+/usr/bin/python3 - "$tmp/data/mnist" <<'PY'
+import os, struct, sys, random
+out = sys.argv[1]
+os.makedirs(out)
+rng = random.Random(0)
+def write(prefix, n):
+    images, labels = bytearray(), bytearray()
+    for i in range(n):
+        c = i % 10
+        for r in range(28):
+            for col in range(28):
+                lit = 2 + 2 * c <= r < 4 + 2 * c
+                images.append(rng.randint(150, 255) if lit else rng.randint(0, 60))
+        labels.append(c)
+    with open(f"{out}/{prefix}-images-idx3-ubyte", "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + images)
+    with open(f"{out}/{prefix}-labels-idx1-ubyte", "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + labels)
+write("train", 500)
+write("t10k", 100)
+PY
+
+cd "$root" || exit 1
+run() { "$relpos" reproduce table2 --scale tiny --data-dir "$tmp/data" --out "$tmp/rep" "$@"; }
+
+# An interrupted grid: two cells done.
+run --only original_ >"$tmp/out1" 2>"$tmp/err1" || fail "first part of the grid failed: $(cat "$tmp/err1")"
+first=$(stat -c %Y "$tmp/rep/mnist/original_none/seed0/summary.json" 2>/dev/null)
+[[ -n $first ]] || fail "the first part wrote no summary"
+sleep 1
+run >"$tmp/out2" 2>"$tmp/err2" || fail "the whole grid failed: $(cat "$tmp/err2")"
+[[ $(grep -c "(done, skipped)" "$tmp/err2") -eq 2 ]] ||
+  fail "resume did not skip exactly the 2 finished cells: $(cat "$tmp/err2")"
+[[ $(stat -c %Y "$tmp/rep/mnist/original_none/seed0/summary.json") == "$first" ]] ||
+  fail "a finished cell was rerun"
+grep -q "cell 10/10" "$tmp/err2" || fail "no progress line per cell"
+
+/usr/bin/python3 - "$tmp/rep/table.md" "$tmp/rep/table.csv" <<'PY' || fail "table check failed"
+import csv, re, sys
+md = open(sys.argv[1]).read().splitlines()
+assert md[0].startswith("# table2 reproduced: scale tiny, device cpu"), md[0]
+rows = [l for l in md if l.startswith("| mnist |")]
+assert len(rows) == 10, len(rows)
+for r in rows:
+    cells = [c.strip() for c in r.strip("|").split("|")]
+    assert re.fullmatch(r"\d+\.\d\d", cells[3]), r   # ours, best checkpoint
+    assert re.fullmatch(r"\d+\.\d\d", cells[4]), r   # ours, last
+    assert re.fullmatch(r"\d+\.\d+ ± \d+\.\d+", cells[5]), r  # the paper's
+table = list(csv.DictReader(open(sys.argv[2])))
+assert len(table) == 10 and all(t["seeds_done"] == "1" for t in table), table
+# The generated task is easy: at least one model learns it within the tiny budget.
+assert max(float(t["best_mean"]) for t in table) > 50, table
+PY
+
+# Missing data: reported in the table, the grid still exits 0.
+"$relpos" reproduce table1 --scale tiny --data-dir "$tmp/nowhere" --out "$tmp/rep1" \
+  --only lra/text/linear_sikf_none >"$tmp/out3" 2>"$tmp/err3" || fail "missing data failed the grid"
+grep -q "data missing: \[data\] no folder" "$tmp/rep1/table.md" ||
+  fail "missing data not reported in the table: $(cat "$tmp/rep1/table.md")"
+grep -q "63.37 ± 1.4\|61.64 ± 0.82" "$tmp/rep1/table.md" || fail "the paper's value is missing"
+
+# User errors.
+"$relpos" reproduce table9 >/dev/null 2>"$tmp/err4"; [[ $? -eq 2 ]] || fail "unknown table: not exit 2"
+"$relpos" reproduce table2 --scale huge >/dev/null 2>"$tmp/err5"; [[ $? -eq 2 ]] || fail "bad scale: not exit 2"
+[[ $(wc -l <"$tmp/err5") -eq 1 ]] || fail "bad scale: not one line"
+"$relpos" reproduce --help >/dev/null || fail "reproduce --help"
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures reproduce check(s) failed" >&2
+  exit 1
+fi
+echo "reproduce: all checks passed"

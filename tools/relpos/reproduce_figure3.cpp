@@ -1,0 +1,43 @@
+// `relpos reproduce figure3`: the paper's Figure 3 (time and memory of attention variants vs
+// sequence length) as `relpos bench attention` measures it, written to OUT/bench.json and drawn
+// to OUT/figure3.png by tools/plots.py when Python with matplotlib is there.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "tools/relpos/commands.h"
+#include "tools/relpos/reproduce.h"
+
+namespace relpos::cli {
+
+int reproduce_figure3(const std::string& scale, const std::string& device, const std::string& out,
+                      const std::string& only) {
+  namespace fs = std::filesystem;
+  fs::create_directories(out);
+  const std::string json = (fs::path(out) / "bench.json").string();
+  // The paper's lengths at paper scale (B 1, H 8, D 32 as our bench defaults); fewer and shorter
+  // below it so a CPU finishes in minutes.
+  std::vector<std::string> args{"attention", "--json-out", json, "--device", device};
+  if (scale == "tiny")
+    args.insert(args.end(), {"--lengths", "256,512,1024", "--heads", "2", "--dim", "16",
+                             "--min-time", "0.05"});
+  else if (scale == "small")
+    args.insert(args.end(), {"--lengths", "1024,2048,4096,8192", "--min-time", "0.2"});
+  else
+    args.insert(args.end(), {"--lengths", "1024,2048,4096,8192,16384"});
+  if (!only.empty()) args.insert(args.end(), {"--filter", only});
+  const int status = bench_command(args);
+  if (status != 0) return status;
+  const std::string png = (fs::path(out) / "figure3.png").string();
+  const std::string plot = "/usr/bin/python3 tools/plots.py figure3 '" + json + "' '" + png + "'";
+  if (fs::exists("tools/plots.py") && std::system((plot + " 2>/dev/null").c_str()) == 0) {
+    std::printf("figure3: %s, %s\n", json.c_str(), png.c_str());
+  } else {
+    std::printf("figure3: %s (to draw it: apt-get install python3-matplotlib, then\n  %s)\n",
+                json.c_str(), plot.c_str());
+  }
+  return 0;
+}
+
+}  // namespace relpos::cli
