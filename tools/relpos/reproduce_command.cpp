@@ -11,6 +11,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 constexpr const char* kUsage =
     "usage: relpos reproduce table1|table2|table3|figure3 [--scale tiny|small|paper] [--seeds N]\n"
     "                        [--device cpu|cuda] [--data-dir DIR] [--out DIR] [--only PATTERN]\n"
-    "                        [--resume] [--configs DIR]\n"
+    "                        [--resume] [--configs DIR] [--runs DIR]\n"
     "Runs the configs behind a table of the FastRPB paper (table1: LRA accuracy, table2: MNIST\n"
     "macro-F1 over seeds, table3: LRA training hours and peak memory) and writes table.md and\n"
     "table.csv to --out (default runs/reproduce/<table>-<scale>): our value beside the paper's.\n"
@@ -35,6 +36,8 @@ constexpr const char* kUsage =
     "that was interrupted from its last checkpoint. --data-dir holds one folder per dataset\n"
     "(mnist, listops, imdb, aan, cifar10; default data/). --only keeps the cells whose name\n"
     "(e.g. lra/text/linear_sikf_fastrpb) contains PATTERN (figure3: a list of bench variants).\n"
+    "--runs DIR holds the cells' run directories (default: --out; for table3, the table1\n"
+    "grid of the same scale, runs/reproduce/table1-<scale>, whose runs it reports).\n"
     "figure3 runs `relpos bench attention` (tiny: N 256-1024, small: to 8K, paper: to 16K)\n"
     "and draws OUT/figure3.png with tools/plots.py. Scales: paper = the paper's\n"
     "hyperparameters; small = its architectures, 1,000 updates (LRA) or 3 epochs (MNIST);\n"
@@ -43,6 +46,7 @@ constexpr const char* kUsage =
 struct Options {
   std::string table, scale = "tiny", device = "cpu", data_dir = "data", out, only,
                      configs = "configs";
+  std::string runs;  // where the cells' run directories are: --out, or table1's grid for table3
   int64_t seeds = 1;
   bool resume = false;
 };
@@ -92,9 +96,10 @@ std::string mean_std(const std::vector<double>& xs, double scale, int digits) {
 }
 
 std::string paper_text(const PaperValue& p, bool table3) {
-  if (table3)
-    return p.note.empty() ? fmt::format("{} h, {} GB", p.hours, p.peak_gb)
-                          : (p.hours.empty() ? p.note : fmt::format("{} ({})", p.peak_gb, p.note));
+  if (table3) {
+    const std::string hours = p.note.empty() ? p.hours + " h" : p.note;
+    return p.peak_gb.empty() ? hours : hours + ", " + p.peak_gb + " GB";
+  }
   if (!p.note.empty() && p.value.empty()) return p.note;
   return p.std.empty() ? p.value : p.value + " ± " + p.std;
 }
@@ -121,6 +126,8 @@ Options parse(const std::vector<std::string>& args) {
       o.only = value();
     else if (a == "--configs")
       o.configs = value();
+    else if (a == "--runs")
+      o.runs = value();
     else if (a == "--resume")
       o.resume = true;
     else if (a.rfind("--", 0) == 0)
@@ -135,6 +142,8 @@ Options parse(const std::vector<std::string>& args) {
                "unknown scale '{}'; known: tiny, small, paper", o.scale);
   RELPOS_CHECK(o.seeds >= 1, "reproduce", "--seeds must be >= 1, got {}", o.seeds);
   if (o.out.empty()) o.out = "runs/reproduce/" + o.table + "-" + o.scale;
+  // Table 3 reports the Table 1 runs: by default it reads (and completes) that grid.
+  if (o.runs.empty()) o.runs = o.table == "table3" ? "runs/reproduce/table1-" + o.scale : o.out;
   return o;
 }
 
@@ -194,7 +203,7 @@ int reproduce_command(const std::vector<std::string>& args) {
   for (const Cell& cell : cells) {
     Row row{&cell, {}};
     for (int64_t seed = 0; seed < o.seeds; ++seed, ++k) {
-      const fs::path dir = out / cell.name / fmt::format("seed{}", seed);
+      const fs::path dir = fs::path(o.runs) / cell.name / fmt::format("seed{}", seed);
       const bool finished = fs::exists(dir / "summary.json");
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -223,6 +232,7 @@ int reproduce_command(const std::vector<std::string>& args) {
   const std::string last_label =
       table3 ? "" : (f1 ? "ours: macro-F1 % (last)" : "ours: accuracy % (last)");
   std::ofstream md(out / "table.md"), csv(out / "table.csv");
+  std::map<std::string, std::vector<std::string>> problems;  // reason -> cells
   md << fmt::format("# {} reproduced: scale {}, device {}, {} seed(s), {}\n\n", o.table, o.scale,
                     o.device, o.seeds, date);
   md << "| task | model | pe | " << ours_label << (table3 ? "" : " | " + last_label)
@@ -247,9 +257,11 @@ int reproduce_command(const std::vector<std::string>& args) {
     const auto p = paper.find(c.task + "/" + c.model + "/" + c.pe);
     const std::string paper_cell = p == paper.end() ? "" : paper_text(p->second, table3);
     std::string ours;
-    if (best.empty())
-      ours = problem;
-    else if (table3)
+    if (best.empty()) {
+      // The table says what kind; the reasons are listed once under it.
+      ours = problem.substr(0, problem.find(':'));
+      problems[problem].push_back(c.name);
+    } else if (table3)
       ours = mean_std(hours, 1.0, 4) + " h, " + mean_std(gb, 1.0, 3) + " GB";
     else
       ours = mean_std(best, 100.0, 2);
@@ -276,6 +288,11 @@ int reproduce_command(const std::vector<std::string>& args) {
     std::string paper_csv = paper_cell;
     std::replace(paper_csv.begin(), paper_csv.end(), ',', ';');
     csv << "," << paper_csv << "," << (best.empty() ? problem_csv : "") << "\n";
+  }
+  if (!problems.empty()) {
+    md << "\n## Cells without a result\n\n";
+    for (const auto& [reason, names] : problems)
+      md << "- " << names.size() << " cell(s), e.g. `" << names.front() << "`: " << reason << "\n";
   }
   std::printf("%s: %zu cells, %lld run(s) trained now -> %s, %s\n", o.table.c_str(), rows.size(),
               static_cast<long long>(trained), (out / "table.md").string().c_str(),

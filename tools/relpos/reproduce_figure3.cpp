@@ -20,8 +20,8 @@ int reproduce_figure3(const std::string& scale, const std::string& device, const
   // below it so a CPU finishes in minutes.
   std::vector<std::string> args{"attention", "--json-out", json, "--device", device};
   if (scale == "tiny")
-    args.insert(args.end(), {"--lengths", "256,512,1024", "--heads", "2", "--dim", "16",
-                             "--min-time", "0.05"});
+    args.insert(args.end(),
+                {"--lengths", "256,512,1024", "--heads", "2", "--dim", "16", "--min-time", "0.05"});
   else if (scale == "small")
     args.insert(args.end(), {"--lengths", "1024,2048,4096,8192", "--min-time", "0.2"});
   else
