@@ -1,8 +1,29 @@
 #include "tests/harness.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
 
 namespace relpos::test {
+
+ScratchDir::ScratchDir() {
+  static int count = 0;
+  path = std::filesystem::temp_directory_path() /
+         ("relpos_test_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+std::string ScratchDir::write(const std::string& name, const std::string& text) const {
+  std::ofstream(path / name) << text;
+  return (path / name).string();
+}
 
 Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double low, double high) {
   Generator gen(seed);

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -39,6 +40,18 @@ CloseReport compare_close(const Tensor& actual, const Tensor& expected, double r
   } while (0)
 
 namespace relpos::test {
+
+// A fresh folder under the system temp folder (unique per process and call), removed with its
+// contents at scope exit; write() puts a text file in it and returns its path.
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string write(const std::string& name, const std::string& text) const;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 // Runs f on CPU inputs and on the same inputs moved to cuda:0, and checks the results agree
 // (rtol, atol). Without a GPU, emits a visible "SKIPPED (no CUDA device)" message instead.

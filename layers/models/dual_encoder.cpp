@@ -30,12 +30,6 @@ class DualEncoderClassifier final : public Classifier {
     return head_->forward(pair);  // [B, classes]
   }
 
-  SpecialTokens special_tokens() const override {
-    const ModelConfig& c = config();
-    if (c.cls == "token") return {c.vocab_size, c.vocab_size + 1};
-    return {};
-  }
-
  private:
   std::shared_ptr<TransformerEncoder> encoder_;
   std::shared_ptr<MlpHead> head_;

@@ -89,4 +89,9 @@ std::shared_ptr<Classifier> make_model(const ModelConfig& config, Generator& gen
   return model;
 }
 
+SpecialTokens Classifier::special_tokens() const {
+  if (config_.cls == "token") return {config_.vocab_size, config_.vocab_size + 1};
+  return {};
+}
+
 }  // namespace relpos

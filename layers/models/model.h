@@ -73,7 +73,8 @@ class Classifier : public Module {
  public:
   // -> logits [B, num_classes]
   virtual Var forward(const ClassifierInputs& inputs) = 0;
-  virtual SpecialTokens special_tokens() const = 0;
+  // cls "token": [CLS] = vocab_size, [SEP] = vocab_size + 1; otherwise none.
+  virtual SpecialTokens special_tokens() const;
   const ModelConfig& config() const { return config_; }
 
  protected:

@@ -30,12 +30,6 @@ class SequenceClassifier final : public Classifier {
     return classifier_->forward(tanh(pooler_->forward(pooled)));
   }
 
-  SpecialTokens special_tokens() const override {
-    const ModelConfig& c = config();
-    if (c.cls == "token") return {c.vocab_size, c.vocab_size + 1};
-    return {};
-  }
-
  private:
   std::shared_ptr<TransformerEncoder> encoder_;
   std::shared_ptr<MlpHead> head_;

@@ -30,29 +30,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh folder under the system temp folder, removed with its contents on scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int count = 0;
-    path = fs::temp_directory_path() /
-           ("relpos_checkpoint_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  // Names in the folder that look like a checkpoint's temporary file.
-  std::vector<std::string> temporaries() const {
-    std::vector<std::string> out;
-    for (const auto& entry : fs::directory_iterator(path))
-      if (entry.path().filename().string().find(".tmp.") != std::string::npos)
-        out.push_back(entry.path().filename().string());
-    return out;
-  }
-};
+// Names in `dir` that look like a checkpoint's temporary file.
+std::vector<std::string> temporaries(const test::ScratchDir& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::directory_iterator(dir.path))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos)
+      out.push_back(entry.path().filename().string());
+  return out;
+}
 
 // The bytes of a tensor, row-major, for bit-exact comparison.
 std::vector<uint8_t> bytes_of(const Tensor& t) {
@@ -151,7 +136,7 @@ void write_raw_hdf5(const std::string& path, F fill) {
 }  // namespace
 
 TEST_CASE("checkpoint: every dtype, 0-d, empty and strided tensors, rng and counters round-trip") {
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("all.h5");
   CheckpointData data;
   data.params = {
@@ -200,11 +185,11 @@ TEST_CASE("checkpoint: every dtype, 0-d, empty and strided tensors, rng and coun
   REQUIRE(back.counters.size() == 2);
   CHECK(back.counters[0] == data.counters[0]);
   CHECK(back.counters[1] == data.counters[1]);
-  CHECK(dir.temporaries().empty());
+  CHECK(temporaries(dir).empty());
 }
 
 TEST_CASE("checkpoint: integer, float and text attributes round-trip exactly") {
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("attrs.h5");
   CheckpointData data;
   data.ints = {{"step", 123456789012345}, {"epoch", -2}};
@@ -221,7 +206,7 @@ TEST_CASE("checkpoint: integer, float and text attributes round-trip exactly") {
 }
 
 TEST_CASE("checkpoint: a restored model and Adam continue bit-identically") {
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("last.h5");
   Generator gen_a(1);
   TinyNet net_a(gen_a);
@@ -256,7 +241,7 @@ TEST_CASE("checkpoint: a restored model and Adam continue bit-identically") {
 }
 
 TEST_CASE("checkpoint: missing, non-HDF5, truncated and /params-less files are refused") {
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string missing = dir.file("missing.h5");
   CHECK(read_error_of(missing) == "[checkpoint] '" + missing + "': no such file");
 
@@ -282,7 +267,7 @@ TEST_CASE("checkpoint: missing, non-HDF5, truncated and /params-less files are r
 }
 
 TEST_CASE("checkpoint: a dataset of a type relpos lacks is refused by name") {
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("u16.h5");
   write_raw_hdf5(path, [](hid_t file) {
     const H5Handle group(H5Gcreate2(file, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
@@ -351,7 +336,7 @@ TEST_CASE("checkpoint: restoring refuses shape and dtype mismatches, missing and
 }
 
 TEST_CASE("checkpoint: write failures name the file and leave no temporary file") {
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string nowhere = dir.file("no_such_folder/last.h5");
   CHECK(test::error_of([&] { write_checkpoint(nowhere, CheckpointData{}); }) ==
         "[checkpoint] cannot write '" + nowhere + "': cannot create the temporary file '" +
@@ -364,18 +349,18 @@ TEST_CASE("checkpoint: write failures name the file and leave no temporary file"
         "[checkpoint] cannot write '" + path +
             "': 'a/b' in /buffers is not a valid name (non-empty, no '/', not '.')");
   CHECK(!fs::exists(path));
-  CHECK(dir.temporaries().empty());
+  CHECK(temporaries(dir).empty());
 
   // Writing over an existing checkpoint replaces it and leaves nothing else behind.
   write_checkpoint(path, small_checkpoint(7));
   const CheckpointData second = small_checkpoint(8);
   write_checkpoint(path, second);
   check_same(read_checkpoint(path).params, second.params);
-  CHECK(dir.temporaries().empty());
+  CHECK(temporaries(dir).empty());
 }
 
 TEST_CASE("checkpoint: a writer killed midway leaves the previous checkpoint whole") {
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("last.h5");
   const CheckpointData original = small_checkpoint();
   CheckpointData large;  // 50 MB: the child is still writing when it is killed
@@ -429,7 +414,7 @@ TEST_CASE("checkpoint: h5py reads parameters, optimizer state and the config wit
     MESSAGE("SKIPPED (h5py is not importable by /usr/bin/python3)");
     return;
   }
-  TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("last.h5");
   CheckpointData data;
   const Tensor weight = test::random_tensor({3, 4}, DType::f32, 11);

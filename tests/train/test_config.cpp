@@ -3,8 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <random>
 
 #include "tests/harness.h"
 #include "train/config.h"
@@ -13,21 +11,6 @@ using namespace relpos;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A scratch folder removed at scope exit.
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    path = fs::temp_directory_path() /
-           ("relpos_config_test_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~ScratchDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-};
 
 constexpr const char* kMinimal = R"(
 model: {num_layers: 1}
@@ -43,7 +26,7 @@ std::string load_error(const std::string& path, const std::vector<std::string>& 
 }  // namespace
 
 TEST_CASE("config: typed sections, defaults, derived names and the resolved text") {
-  ScratchDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.write("demo.yaml", R"(
 model:
   num_layers: 3
@@ -82,7 +65,7 @@ seed: 7
 }
 
 TEST_CASE("config: base composition merges mappings and the file's own keys win") {
-  ScratchDir dir;
+  test::ScratchDir dir;
   dir.write("base.yaml", R"(
 model: {num_layers: 4, model_dim: 64, attention: {type: softmax, dropout: 0.1}}
 data: {dataset: listops, batch_size: 8}
@@ -108,7 +91,7 @@ optimizer: {lr: 0.01}
 }
 
 TEST_CASE("config: --set overrides scalars, lists and new keys") {
-  ScratchDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.write("run.yaml", kMinimal);
   const RunConfig c = load_config(path, {"model.num_layers=5", "train.steps=3",
                                          "model.positional={type: fastrpb2d, grid: [7, 7]}",
@@ -121,7 +104,7 @@ TEST_CASE("config: --set overrides scalars, lists and new keys") {
 }
 
 TEST_CASE("config: every user error names the key path and what is valid") {
-  ScratchDir dir;
+  test::ScratchDir dir;
   const std::string good = dir.write("good.yaml", kMinimal);
 
   SUBCASE("unknown key in a section") {

@@ -21,16 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    path = fs::temp_directory_path() /
-           ("relpos_trainer_test_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~ScratchDir() { fs::remove_all(path); }
-};
-
 // n 28x28 images of 4 classes: class c lights the c-th 14x14 quadrant (values 150-255) over
 // a dim noise background (0-60), from a fixed seed.
 void write_quadrant_images(const fs::path& dir, const std::string& prefix, int64_t n,
@@ -50,7 +40,7 @@ void write_quadrant_images(const fs::path& dir, const std::string& prefix, int64
   write_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), {n}, labels);
 }
 
-std::string make_data(const ScratchDir& scratch) {
+std::string make_data(const test::ScratchDir& scratch) {
   const fs::path dir = scratch.path / "data";
   fs::create_directories(dir);
   write_quadrant_images(dir, "train", 96, 1);
@@ -59,7 +49,7 @@ std::string make_data(const ScratchDir& scratch) {
 }
 
 // A tiny pixel-input encoder over the 4x4-pooled image; `extra` are --set overrides.
-RunConfig tiny_config(const ScratchDir& scratch, const std::string& data_dir,
+RunConfig tiny_config(const test::ScratchDir& scratch, const std::string& data_dir,
                       const std::string& name, std::vector<std::string> extra = {}) {
   const std::string yaml = R"(
 model:
@@ -118,7 +108,7 @@ std::string read_text(const fs::path& path) {
 }  // namespace
 
 TEST_CASE("trainer: a tiny run learns a tiny task and writes its run directory") {
-  ScratchDir scratch;
+  test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const RunConfig config =
       tiny_config(scratch, data, "learn", {"train.steps=200", "train.eval_every=50"});
@@ -146,7 +136,7 @@ TEST_CASE("trainer: a tiny run learns a tiny task and writes its run directory")
 }
 
 TEST_CASE("trainer: same seed and config give the same parameters; resume is bit-exact") {
-  ScratchDir scratch;
+  test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   // Dropout, shuffling, a decaying lr, clipping and accumulation are all in play.
   const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
@@ -179,7 +169,7 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
 }
 
 TEST_CASE("trainer: accumulating two half batches matches one full batch") {
-  ScratchDir scratch;
+  test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const std::vector<std::string> no_noise{"model.dropout=0", "train.steps=1",
                                           "schedule={type: constant}", "train.eval_every=1"};
@@ -200,7 +190,7 @@ TEST_CASE("trainer: accumulating two half batches matches one full batch") {
 }
 
 TEST_CASE("trainer: early stopping after `patience` validations without improvement") {
-  ScratchDir scratch;
+  test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   // lr 0: the first validation is the best there will be.
   const RunConfig config =
@@ -213,7 +203,7 @@ TEST_CASE("trainer: early stopping after `patience` validations without improvem
 }
 
 TEST_CASE("trainer: a non-finite loss stops the run with its step, and anomaly mode names the op") {
-  ScratchDir scratch;
+  test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const std::vector<std::string> explode{"optimizer={type: sgd, lr: 1.0e30}",
                                          "schedule={type: constant}", "train.steps=50"};
@@ -234,7 +224,7 @@ TEST_CASE("trainer: a non-finite loss stops the run with its step, and anomaly m
 }
 
 TEST_CASE("trainer: missing data says how to get it") {
-  ScratchDir scratch;
+  test::ScratchDir scratch;
   const RunConfig config = tiny_config(scratch, (scratch.path / "nowhere").string(), "nodata");
   fs::create_directories(scratch.path / "empty");
   const RunConfig empty = tiny_config(scratch, (scratch.path / "empty").string(), "empty");
