@@ -1,0 +1,58 @@
+// Model test helpers (tests/layers/model_testing.h).
+#include "tests/layers/model_testing.h"
+
+#include <doctest/doctest.h>
+
+namespace relpos::test {
+
+ModelConfig tiny_model_config(DType dtype) {
+  ModelConfig c;
+  c.vocab_size = 11;
+  c.num_classes = 3;
+  c.max_len = 8;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.model_dim = 8;
+  c.mlp_dim = 16;
+  c.dropout = 0;
+  c.attention_dropout = 0;
+  c.dtype = dtype;
+  return c;
+}
+
+std::shared_ptr<Classifier> build_model(const ModelConfig& c, uint64_t seed) {
+  Generator gen(seed);
+  return make_model(c, gen);
+}
+
+std::map<std::string, Var> params_of(const Module& m) {
+  std::map<std::string, Var> out;
+  for (const auto& [name, p] : m.named_parameters()) out.emplace(name, p);
+  return out;
+}
+
+std::pair<Tensor, Tensor> batch_of(const std::vector<std::vector<int64_t>>& rows, int64_t len,
+                                   SpecialTokens special) {
+  std::vector<int64_t> ids;
+  std::vector<uint8_t> mask;
+  for (const auto& row : rows) {
+    std::vector<int64_t> framed;
+    if (special.cls_id >= 0) framed.push_back(special.cls_id);
+    framed.insert(framed.end(), row.begin(), row.end());
+    if (special.sep_id >= 0) framed.push_back(special.sep_id);
+    REQUIRE(static_cast<int64_t>(framed.size()) <= len);
+    for (int64_t i = 0; i < len; ++i) {
+      const bool real = i < static_cast<int64_t>(framed.size());
+      ids.push_back(real ? framed[i] : 0);
+      mask.push_back(real ? 1 : 0);
+    }
+  }
+  const int64_t batch = static_cast<int64_t>(rows.size());
+  return {Tensor::from_vector(ids, {batch, len}), Tensor::from_vector(mask, {batch, len})};
+}
+
+Tensor logits_of(Classifier& model, const std::pair<Tensor, Tensor>& batch) {
+  return model.forward({batch.first, batch.second, {}, {}}).value();
+}
+
+}  // namespace relpos::test

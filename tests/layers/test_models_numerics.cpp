@@ -1,0 +1,129 @@
+// Models, numerically: f64 parameter gradients against central differences, and the naive twin
+// (a 1-layer LRA model against its forward composed by hand from the same parameters).
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/functions.h"
+#include "layers/models/model.h"
+#include "tests/layers/attention_testing.h"
+#include "tests/layers/model_testing.h"
+
+using namespace relpos;
+using test::batch_of;
+using test::kRows;
+using test::logits_of;
+using test::params_of;
+
+namespace {
+ModelConfig tiny_config(DType dtype = DType::f32) {
+  return test::tiny_model_config(dtype);
+}
+std::shared_ptr<Classifier> build(const ModelConfig& c, uint64_t seed = 7) {
+  return test::build_model(c, seed);
+}
+}  // namespace
+
+TEST_CASE("models: f64 parameter gradients match central differences") {
+  // Every parameter of a tiny model with softmax + FastRPB, padding, both CLS styles: a few
+  // elements each. f64, eps 1e-6: the differences are exact to ~1e-9, inside atol/rtol 1e-6/1e-5.
+  for (const char* cls : {"vector", "token"}) {
+    INFO(cls);
+    ModelConfig c = tiny_config(DType::f64);
+    c.cls = cls;
+    c.positional = test::options("model.positional", {{"type", "fastrpb"}});
+    auto model = build(c, 11);
+    const auto batch =
+        batch_of(kRows, cls == std::string("token") ? 7 : 5, model->special_tokens());
+    const auto loss = [&](const Tensor& r) { return sum(mul(logits_of(*model, batch), r)).item(); };
+    const Var out = model->forward({batch.first, batch.second, {}, {}});
+    const Tensor r = test::random_tensor(out.shape(), DType::f64, 12);
+    model->zero_grad();
+    out.backward(r);
+    for (auto& [name, p] : model->named_parameters()) {
+      INFO(name);
+      const Tensor p0 = p.value().clone();
+      const Tensor analytic = p.grad().defined() ? p.grad() : zeros_like(p0);
+      const int64_t n = p0.numel();
+      for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
+        const auto at = [&](double delta) {
+          Tensor moved = p0.clone();
+          moved.data<double>()[k] += delta;
+          p.set_value(moved);
+          return loss(r);
+        };
+        const double numeric = (at(1e-6) - at(-1e-6)) / 2e-6;
+        p.set_value(p0);
+        const double a = analytic.contiguous().data<double>()[k];
+        CHECK(std::abs(a - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));
+      }
+    }
+  }
+}
+
+namespace {
+
+// y = x Wᵀ + b over the last dim, x [N, in].
+Tensor dense(const Tensor& x, const Var& w, const Var& b) {
+  Tensor y = matmul(x, w.value(), false, true);
+  return b.defined() ? add(y, b.value()) : y;
+}
+
+// LayerNorm by its formula: (x - mean) / sqrt(var + 1e-5) * w + b, biased variance.
+Tensor naive_layer_norm(const Tensor& x, const Var& w, const Var& b) {
+  const Tensor centered = sub(x, mean(x, {-1}, true));
+  const Tensor var = mean(mul(centered, centered), {-1}, true);
+  return add(mul(mul(centered, rsqrt(add_scalar(var, 1e-5))), w.value()), b.value());
+}
+
+}  // namespace
+
+TEST_CASE("models: a 1-layer LRA model equals its forward composed by hand (naive twin)") {
+  // embedding + CLS vector + learned positions + pre-LN block (softmax by explicit loops) + final
+  // LayerNorm + CLS row + MLP head, from the model's own parameters; f64 to 1e-10 (the two differ
+  // only in summation order).
+  ModelConfig c = tiny_config(DType::f64);
+  c.num_layers = 1;
+  c.qkv_dim = 4;
+  auto model = build(c, 21);
+  auto p = params_of(*model);
+  // Non-trivial values where init leaves zeros or ones.
+  for (const char* name : {"encoder.cls", "encoder.layers.0.ln1.weight",
+                           "encoder.layers.0.ln2.bias", "encoder.norm.bias"})
+    p[name].set_value(test::random_tensor(p[name].shape(), DType::f64, 22, -1, 1));
+  const auto batch = batch_of(kRows, 5);
+  const Tensor got = logits_of(*model, batch);
+
+  const int64_t B = 2, L = 6, d = 8, H = 2, Dh = 2;
+  // x: [B, 1 + 5, d] = [cls, E[tokens]] + P[:6]
+  const Tensor cls = p["encoder.cls"].value().reshape({1, 1, d}).expand({B, 1, d});
+  Tensor x = cat({cls, embedding(p["encoder.embedding.weight"].value(), batch.first)}, 1);
+  x = add(x, p["encoder.position.weight"].value().slice(0, 0, L));
+  const Tensor mask = cat({ones({B, 1}, DType::u8), batch.second}, 1);  // [B, L]
+  const std::string blk = "encoder.layers.0.";
+  const auto flat = [&](const Tensor& t) { return t.reshape({B * L, t.size(-1)}); };
+  const auto heads = [&](const Tensor& t) {  // [B*L, H*Dh] -> [B, H, L, Dh]
+    return t.reshape({B, L, H, Dh}).permute({0, 2, 1, 3}).contiguous();
+  };
+  const Tensor h = flat(naive_layer_norm(x, p[blk + "ln1.weight"], p[blk + "ln1.bias"]));
+  const Tensor q = heads(dense(h, p[blk + "attn.q_proj.weight"], {}));
+  const Tensor k = heads(dense(h, p[blk + "attn.k_proj.weight"], {}));
+  const Tensor v = heads(dense(h, p[blk + "attn.v_proj.weight"], {}));
+  AttentionInputs in;
+  in.key_mask = mask;
+  const Tensor att = test::naive_softmax_from_scores(test::naive_scores(q, k), v, in, Dh);
+  const Tensor merged = att.permute({0, 2, 1, 3}).contiguous().reshape({B * L, H * Dh});
+  x = add(x, dense(merged, p[blk + "attn.out_proj.weight"], {}).reshape({B, L, d}));
+  const Tensor h2 = flat(naive_layer_norm(x, p[blk + "ln2.weight"], p[blk + "ln2.bias"]));
+  const Tensor mlp = dense(gelu(dense(h2, p[blk + "mlp.fc1.weight"], p[blk + "mlp.fc1.bias"])),
+                           p[blk + "mlp.fc2.weight"], p[blk + "mlp.fc2.bias"]);
+  x = add(x, mlp.reshape({B, L, d}));
+  x = naive_layer_norm(x, p["encoder.norm.weight"], p["encoder.norm.bias"]);
+  const Tensor pooled = x.select(1, 0).contiguous();  // [B, d]
+  const Tensor want = dense(relu(dense(pooled, p["head.fc1.weight"], p["head.fc1.bias"])),
+                            p["head.fc2.weight"], p["head.fc2.bias"]);
+  CHECK_CLOSE(got, want, 1e-10, 1e-10);
+}
