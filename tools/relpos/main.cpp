@@ -14,7 +14,7 @@ constexpr const char* kUsage =
     "usage: relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda]\n"
     "                    [--resume CHECKPOINT]\n"
     "       relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--json] [--predictions F.h5]\n"
-    "       relpos reproduce table1|table2|table3 [--scale tiny|small|paper] [--seeds N] ...\n"
+    "       relpos reproduce table1|table2|table3|figure3 [--scale tiny|small|paper] ...\n"
     "       relpos data prepare NAME --out DIR [--key value ...]\n"
     "       relpos bench attention [--lengths 1024,2048,...] [--device cpu|cuda] [--json] ...\n"
     "       relpos --version\n"
