@@ -1,6 +1,7 @@
 // The Trainer end to end on a tiny generated image task (MNIST IDX files written here): it
 // learns, is deterministic, resumes bit-exactly, accumulates gradients like a bigger batch,
-// stops early, and stops on a non-finite loss naming the step (and, in anomaly mode, the op).
+// stops early, and stops on a non-finite loss naming the step (and, in anomaly mode, the op); and
+// the dual encoder learns from generated retrieval pairs.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
