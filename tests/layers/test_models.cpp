@@ -18,24 +18,17 @@ using namespace relpos;
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 using test::batch_of;
+using test::build_model;
 using test::kRows;
 using test::logits_of;
 using test::params_of;
-
-namespace {
-ModelConfig tiny_config(DType dtype = DType::f32) {
-  return test::tiny_model_config(dtype);
-}
-std::shared_ptr<Classifier> build(const ModelConfig& c, uint64_t seed = 7) {
-  return test::build_model(c, seed);
-}
-}  // namespace
+using test::tiny_model_config;
 
 TEST_CASE("models: a tiny LRA classifier has torch names and shapes") {
-  ModelConfig c = tiny_config();
+  ModelConfig c = tiny_model_config();
   c.num_layers = 1;
   c.qkv_dim = 4;  // differs from model_dim, so [out, in] is visible
-  auto model = build(c);
+  auto model = build_model(c);
   std::vector<std::string> names;
   for (const auto& [name, p] : model->named_parameters()) names.push_back(name);
   const std::vector<std::string> want = {"encoder.cls",
@@ -80,7 +73,7 @@ TEST_CASE("models: a tiny LRA classifier has torch names and shapes") {
   c.head = "tanh";
   c.norm = "post";
   c.projection_bias = true;
-  auto bert = build(c);
+  auto bert = build_model(c);
   auto q = params_of(*bert);
   CHECK(q["encoder.embedding.weight"].shape() == Shape{13, 8});  // vocab + [CLS] + [SEP]
   CHECK(q["encoder.position.weight"].shape() == Shape{10, 8});   // max_len + 2
@@ -95,13 +88,13 @@ TEST_CASE("models: a tiny LRA classifier has torch names and shapes") {
 }
 
 TEST_CASE("models: tied blocks hold one block's parameters and apply it num_layers times") {
-  ModelConfig one = tiny_config();
+  ModelConfig one = tiny_model_config();
   one.num_layers = 1;
-  ModelConfig tied = tiny_config();
+  ModelConfig tied = tiny_model_config();
   tied.num_layers = 3;
   tied.tied_blocks = true;
-  auto a = build(one, 5);
-  auto b = build(tied, 5);  // the same draws: one block either way
+  auto a = build_model(one, 5);
+  auto b = build_model(tied, 5);  // the same draws: one block either way
   std::vector<std::string> na, nb;
   for (const auto& [name, p] : a->named_parameters()) na.push_back(name);
   for (const auto& [name, p] : b->named_parameters()) nb.push_back(name);
@@ -156,12 +149,12 @@ TEST_CASE("models: appended padding leaves the logits unchanged, per variant and
   };
   for (const Case& k : cases) {
     INFO(k.name);
-    ModelConfig c = tiny_config();
+    ModelConfig c = tiny_model_config();
     c.attention = test::options("model.attention", k.attention);
     c.positional = test::options("model.positional", k.positional);
     c.cls = k.cls;
     c.pooling = k.pooling;
-    auto model = build(c, 3);
+    auto model = build_model(c, 3);
     model->eval();
     // Make the FastRPB weights large enough to matter (their init is ~1e-5).
     for (auto& [name, p] : model->named_parameters())
@@ -180,10 +173,10 @@ TEST_CASE("models: appended padding leaves the logits unchanged, per variant and
 }
 
 TEST_CASE("models: pre-LN and post-LN both run and differ; absolute positions; pixel input") {
-  ModelConfig c = tiny_config();
-  auto pre = build(c);
+  ModelConfig c = tiny_model_config();
+  auto pre = build_model(c);
   c.norm = "post";
-  auto post = build(c);
+  auto post = build_model(c);
   const auto batch = batch_of(kRows, 5);
   const Tensor a = logits_of(*pre, batch), b = logits_of(*post, batch);
   CHECK(a.shape() == Shape{2, 3});
@@ -191,24 +184,24 @@ TEST_CASE("models: pre-LN and post-LN both run and differ; absolute positions; p
   CHECK(max(abs(sub(a, b))).item() > 1e-4);
   // Sinusoidal positions are a buffer [max_len + CLS, d], not a parameter; "none" has neither.
   c.positions = "sinusoidal";
-  auto sinusoidal = build(c);
+  auto sinusoidal = build_model(c);
   CHECK(params_of(*sinusoidal).count("encoder.position.weight") == 0);
   REQUIRE(sinusoidal->named_buffers().size() == 1);
   CHECK(sinusoidal->named_buffers()[0].first == "encoder.position.pe");
   CHECK(sinusoidal->named_buffers()[0].second.shape() == Shape{9, 8});
   CHECK(all_finite(logits_of(*sinusoidal, batch)));
   c.positions = "none";
-  CHECK(build(c)->named_buffers().empty());
+  CHECK(build_model(c)->named_buffers().empty());
 
   // MNIST style: 8-bit pixels as ids, [CLS] 256 and [SEP] 257 from a small "special" table.
-  ModelConfig m = tiny_config();
+  ModelConfig m = tiny_model_config();
   m.input = "pixels";
   m.vocab_size = 256;
   m.cls = "token";
   m.head = "tanh";
   m.norm = "post";
   m.positions = "learned";
-  auto model = build(m);
+  auto model = build_model(m);
   auto p = params_of(*model);
   CHECK(p["encoder.pixel_proj.weight"].shape() == Shape{8, 1});
   CHECK(p["encoder.special.weight"].shape() == Shape{2, 8});
@@ -230,11 +223,11 @@ TEST_CASE("models: pre-LN and post-LN both run and differ; absolute positions; p
 TEST_CASE("models: dual encoder, concat and features, one shared encoder") {
   for (const char* combine : {"concat", "features"}) {
     INFO(combine);
-    ModelConfig c = tiny_config();
+    ModelConfig c = tiny_model_config();
     c.type = "dual_encoder";
     c.num_classes = 2;
     c.combine = combine;
-    auto model = build(c);
+    auto model = build_model(c);
     auto p = params_of(*model);
     const int64_t in = std::string(combine) == "concat" ? 16 : 32;
     CHECK(p["head.fc1.weight"].shape() == Shape{16, in});
@@ -259,9 +252,9 @@ TEST_CASE("models: dual encoder, concat and features, one shared encoder") {
 
 TEST_CASE("models: bad configs fail with the field, the value and the valid choices") {
   const auto error = [](const std::function<void(ModelConfig&)>& edit) {
-    ModelConfig c = tiny_config();
+    ModelConfig c = tiny_model_config();
     edit(c);
-    return test::error_of([&] { build(c); });
+    return test::error_of([&] { build_model(c); });
   };
   CHECK(error([](ModelConfig& c) { c.vocab_size = 0; }) ==
         "[model] vocab_size must be positive (0 means: take it from the dataset first), got 0");
@@ -299,53 +292,58 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
   CHECK(error([](ModelConfig& c) { c.type = "seq2seq"; }) ==
         "[model] unknown model 'seq2seq'; known: dual_encoder, sequence_classifier");
   // Too long a sequence for the positions the model was built for.
-  auto model = build(tiny_config());
+  auto model = build_model(tiny_model_config());
   CHECK(test::error_of([&] { logits_of(*model, batch_of(kRows, 9)); }) ==
         "[model] a sequence of 10 tokens exceeds the 9 the model is built for (max_len 8 plus "
         "special tokens)");
 }
 
 TEST_CASE("models: attention and positional options nothing read are refused by name") {
-  ModelConfig c = tiny_config();
+  ModelConfig c = tiny_model_config();
   c.attention = test::options("model.attention", {{"type", "softmax"}, {"dropuot", "0.1"}});
-  CHECK(test::error_of([&] { build(c); }).find("[model.attention] unknown option 'dropuot'") == 0);
+  CHECK(test::error_of([&] {
+          build_model(c);
+        }).find("[model.attention] unknown option 'dropuot'") == 0);
   // Linear attention takes no dropout: the model does not pass its attention_dropout to it, and
   // a `dropout` the user writes is refused.
   c.attention = test::options("model.attention", {{"type", "linear"}, {"feature_map", "elu1"}});
   c.attention_dropout = 0.1;
-  CHECK(test::error_of([&] { build(c); }).empty());
+  CHECK(test::error_of([&] { build_model(c); }).empty());
   c.attention.set("dropout", "0.1");
-  CHECK(test::error_of([&] { build(c); }).find("[model.attention] unknown option 'dropout'") == 0);
+  CHECK(test::error_of([&] {
+          build_model(c);
+        }).find("[model.attention] unknown option 'dropout'") == 0);
   c.attention = Options("model.attention");
   c.positional = test::options("model.positional", {{"type", "fastrpb"}, {"windw", "3"}});
-  CHECK(test::error_of([&] { build(c); }).find("[model.positional] unknown option 'windw'") == 0);
+  CHECK(test::error_of([&] { build_model(c); }).find("[model.positional] unknown option 'windw'") ==
+        0);
   // The softmax default dropout goes into a copy: the user's mapping gains no key, and every
   // key it has was read.
   c.positional = Options("model.positional");
   c.attention = test::options("model.attention", {{"type", "softmax"}});
-  build(c);
+  build_model(c);
   CHECK_FALSE(c.attention.has("dropout"));
   CHECK(test::error_of([&] { c.attention.check_all_used(); }).empty());
 }
 
 TEST_CASE("models: a shared positional encoding is one module under every layer") {
-  ModelConfig c = tiny_config();
+  ModelConfig c = tiny_model_config();
   c.positional = test::options("model.positional", {{"type", "fastrpb"}});
-  auto separate = params_of(*build(c));
+  auto separate = params_of(*build_model(c));
   CHECK(separate.count("encoder.layers.0.attn.positional.weight") == 1);
   CHECK(separate.count("encoder.layers.1.attn.positional.weight") == 1);
   c.share_positional = true;
-  auto shared = params_of(*build(c));
+  auto shared = params_of(*build_model(c));
   CHECK(shared.count("encoder.layers.0.attn.positional.weight") == 1);
   CHECK(shared.count("encoder.layers.1.attn.positional.weight") == 0);  // listed once
   CHECK(shared.size() + 1 == separate.size());
 }
 
 TEST_CASE("models: eval is deterministic; train mode with dropout differs between calls") {
-  ModelConfig c = tiny_config();
+  ModelConfig c = tiny_model_config();
   c.dropout = 0.1;
   c.attention_dropout = 0.1;
-  auto model = build(c);
+  auto model = build_model(c);
   const auto batch = batch_of(kRows, 5);
   model->eval();
   CHECK(allclose(logits_of(*model, batch), logits_of(*model, batch), 0, 0));
@@ -354,7 +352,7 @@ TEST_CASE("models: eval is deterministic; train mode with dropout differs betwee
   // Attention dropout alone reaches the softmax layers (its mapping had no `dropout`).
   c.dropout = 0;
   c.attention_dropout = 0.5;
-  auto attn_only = build(c);
+  auto attn_only = build_model(c);
   CHECK_FALSE(allclose(logits_of(*attn_only, batch), logits_of(*attn_only, batch), 0, 0));
   attn_only->eval();
   CHECK(allclose(logits_of(*attn_only, batch), logits_of(*attn_only, batch), 0, 0));

@@ -14,28 +14,21 @@
 
 using namespace relpos;
 using test::batch_of;
+using test::build_model;
 using test::kRows;
 using test::logits_of;
 using test::params_of;
-
-namespace {
-ModelConfig tiny_config(DType dtype = DType::f32) {
-  return test::tiny_model_config(dtype);
-}
-std::shared_ptr<Classifier> build(const ModelConfig& c, uint64_t seed = 7) {
-  return test::build_model(c, seed);
-}
-}  // namespace
+using test::tiny_model_config;
 
 TEST_CASE("models: f64 parameter gradients match central differences") {
   // Every parameter of a tiny model with softmax + FastRPB, padding, both CLS styles: a few
   // elements each. f64, eps 1e-6: the differences are exact to ~1e-9, inside atol/rtol 1e-6/1e-5.
   for (const char* cls : {"vector", "token"}) {
     INFO(cls);
-    ModelConfig c = tiny_config(DType::f64);
+    ModelConfig c = tiny_model_config(DType::f64);
     c.cls = cls;
     c.positional = test::options("model.positional", {{"type", "fastrpb"}});
-    auto model = build(c, 11);
+    auto model = build_model(c, 11);
     const auto batch =
         batch_of(kRows, cls == std::string("token") ? 7 : 5, model->special_tokens());
     const auto loss = [&](const Tensor& r) { return sum(mul(logits_of(*model, batch), r)).item(); };
@@ -85,10 +78,10 @@ TEST_CASE("models: a 1-layer LRA model equals its forward composed by hand (naiv
   // embedding + CLS vector + learned positions + pre-LN block (softmax by explicit loops) + final
   // LayerNorm + CLS row + MLP head, from the model's own parameters; f64 to 1e-10 (the two differ
   // only in summation order).
-  ModelConfig c = tiny_config(DType::f64);
+  ModelConfig c = tiny_model_config(DType::f64);
   c.num_layers = 1;
   c.qkv_dim = 4;
-  auto model = build(c, 21);
+  auto model = build_model(c, 21);
   auto p = params_of(*model);
   // Non-trivial values where init leaves zeros or ones.
   for (const char* name : {"encoder.cls", "encoder.layers.0.ln1.weight",
