@@ -1,6 +1,6 @@
-// HDF5 checkpoints: exact round trips of every dtype and attribute kind, a bit-exact resume of a
-// small model with Adam, refusals of damaged or mismatched checkpoints by message, atomic writes
-// (no temporary left behind, a killed writer leaves the old checkpoint whole) and h5py reading.
+// The HDF5 checkpoint file: exact round trips of every dtype and attribute kind, refusals of
+// damaged files by message, atomic writes (no temporary left behind, a killed writer leaves the
+// old checkpoint whole) and h5py reading. Restoring into modules: test_training_state.cpp.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,11 +21,13 @@
 #include "layers/dropout.h"
 #include "layers/linear.h"
 #include "tests/harness.h"
+#include "tests/train/checkpoint_testing.h"
 #include "train/adam.h"
 #include "train/checkpoint.h"
 #include "train/training_state.h"
 
 using namespace relpos;
+using namespace relpos::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -37,87 +39,6 @@ std::vector<std::string> temporaries(const test::ScratchDir& dir) {
     if (entry.path().filename().string().find(".tmp.") != std::string::npos)
       out.push_back(entry.path().filename().string());
   return out;
-}
-
-// The bytes of a tensor, row-major, for bit-exact comparison.
-std::vector<uint8_t> bytes_of(const Tensor& t) {
-  const Tensor c = t.to(Device::cpu()).contiguous();
-  const auto* begin = static_cast<const uint8_t*>(c.raw_data());
-  return std::vector<uint8_t>(begin,
-                              begin + c.numel() * static_cast<int64_t>(dtype_size(c.dtype())));
-}
-
-void check_same(const Tensor& got, const Tensor& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.defined());
-  CHECK(got.dtype() == want.dtype());
-  CHECK(got.shape() == want.shape());
-  CHECK(bytes_of(got) == bytes_of(want));
-}
-
-void check_same(const std::vector<std::pair<std::string, Tensor>>& got,
-                const std::vector<std::pair<std::string, Tensor>>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    CHECK(got[i].first == want[i].first);  // written order is kept
-    check_same(got[i].second, want[i].second, want[i].first);
-  }
-}
-
-// Two Linear layers around a Dropout, with a buffer and a counter of its own: every kind of slot.
-class TinyNet : public Module {
- public:
-  explicit TinyNet(Generator& gen)
-      : fc1_(register_module("fc1", std::make_shared<Linear>(4, 8, true, DType::f32, gen))),
-        drop_(register_module("drop", std::make_shared<Dropout>(0.5, gen))),
-        fc2_(register_module("fc2", std::make_shared<Linear>(8, 3, true, DType::f32, gen))) {
-    scale_ = Tensor::from_vector<float>({1.0f, 0.5f, 2.0f}, {3});
-    register_buffer("scale", scale_);
-    register_counter("calls", calls_);
-  }
-
-  // x: [B, 4] -> [B, 3]
-  Var forward(const Var& x) {
-    ++calls_;
-    return mul(fc2_->forward(drop_->forward(relu(fc1_->forward(x)))), Var(scale_));
-  }
-  int64_t calls() const { return calls_; }
-
- private:
-  std::shared_ptr<Linear> fc1_;
-  std::shared_ptr<Dropout> drop_;
-  std::shared_ptr<Linear> fc2_;
-  Tensor scale_;
-  int64_t calls_ = 0;
-};
-
-std::shared_ptr<Adam> make_adam(const Module& net) {
-  AdamConfig config;
-  config.lr = 0.01;
-  config.weight_decay = 0.01;
-  return std::make_shared<Adam>(net.parameters(), config);
-}
-
-// One training step on batch k (inputs and targets from fixed seeds).
-void train_step(TinyNet& net, Optimizer& opt, int k) {
-  const Var x(test::random_tensor({6, 4}, DType::f32, 100 + k));
-  const Var target(test::random_tensor({6, 3}, DType::f32, 200 + k));
-  const Var diff = sub(net.forward(x), target);
-  mean(mul(diff, diff)).backward();
-  opt.step();
-  opt.zero_grad();
-}
-
-// A checkpoint of a TinyNet after one Adam step, with attributes.
-CheckpointData small_checkpoint(uint64_t seed = 7) {
-  Generator gen(seed);
-  TinyNet net(gen);
-  auto opt = make_adam(net);
-  train_step(net, *opt, 0);
-  CheckpointData data = capture_state(net, opt.get());
-  data.ints["step"] = 1;
-  data.texts["config"] = "model:\n  dim: 4\n";
-  return data;
 }
 
 std::string read_error_of(const std::string& path) {
@@ -205,41 +126,6 @@ TEST_CASE("checkpoint: integer, float and text attributes round-trip exactly") {
   CHECK(back.params.empty());
 }
 
-TEST_CASE("checkpoint: a restored model and Adam continue bit-identically") {
-  test::ScratchDir dir;
-  const std::string path = dir.file("last.h5");
-  Generator gen_a(1);
-  TinyNet net_a(gen_a);
-  auto opt_a = make_adam(net_a);
-  for (int k = 0; k < 3; ++k) train_step(net_a, *opt_a, k);
-  write_checkpoint(path, capture_state(net_a, opt_a.get()));
-
-  Generator gen_b(2);  // another seed: other weights and other dropout masks
-  TinyNet net_b(gen_b);
-  auto opt_b = make_adam(net_b);
-  CHECK(bytes_of(net_b.parameters()[0].value()) != bytes_of(net_a.parameters()[0].value()));
-  const CheckpointData data = read_checkpoint(path);
-  restore_module(net_b, data);
-  restore_optimizer(*opt_b, net_b, data);
-  CHECK(net_b.calls() == 3);
-  // The optimizer shares the module's Vars, so it sees the restored values.
-  CHECK(bytes_of(opt_b->params()[0].value()) == bytes_of(net_a.parameters()[0].value()));
-
-  for (int k = 3; k < 5; ++k) {
-    train_step(net_a, *opt_a, k);
-    train_step(net_b, *opt_b, k);
-  }
-  const auto params_a = net_a.named_parameters(), params_b = net_b.named_parameters();
-  REQUIRE(params_a.size() == 4);
-  REQUIRE(params_b.size() == 4);
-  for (size_t i = 0; i < params_a.size(); ++i)
-    check_same(params_b[i].second.value(), params_a[i].second.value(), params_a[i].first);
-  CHECK(opt_b->state()[0].at("step").item() == 5);
-  check_same(opt_b->state()[0].at("exp_avg_sq"), opt_a->state()[0].at("exp_avg_sq"), "exp_avg_sq");
-  CHECK(net_b.generator_slots()[0].second->offset() == net_a.generator_slots()[0].second->offset());
-  CHECK(net_b.calls() == 5);
-}
-
 TEST_CASE("checkpoint: missing, non-HDF5, truncated and /params-less files are refused") {
   test::ScratchDir dir;
   const std::string missing = dir.file("missing.h5");
@@ -284,55 +170,6 @@ TEST_CASE("checkpoint: a dataset of a type relpos lacks is refused by name") {
         "[checkpoint] '" + path +
             "': dataset '/params/w' has an unsupported type (16-bit unsigned integer); expected "
             "f32, f64, i32, i64 or u8");
-}
-
-TEST_CASE("checkpoint: restoring refuses shape and dtype mismatches, missing and unknown entries") {
-  const CheckpointData good = small_checkpoint();
-  Generator gen(3);
-  TinyNet net(gen);
-  const std::vector<uint8_t> before = bytes_of(net.parameters()[0].value());
-  const auto restore_error = [&](const CheckpointData& data) {
-    return test::error_of([&] { restore_module(net, data); });
-  };
-
-  CheckpointData shape = good;
-  shape.params[0].second = test::random_tensor({3, 4}, DType::f32, 9);
-  CHECK(restore_error(shape) ==
-        "[checkpoint] parameter 'fc1.weight' has shape [3, 4] in the checkpoint, the model "
-        "expects [8, 4]");
-
-  CheckpointData dtype = good;
-  dtype.params[1].second = dtype.params[1].second.to(DType::f64);
-  CHECK(restore_error(dtype) ==
-        "[checkpoint] parameter 'fc1.bias' is f64 in the checkpoint, the model expects f32");
-
-  CheckpointData unknown = good;
-  unknown.params.emplace_back("fc3.weight", test::random_tensor({2, 2}, DType::f32, 9));
-  CHECK(restore_error(unknown) ==
-        "[checkpoint] the checkpoint has parameter 'fc3.weight', which the model does not have");
-
-  CheckpointData missing = good;
-  missing.params.pop_back();
-  CHECK(restore_error(missing) ==
-        "[checkpoint] parameter 'fc2.bias' is missing from the checkpoint");
-
-  CheckpointData no_rng = good;
-  no_rng.generators.clear();
-  CHECK(restore_error(no_rng) ==
-        "[checkpoint] generator 'drop.generator' is missing from the checkpoint");
-
-  // A refused checkpoint changes nothing, even when the error comes after the parameters.
-  CHECK(bytes_of(net.parameters()[0].value()) == before);
-
-  CheckpointData no_optimizer = good;
-  no_optimizer.optimizer.clear();
-  auto opt = make_adam(net);
-  CHECK(test::error_of([&] { restore_optimizer(*opt, net, no_optimizer); }) ==
-        "[checkpoint] the checkpoint has no optimizer state");
-  Adam partial({net.parameters()[1]}, AdamConfig{});
-  CHECK(test::error_of([&] { capture_state(net, &partial); }) ==
-        "[checkpoint] the optimizer holds 1 parameters, the module has 4; build the optimizer "
-        "from module.parameters()");
 }
 
 TEST_CASE("checkpoint: write failures name the file and leave no temporary file") {
