@@ -13,12 +13,29 @@
 
 namespace relpos {
 
+// What a map gives the attention: features scaled by constant positive factors, as the
+// exponential maps need to keep exp from overflowing. With phi the map's definition,
+//   q = exp(-q_shift) phi(q),  k = exp(-k_shift) phi(k),
+// q_shift one value per query row and k_shift one per (b, h). The attention undoes the factors
+// where they would not cancel (kernel terms of a positional encoding, eps), so what it computes is
+// the formula of the unscaled phi. The shifts are constants: no gradient flows through them.
+struct Features {
+  Var q;           // [B, H, Lq, F]
+  Var k;           // [B, H, Lk, F]
+  Tensor q_shift;  // [B, H, Lq, 1] or broadcastable to it; undefined: 0
+  Tensor k_shift;  // [B, H, 1, 1] or broadcastable to it; undefined: 0
+};
+
+// The features of a map that needs no shift.
+inline Features unshifted(Var q, Var k) {
+  return {std::move(q), std::move(k), Tensor(), Tensor()};
+}
+
 class FeatureMap : public Module {
  public:
   virtual std::string name() const = 0;
-  // q: [B, H, Lq, D], k: [B, H, Lk, D] -> {phi(q) [B, H, Lq, F], phi(k) [B, H, Lk, F]}, all
-  // entries non-negative.
-  virtual std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs& in) = 0;
+  // q: [B, H, Lq, D], k: [B, H, Lk, D] -> features of width F, all entries non-negative.
+  virtual Features forward(const Var& q, const Var& k, const AttentionInputs& in) = 0;
   // F for head dim D.
   virtual int64_t feature_dim(int64_t head_dim) const = 0;
 };

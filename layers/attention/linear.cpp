@@ -1,13 +1,21 @@
 // linear: kernelized attention (Katharopoulos et al. 2020 §3.2; seed 002 §2.2 eq. 3),
-//   Y_i = phi(q_i)·sum_j phi(k_j) v_j^T / (phi(q_i)·sum_j phi(k_j) + eps),
-// over the keys query i sees (padding keys are zeroed in phi(K)), plus a positional encoding's
-// kernel terms {S_rel·V, S_rel·1} in numerator and denominator (seed 003 §IV). Algorithms:
+//   Y_i = (sum_j s_ij v_j + A_i) / (sum_j s_ij + b_i + eps),  s_ij = phi(q_i)·phi(k_j),
+// over the keys query i sees (padding keys are zeroed in phi(K)), where {A_i, b_i} are a
+// positional encoding's kernel terms {S_rel·V, S_rel·1} (seed 003 §IV; zero without one). phi is
+// the feature map's definition, unshifted: the exponential maps hand over phi(q) e^(-c_q) and
+// phi(k) e^(-c_k) (feature_map.h), which scales sum_j s_ij by e^(-c_q - c_k) but A_i, b_i (linear
+// in phi(q), without key features) only by e^(-c_q); rescale() puts the kernel terms and eps on
+// the same scale, so the ratio is exactly the formula above, as fast-transformers'
+// LinearAttention computes it without any shift. Algorithms:
 // bidirectional keeps phi(K)^T V [F, Dv]; causal reads prefix sums of phi(k_j) ⊗ v_j at query i's
 // last key i + Lk - Lq (seed 003 conclusion), O(N F Dv) memory; quadratic forms the masked
 // phi(Q) phi(K)^T [Lq, Lk]. `auto` picks the smaller by seed 003 §IV's memory estimates.
 // Options: feature_map (elu1) and its own options, eps (1e-6), algorithm (auto|linear|quadratic).
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "autograd/functions.h"
@@ -29,6 +37,33 @@ Var align_prefix(const Var& x, int64_t q_len) {
   return pad(x, pads);
 }
 
+// How the three parts of the denominator (and numerator) weigh against each other when the
+// features were shifted (feature_map.h): the sums carry e^(-c_q - c_k), the kernel terms only
+// e^(-c_q), so relative to the sums the terms need e^(-c_k) and eps e^(-c_q - c_k). Each factor is
+// divided by the largest of them per query, so none overflows and the largest is 1; eps's is
+// floored at the dtype's smallest normal number, so a query that sees no key divides 0 by a
+// positive number.
+struct Rescale {
+  Var sums, terms, eps;  // broadcastable to [B, H, Lq, 1]
+};
+
+Rescale rescale(const Features& phi, bool with_terms, double eps) {
+  const DType dtype = phi.q.dtype();
+  const Device device = phi.q.value().device();
+  const Tensor zero = zeros({1}, dtype, device);
+  const Tensor c_q = phi.q_shift.defined() ? phi.q_shift : zero;  // [B, H, Lq, 1]
+  const Tensor c_k = phi.k_shift.defined() ? phi.k_shift : zero;  // [B, H, 1, 1]
+  const Tensor log_terms = neg(c_k);
+  const Tensor log_eps = add_scalar(neg(add(c_q, c_k)), std::log(eps));
+  Tensor top = maximum(log_eps, zero);  // [B, H, Lq, 1]
+  if (with_terms) top = maximum(top, log_terms);
+  const double smallest =
+      dtype == DType::f64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
+  const Tensor floor = full({1}, std::log(smallest), dtype, device);
+  return {Var(exp(neg(top))), Var(exp(sub(log_terms, top))),
+          Var(exp(maximum(sub(log_eps, top), floor)))};
+}
+
 class LinearAttention final : public Attention {
  public:
   explicit LinearAttention(const AttentionOptions& opt)
@@ -44,7 +79,9 @@ class LinearAttention final : public Attention {
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
     const AttentionDims d = check_attention_inputs("attention linear", q, k, v, in);
-    auto [phi_q, phi_k] = feature_map_->forward(q, k, in);  // [B, H, Lq, F], [B, H, Lk, F]
+    const Features phi = feature_map_->forward(q, k, in);
+    const Var& phi_q = phi.q;  // [B, H, Lq, F]
+    Var phi_k = phi.k;         // [B, H, Lk, F]
     if (in.key_mask.defined()) phi_k = phi_k * Var(key_keep_column(in.key_mask, phi_k.dtype()));
     Var num, den;  // [B, H, Lq, Dv], [B, H, Lq, 1]
     if (quadratic(d, phi_q.size(3), in.causal)) {
@@ -67,16 +104,27 @@ class LinearAttention final : public Attention {
       num = matmul(phi_q, kv);
       den = matmul(phi_q, z, false, true);
     }
+    Var term_num, term_den;  // [B, H, Lq, Dv], [B, H, Lq, 1]
     if (in.positional != nullptr) {
-      auto [term_num, term_den] = in.positional->kernel_terms(phi_q, v, in);
+      std::tie(term_num, term_den) = in.positional->kernel_terms(phi_q, v, in);
       RELPOS_CHECK(term_num.defined() == term_den.defined(), "attention linear",
                    "positional '{}' gave one kernel term without the other", in.positional->name());
+    }
+    if (!phi.q_shift.defined() && !phi.k_shift.defined()) {
       if (term_num.defined()) {
         num = num + term_num;
         den = den + term_den;
       }
+      return num / (den + eps_);  // [B, H, Lq, Dv]
     }
-    return num / (den + eps_);  // [B, H, Lq, Dv]
+    const Rescale r = rescale(phi, term_num.defined(), eps_);
+    num = num * r.sums;
+    den = den * r.sums;
+    if (term_num.defined()) {
+      num = num + term_num * r.terms;
+      den = den + term_den * r.terms;
+    }
+    return num / (den + r.eps);  // [B, H, Lq, Dv]
   }
 
   AttentionCaps caps() const override {

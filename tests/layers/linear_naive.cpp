@@ -17,7 +17,9 @@ struct Rows {
 // phi of one row x[0..D) for the elementwise and dpfp maps.
 std::vector<double> phi_row(const NaiveFeatureMap& map, const double* x, int64_t D) {
   std::vector<double> out;
-  if (map.name == "elu1") {
+  if (map.name == "sikf") {
+    for (int64_t d = 0; d < D; ++d) out.push_back(std::exp(x[d]));
+  } else if (map.name == "elu1") {
     for (int64_t d = 0; d < D; ++d) out.push_back(x[d] > 0 ? x[d] + 1 : std::exp(x[d]));
   } else if (map.name == "relu") {
     for (int64_t d = 0; d < D; ++d) out.push_back(std::max(x[d], 0.0) + map.relu_eps);
@@ -66,46 +68,15 @@ std::pair<Tensor, Tensor> naive_feature_map(const NaiveFeatureMap& map, const Te
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
       const Rows qs{&qv[(b * H + h) * Lq * D], D}, ks{&kv[(b * H + h) * Lk * D], D};
-      if (map.name == "sikf") {
-        // max: each query less its own max, keys less their max over real keys; mean: both less
-        // mean(q) + mean(real keys).
-        double q_mean = 0, k_mean = 0, k_max = -INFINITY;
-        int64_t real = 0;
-        for (int64_t i = 0; i < Lq * D; ++i) q_mean += qs.base[i] / static_cast<double>(Lq * D);
-        for (int64_t j = 0; j < Lk; ++j)
-          if (keep[b * Lk + j])
-            for (int64_t d = 0; d < D; ++d, ++real) {
-              k_mean += ks.row(j)[d];
-              k_max = std::max(k_max, ks.row(j)[d]);
-            }
-        const bool by_max = map.sikf_shift == "max";
-        const double shared = q_mean + (real > 0 ? k_mean / static_cast<double>(real) : 0.0);
-        for (int64_t i = 0; i < Lq; ++i) {
-          const double q_shift = by_max ? *std::max_element(qs.row(i), qs.row(i) + D) : shared;
-          for (int64_t d = 0; d < D; ++d) phi_q.push_back(std::exp(qs.row(i)[d] - q_shift));
-        }
-        for (int64_t j = 0; j < Lk; ++j)
-          for (int64_t d = 0; d < D; ++d)
-            phi_k.push_back(keep[b * Lk + j] ? std::exp(ks.row(j)[d] - (by_max ? k_max : shared))
-                                             : 0.0);  // padding: dropped by the attention
-      } else if (map.name == "performer") {
-        // exp(a - stabilizer) / sqrt(m): per-query max for q, one max over real keys for k.
+      if (map.name == "performer") {
+        // exp(W x^ - |x^|^2 / 2) / sqrt(m); padding keys zeroed (dropped by the attention).
         const double norm = 1.0 / std::sqrt(static_cast<double>(m));
-        for (int64_t i = 0; i < Lq; ++i) {
-          const auto a = performer_exponent(w, m, qs.row(i), D);
-          const double top = *std::max_element(a.begin(), a.end());
-          for (double x : a) phi_q.push_back(std::exp(x - top) * norm);
-        }
-        std::vector<std::vector<double>> a_k;
-        double top = -INFINITY;
-        for (int64_t j = 0; j < Lk; ++j) {
-          a_k.push_back(performer_exponent(w, m, ks.row(j), D));
-          if (keep[b * Lk + j])
-            top = std::max(top, *std::max_element(a_k[j].begin(), a_k[j].end()));
-        }
+        for (int64_t i = 0; i < Lq; ++i)
+          for (double x : performer_exponent(w, m, qs.row(i), D))
+            phi_q.push_back(std::exp(x) * norm);
         for (int64_t j = 0; j < Lk; ++j)
-          for (double x : a_k[j])
-            phi_k.push_back(keep[b * Lk + j] ? std::exp(x - top) * norm : 0.0);
+          for (double x : performer_exponent(w, m, ks.row(j), D))
+            phi_k.push_back(keep[b * Lk + j] ? std::exp(x) * norm : 0.0);
       } else {
         for (int64_t i = 0; i < Lq; ++i)
           for (double x : phi_row(map, qs.row(i), D)) phi_q.push_back(x);

@@ -18,12 +18,12 @@ struct NaiveFeatureMap {
   std::string name;  // elu1, relu, sikf, dpfp, performer
   double relu_eps = 1e-3;
   int64_t nu = 1;
-  std::string sikf_shift = "max";
   Tensor projection;  // performer's W [m, D] (the module's buffer, as drawn)
 };
 
 // q: [B, H, Lq, D], k: [B, H, Lk, D] -> {phi(q) [B, H, Lq, F], phi(k) [B, H, Lk, F]}, f64 on the
-// CPU. sikf's shift and performer's key stabilizer are taken over real keys (in.key_mask).
+// CPU, from the definitions without any shift (sikf: exp(x); performer: exp(W x^ - |x^|^2 / 2) /
+// sqrt(m)), so exponents beyond ~700 overflow. Padding keys of performer get zeros.
 std::pair<Tensor, Tensor> naive_feature_map(const NaiveFeatureMap& map, const Tensor& q,
                                             const Tensor& k, const AttentionInputs& in);
 

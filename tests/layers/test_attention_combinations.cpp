@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "layers/attention/feature_map.h"
 #include "layers/attention/multi_head.h"
 #include "layers/attention/shaw.h"
 #include "tests/layers/attention_testing.h"
@@ -113,39 +114,61 @@ TEST_CASE("combinations: naive shaw inside linear attention is refused as quadra
   CHECK(test::error_of([&] { MultiHeadAttention m(c); }).empty());
 }
 
-TEST_CASE("combinations: linear attention + shaw equals the dense formula by loops") {
+TEST_CASE(
+    "combinations: linear attention + shaw equals the dense formula by loops for every feature "
+    "map, at logits far from 0") {
+  // Y_i = sum_j (phi(q_i)·phi(k_j) + phi(q_i)·w_clip(j - i)) v_j / (same without v_j + eps),
+  // seed 003 §IV, with phi unshifted. Offsets of q and k move the exponential maps' key shift
+  // c_k from about -12 to +10: a kernel term that missed the key factor would be off by e^(c_k).
   const int64_t B = 2, H = 2, L = 7, D = 4;
-  for (bool causal : {false, true}) {
-    INFO("causal " << causal);
-    auto attention = test::make_linear({{"feature_map", "elu1"}}, H, D);
+  const std::vector<std::pair<double, double>> offsets{{0, 0}, {3, -12}, {-6, 10}};
+  for (const std::string& map : feature_map_registry().names()) {
+    // performer keeps the head size with num_features = D; dpfp cannot (refused above).
+    Pairs extra{{"feature_map", map}};
+    if (map == "performer") extra.push_back({"num_features", std::to_string(D)});
+    const auto attention = test::make_linear(extra, H, D);
+    if (attention->caps().feature_dim != D) continue;
     auto shaw = make_positional(test::attention_options(
         test::options("positional", {{"type", "shaw"}, {"window", "2"}}), H, D));
-    const Tensor q = test::random_tensor({B, H, L, D}, DType::f64, 1);
-    const Tensor k = test::random_tensor({B, H, L, D}, DType::f64, 2);
-    const Tensor v = test::random_tensor({B, H, L, D}, DType::f64, 3);
-    const AttentionInputs in{test::padding_mask(L, {1, 0}), causal, nullptr};
-    const Tensor got = attend(*attention, shaw.get(), Var(q), Var(k), Var(v), in).value();
+    test::NaiveFeatureMap naive(map);
+    if (map == "performer") naive.projection = test::projection_of(*attention);
+    // performer's exponent is quadratic in x: a third of the offsets reaches a like range.
+    const double scale = map == "performer" ? 0.35 : 1.0;
+    for (auto [q_offset, k_offset] : offsets) {
+      const Tensor q =
+          add_scalar(test::random_tensor({B, H, L, D}, DType::f64, 1), q_offset * scale);
+      const Tensor k =
+          add_scalar(test::random_tensor({B, H, L, D}, DType::f64, 2), k_offset * scale);
+      const Tensor v = test::random_tensor({B, H, L, D}, DType::f64, 3);
+      for (bool causal : {false, true}) {
+        INFO(map << " offsets q " << q_offset << " k " << k_offset << " causal " << causal);
+        const AttentionInputs in{test::padding_mask(L, {1, 0}), causal, nullptr};
+        const Tensor got = attend(*attention, shaw.get(), Var(q), Var(k), Var(v), in).value();
 
-    const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("elu1"), q, k, in);
-    const auto pq = phi_q.to_vector<double>(), vv = v.to_vector<double>();
-    const auto w = static_cast<ShawPositional&>(*shaw).weight().value().to_vector<double>();
-    const test::NaiveMask mask(in, L, L);
-    std::vector<double> num(B * H * L * D, 0.0), den(B * H * L, 0.0);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t bh = b * H; bh < (b + 1) * H; ++bh)
-        for (int64_t i = 0; i < L; ++i)
-          for (int64_t j = 0; j < L; ++j) {
-            if (mask.blocked(b, i, j)) continue;
-            const int64_t row = std::clamp<int64_t>(j - i, -2, 2) + 2;
-            double s = 0;  // S_rel[i, j] = phi(q_i) · w_clip(j - i)
-            for (int64_t d = 0; d < D; ++d) s += pq[(bh * L + i) * D + d] * w[row * D + d];
-            den[bh * L + i] += s;
-            for (int64_t d = 0; d < D; ++d)
-              num[(bh * L + i) * D + d] += s * vv[(bh * L + j) * D + d];
-          }
-    const Tensor want = test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6,
-                                                     Tensor::from_vector(num, {B, H, L, D}),
-                                                     Tensor::from_vector(den, {B, H, L, 1}));
-    CHECK_CLOSE(got, want, 1e-9, 1e-9);
+        const auto [phi_q, phi_k] = test::naive_feature_map(naive, q, k, in);
+        const auto pq = phi_q.to_vector<double>(), vv = v.to_vector<double>();
+        const auto w = static_cast<ShawPositional&>(*shaw).weight().value().to_vector<double>();
+        const test::NaiveMask mask(in, L, L);
+        std::vector<double> num(B * H * L * D, 0.0), den(B * H * L, 0.0);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t bh = b * H; bh < (b + 1) * H; ++bh)
+            for (int64_t i = 0; i < L; ++i)
+              for (int64_t j = 0; j < L; ++j) {
+                if (mask.blocked(b, i, j)) continue;
+                const int64_t row = std::clamp<int64_t>(j - i, -2, 2) + 2;
+                double s = 0;  // S_rel[i, j] = phi(q_i) · w_clip(j - i)
+                for (int64_t d = 0; d < D; ++d) s += pq[(bh * L + i) * D + d] * w[row * D + d];
+                den[bh * L + i] += s;
+                for (int64_t d = 0; d < D; ++d)
+                  num[(bh * L + i) * D + d] += s * vv[(bh * L + j) * D + d];
+              }
+        const Tensor want = test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6,
+                                                         Tensor::from_vector(num, {B, H, L, D}),
+                                                         Tensor::from_vector(den, {B, H, L, 1}));
+        // Relative to the case's largest output: the shaw weights can be negative, so a
+        // denominator may nearly cancel; rounding is a few ulps of the exponents' size.
+        CHECK_CLOSE(got, want, 1e-8, 1e-8 * max(abs(want)).item());
+      }
+    }
   }
 }

@@ -18,15 +18,15 @@ struct MapCase {
 };
 
 std::vector<MapCase> map_cases() {
-  test::NaiveFeatureMap relu_05("relu"), sikf_mean("sikf"), dpfp_3("dpfp");
+  test::NaiveFeatureMap relu_05("relu"), dpfp_3("dpfp");
   relu_05.relu_eps = 0.05;
-  sikf_mean.sikf_shift = "mean";
   dpfp_3.nu = 3;
   return {{{}, test::NaiveFeatureMap("elu1")},  // the default map
           {{{"feature_map", "relu"}}, test::NaiveFeatureMap("relu")},
           {{{"feature_map", "relu"}, {"relu_eps", "0.05"}}, relu_05},
           {{{"feature_map", "sikf"}}, test::NaiveFeatureMap("sikf")},
-          {{{"feature_map", "sikf"}, {"sikf_shift", "mean"}}, sikf_mean},
+          // The shift only guards exp: both compute the unshifted formula.
+          {{{"feature_map", "sikf"}, {"sikf_shift", "mean"}}, test::NaiveFeatureMap("sikf")},
           {{{"feature_map", "dpfp"}}, test::NaiveFeatureMap("dpfp")},
           {{{"feature_map", "dpfp"}, {"nu", "3"}}, dpfp_3},
           // 12 features for D = 5: blocks of 5, 5 and 2 rows.
@@ -51,6 +51,32 @@ class FixedKernelTerms final : public Positional {
   Tensor num_, den_, seen_phi_q;
 };
 
+// Kernel terms linear in phi(q), as a relative encoding's are: {phi(q) M, phi(q) m} for fixed
+// M [F, Dv] and m [F, 1] (positive, so the denominator stays positive).
+class LinearKernelTerms final : public Positional {
+ public:
+  LinearKernelTerms(Tensor num, Tensor den) : num_(std::move(num)), den_(std::move(den)) {}
+  std::string name() const override { return "test_linear_kernel_terms"; }
+  std::pair<Var, Var> kernel_terms(const Var& phi_q, const Var&, const AttentionInputs&) override {
+    return {matmul(phi_q, Var(num_)), matmul(phi_q, Var(den_))};
+  }
+  // phi_q [B, H, Lq, F] -> the same terms by loops.
+  std::pair<Tensor, Tensor> naive(const Tensor& phi_q) const {
+    const auto product = [&](const Tensor& m) {
+      const int64_t rows = phi_q.numel() / phi_q.size(3), F = phi_q.size(3), C = m.size(1);
+      const auto p = phi_q.to_vector<double>(), mv = m.to_vector<double>();
+      std::vector<double> out(rows * C, 0.0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t f = 0; f < F; ++f)
+          for (int64_t c = 0; c < C; ++c) out[r * C + c] += p[r * F + f] * mv[f * C + c];
+      return Tensor::from_vector(
+          out, {phi_q.size(0), phi_q.size(1), phi_q.size(2), static_cast<int64_t>(C)});
+    };
+    return {product(num_), product(den_)};
+  }
+  Tensor num_, den_;
+};
+
 }  // namespace
 
 TEST_CASE(
@@ -65,7 +91,7 @@ TEST_CASE(
       for (auto [lq, lk] : {std::pair<int64_t, int64_t>{7, 7}, {5, 9}, {9, 4}}) {
         for (bool causal : {false, true}) {
           for (bool masked : {false, true}) {
-            INFO(naive.name << " nu " << naive.nu << " shift " << naive.sikf_shift << " "
+            INFO(naive.name << " nu " << naive.nu << " " << mc.options.size() << " options "
                             << algorithm << " Lq " << lq << " Lk " << lk << " causal " << causal
                             << " masked " << masked);
             const Tensor q = test::random_tensor({B, H, lq, D}, f64, 1);
@@ -79,6 +105,52 @@ TEST_CASE(
             const auto [phi_q, phi_k] = test::naive_feature_map(naive, q, k, in);
             // Sums of at most Lk·F products of O(1) terms in f64: 1e-10 leaves ample room.
             CHECK_CLOSE(got, test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6), 1e-10, 1e-12);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "linear attention: sikf and performer compute the unshifted formula, eps and kernel terms "
+    "included, at logits far from 0") {
+  // The maps shift their exponents by c_q (per query) and c_k (per head); offsets of q and k move
+  // c_q + c_k from about -35 (sums far below eps) through about -16 (sums comparable to eps: where
+  // an unscaled eps was visible) to +30 (eps negligible), and c_k from -20 to +15, against
+  // which the kernel terms must be weighed. The unshifted loops do not overflow at these sizes.
+  const int64_t B = 2, H = 2, D = 4, Dv = 3, lq = 5, lk = 7;
+  const std::vector<std::pair<double, double>> offsets{{0, 0},   {-8, -9}, {-7, 3},
+                                                       {8, -20}, {15, 15}, {-16, -19}};
+  LinearKernelTerms terms(test::random_tensor({D, Dv}, f64, 40),
+                          test::random_tensor({D, 1}, f64, 41, 0.1, 1));
+  for (const Kv& map :
+       {Kv{{"feature_map", "sikf"}}, Kv{{"feature_map", "sikf"}, {"sikf_shift", "mean"}},
+        Kv{{"feature_map", "performer"}, {"num_features", "4"}}}) {
+    for (const std::string algorithm : {"linear", "quadratic"}) {
+      const auto attn = test::make_linear(with(map, "algorithm", algorithm), H, D);
+      test::NaiveFeatureMap naive(map[0].second == "sikf" ? "sikf" : "performer");
+      if (naive.name == "performer") naive.projection = test::projection_of(*attn);
+      for (auto [q_offset, k_offset] : offsets) {
+        // performer's exponent W x^ - |x^|^2 / 2 is quadratic in x: smaller offsets reach the
+        // same range.
+        const double scale = naive.name == "performer" ? 0.35 : 1.0;
+        const Tensor q = add_scalar(test::random_tensor({B, H, lq, D}, f64, 42), q_offset * scale);
+        const Tensor k = add_scalar(test::random_tensor({B, H, lk, D}, f64, 43), k_offset * scale);
+        const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 44);
+        for (bool causal : {false, true}) {
+          for (bool with_terms : {false, true}) {
+            INFO(map.back().second << " " << algorithm << " offsets q " << q_offset << " k "
+                                   << k_offset << " causal " << causal << " terms " << with_terms);
+            const AttentionInputs in{test::padding_mask(lk, {0, 2}), causal,
+                                     with_terms ? &terms : nullptr};
+            const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();
+            const auto [phi_q, phi_k] = test::naive_feature_map(naive, q, k, in);
+            const auto [num, den] = with_terms ? terms.naive(phi_q) : std::pair<Tensor, Tensor>{};
+            const Tensor want = test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6, num, den);
+            // Relative to the case's largest output (outputs reach 1e-10 where the sums are far
+            // below eps): rounding of exp and of the rescaling, ulps times the exponents' size.
+            CHECK_CLOSE(got, want, 1e-9, 1e-9 * max(abs(want)).item());
           }
         }
       }
@@ -118,23 +190,22 @@ TEST_CASE(
                             test::random_tensor({2, 2, 8, 4}, f64, 23)};
   const Tensor k = test::random_tensor({2, 2, 6, 4}, f64, 5);
   const Tensor v = test::random_tensor({2, 2, 6, 3}, f64, 6);
-  const Kv maps[] = {{{"feature_map", "elu1"}},
-                     {{"feature_map", "relu"}},
-                     {{"feature_map", "sikf"}},
-                     {{"feature_map", "dpfp"}, {"nu", "2"}},
-                     // performer's stabilizers are constants that cancel only up to eps, and its
-                     // features are small (<= 1/sqrt(m)): at the default eps the O(eps /
-                     // denominator) gap exceeds gradcheck's atol 1e-6; eps 1e-12 removes it.
-                     {{"feature_map", "performer"},
-                      {"num_features", "6"},
-                      {"redraw_interval", "0"},
-                      {"eps", "1e-12"}}};
+  const Kv maps[] = {
+      {{"feature_map", "elu1"}},
+      {{"feature_map", "relu"}},
+      {{"feature_map", "sikf"}},
+      {{"feature_map", "sikf"}, {"sikf_shift", "mean"}},
+      {{"feature_map", "dpfp"}, {"nu", "2"}},
+      // The stabilizers are constants the result does not depend on (eps
+      // included), so their missing gradient is exact: default eps.
+      {{"feature_map", "performer"}, {"num_features", "6"}, {"redraw_interval", "0"}}};
   for (const Kv& map : maps) {
     for (const std::string algorithm : {"linear", "quadratic"}) {
       const auto attn = test::make_linear(with(map, "algorithm", algorithm), 2, 4);
       for (const Tensor& q : queries) {
         for (bool causal : {false, true}) {
-          INFO(map[0].second << " " << algorithm << " Lq " << q.size(2) << " causal " << causal);
+          INFO(map[0].second << " " << map.size() << " options " << algorithm << " Lq " << q.size(2)
+                             << " causal " << causal);
           const AttentionInputs in{test::padding_mask(6, {1, 0}), causal, nullptr};
           test::check_grad(
               [&](const std::vector<Var>& x) { return attn->forward(x[0], x[1], x[2], in); },

@@ -33,7 +33,7 @@ Tensor shifted(const Tensor& x, double c) {
 
 }  // namespace
 
-TEST_CASE("linear attention: sikf output is unchanged by a +800 shift of q and k per (b, h)") {
+TEST_CASE("linear attention: sikf under a +800 shift of q and k per (b, h) is finite and exact") {
   CHECK_FALSE(std::isfinite(std::exp(800.0)));  // where plain exp overflows in f64
   const Tensor q = test::random_tensor({2, 2, 6, 4}, f64, 1);
   const Tensor k = test::random_tensor({2, 2, 7, 4}, f64, 2);
@@ -42,13 +42,12 @@ TEST_CASE("linear attention: sikf output is unchanged by a +800 shift of q and k
   for (bool causal : {false, true}) {
     INFO("causal " << causal);
     const AttentionInputs in{test::padding_mask(7, {0, 3}), causal, nullptr};
-    const Tensor base = attn->forward(Var(q), Var(k), Var(v), in).value();
     const Tensor moved =
         attn->forward(Var(shifted(q, 800)), Var(shifted(k, 800)), Var(v), in).value();
-    CHECK(all_finite(moved));
-    // The shifted features differ only by the rounding of q + 800 (~1e-13), eps included: the
-    // max shift removes c exactly, so even eps's share is unchanged.
-    CHECK_CLOSE(moved, base, 1e-10, 1e-12);
+    // Every score grows by e^(1600 + 14 (b H + h)), so eps's share, eps e^(-1600 - ...), is 0
+    // in f64: the exact result is the unshifted formula of q, k without eps.
+    const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("sikf"), q, k, in);
+    CHECK_CLOSE(moved, test::naive_linear_attention(phi_q, phi_k, v, in, 0.0), 1e-10, 1e-12);
   }
 }
 
@@ -62,26 +61,30 @@ TEST_CASE("linear attention: sikf max shift stays finite and exact where the mea
   const Tensor got = test::make_linear({{"feature_map", "sikf"}}, 2, 4)
                          ->forward(Var(q), Var(k), Var(v), in)
                          .value();
-  CHECK(all_finite(got));
-  const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("sikf"), q, k, in);
-  CHECK_CLOSE(got, test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6), 1e-10, 1e-12);
+  // The unshifted formula overflows here; each query's scores exceed e^(max q - 1), so eps's
+  // share is below 1e-300 and the result is that of q less its row max, without eps.
+  const Tensor q_low = sub(q, max(q, {3}, true));
+  const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("sikf"), q_low, k, in);
+  CHECK_CLOSE(got, test::naive_linear_attention(phi_q, phi_k, v, in, 0.0), 1e-10, 1e-12);
   const Tensor mean = test::make_linear({{"feature_map", "sikf"}, {"sikf_shift", "mean"}}, 2, 4)
                           ->forward(Var(q), Var(k), Var(v), in)
                           .value();
   CHECK_FALSE(all_finite(mean));
 }
 
-TEST_CASE("linear attention: sikf mean shift (the reference's) is shift-invariant but for eps") {
-  const Tensor q = test::random_tensor({2, 2, 5, 4}, f64, 7);
-  const Tensor k = test::random_tensor({2, 2, 5, 4}, f64, 8);
+TEST_CASE("linear attention: sikf mean shift (the reference's) and max shift agree, eps included") {
+  // Offsets -8 and -9 put the sums near eps, where a shift that eps did not follow showed.
+  const Tensor q = shifted(test::random_tensor({2, 2, 5, 4}, f64, 7), -8);
+  const Tensor k = shifted(test::random_tensor({2, 2, 5, 4}, f64, 8), -9);
   const Tensor v = test::random_tensor({2, 2, 5, 3}, f64, 9);
-  // The mean shift moves with c, scaling every score of a (b, h) by e^(-c): with eps at 1e-200
-  // the ratio is exact to rounding.
-  const auto attn =
-      test::make_linear({{"feature_map", "sikf"}, {"sikf_shift", "mean"}, {"eps", "1e-200"}}, 2, 4);
-  const AttentionInputs in{test::padding_mask(5, {1, 0}), false, nullptr};
-  CHECK_CLOSE(attn->forward(Var(shifted(q, 3)), Var(shifted(k, 3)), Var(v), in).value(),
-              attn->forward(Var(q), Var(k), Var(v), in).value(), 1e-10, 1e-12);
+  const auto by_max = test::make_linear({{"feature_map", "sikf"}}, 2, 4);
+  const auto by_mean = test::make_linear({{"feature_map", "sikf"}, {"sikf_shift", "mean"}}, 2, 4);
+  for (bool causal : {false, true}) {
+    INFO("causal " << causal);
+    const AttentionInputs in{test::padding_mask(5, {1, 0}), causal, nullptr};
+    CHECK_CLOSE(by_mean->forward(Var(q), Var(k), Var(v), in).value(),
+                by_max->forward(Var(q), Var(k), Var(v), in).value(), 1e-10, 1e-12);
+  }
 }
 
 TEST_CASE(
@@ -101,11 +104,11 @@ TEST_CASE(
     INFO(kv.back().first << " " << kv.back().second);
     const auto map = build_map(kv, D);
     CHECK(map->feature_dim(D) == width);
-    const auto [phi_q, phi_k] = map->forward(Var(q), Var(k), {test::padding_mask(5, {0, 2})});
-    CHECK(phi_q.shape() == Shape{2, 2, 3, width});
-    CHECK(phi_k.shape() == Shape{2, 2, 5, width});
-    for (const Tensor& phi : {phi_q.value(), phi_k.value()}) {
-      const auto values = phi.to_vector<double>();
+    const Features phi = map->forward(Var(q), Var(k), {test::padding_mask(5, {0, 2})});
+    CHECK(phi.q.shape() == Shape{2, 2, 3, width});
+    CHECK(phi.k.shape() == Shape{2, 2, 5, width});
+    for (const Tensor& features : {phi.q.value(), phi.k.value()}) {
+      const auto values = features.to_vector<double>();
       CHECK(*std::min_element(values.begin(), values.end()) >= 0);
     }
   }

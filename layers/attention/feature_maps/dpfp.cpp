@@ -17,10 +17,10 @@ class DpfpFeatureMap final : public FeatureMap {
                  "nu must be in [1, 2 * head_dim) = [1, {}), got {}", 2 * head_dim_, nu_);
   }
 
-  std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs&) override {
+  Features forward(const Var& q, const Var& k, const AttentionInputs&) override {
     RELPOS_CHECK(q.size(3) == head_dim_, "feature_map dpfp", "built for head_dim {}, got {}",
                  head_dim_, q.size(3));
-    return {project(q), project(k)};  // [B, H, Lq, F], [B, H, Lk, F]
+    return unshifted(project(q), project(k));  // [B, H, Lq, F], [B, H, Lk, F]
   }
 
   int64_t feature_dim(int64_t head_dim) const override { return 2 * head_dim * nu_; }

@@ -11,8 +11,8 @@ class Elu1FeatureMap final : public FeatureMap {
  public:
   explicit Elu1FeatureMap(const AttentionOptions&) {}
 
-  std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs&) override {
-    return {elu(q) + 1.0, elu(k) + 1.0};  // [B, H, Lq, D], [B, H, Lk, D]
+  Features forward(const Var& q, const Var& k, const AttentionInputs&) override {
+    return unshifted(elu(q) + 1.0, elu(k) + 1.0);  // [B, H, Lq, D], [B, H, Lk, D]
   }
 
   int64_t feature_dim(int64_t head_dim) const override { return head_dim; }

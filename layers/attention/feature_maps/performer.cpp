@@ -3,8 +3,9 @@
 //   phi(x) = exp(W x^ - |x^|^2 / 2 - stabilizer) / sqrt(m),  E[phi(q)·phi(k)] ∝ exp(q·k / sqrt(D)),
 // W [m, D] orthogonal rows in blocks of D (Gram-Schmidt of Gaussian rows, host f64), each row
 // rescaled by the norm of an independent Gaussian vector (chi(D)), as "regularized" = false. The
-// stabilizer (a constant) is the max per query for q and one max per (b, h) over real keys for k:
-// both cancel in the attention ratio. Options: num_features (m, 256), redraw_interval (1000
+// features are returned shifted by constants so exp cannot overflow, the max exponent per query
+// for q and one max per (b, h) over real keys for k (feature_map.h: the attention undoes them
+// where they do not cancel). Options: num_features (m, 256), redraw_interval (1000
 // training forward calls; 0: never; never in eval). W is the buffer "projection".
 #include <algorithm>
 #include <cmath>
@@ -38,7 +39,7 @@ class PerformerFeatureMap final : public FeatureMap {
     register_counter("calls_since_draw", calls_since_draw_);
   }
 
-  std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs& in) override {
+  Features forward(const Var& q, const Var& k, const AttentionInputs& in) override {
     RELPOS_CHECK(q.size(3) == head_dim_, "feature_map performer", "built for head_dim {}, got {}",
                  head_dim_, q.size(3));
     if (is_training() && redraw_interval_ > 0) {
@@ -50,14 +51,15 @@ class PerformerFeatureMap final : public FeatureMap {
     }
     const Tensor w = projection_.to(q.device()).to(q.dtype());  // [m, D]
     const double norm = 1.0 / std::sqrt(static_cast<double>(num_features_));
-    const Var a_q = exponent(q, w);  // [B, H, Lq, m]
-    const Var phi_q = exp(a_q - Var(max(a_q.value(), {3}, true))) * norm;
-    const Tensor padding = padding_rows(in.key_mask);  // [B, 1, Lk, 1] or undefined
-    Var a_k = exponent(k, w);                          // [B, H, Lk, m]
-    a_k = a_k - Var(max_over_real_keys(a_k.value(), padding));
+    const Var a_q = exponent(q, w);                                   // [B, H, Lq, m]
+    const Tensor q_shift = max(a_q.value(), {3}, true);               // [B, H, Lq, 1]
+    const Tensor padding = padding_rows(in.key_mask);                 // [B, 1, Lk, 1] or undefined
+    Var a_k = exponent(k, w);                                         // [B, H, Lk, m]
+    const Tensor k_shift = max_over_real_keys(a_k.value(), padding);  // [B, H, 1, 1]
+    a_k = a_k - Var(k_shift);
     // Padding keys (dropped by the attention) get exp(0): finite, whatever their values.
     if (padding.defined()) a_k = masked_fill(a_k, padding, 0.0);
-    return {phi_q, exp(a_k) * norm};  // [B, H, Lq, m], [B, H, Lk, m]
+    return {exp(a_q - Var(q_shift)) * norm, exp(a_k) * norm, q_shift, k_shift};
   }
 
   int64_t feature_dim(int64_t) const override { return num_features_; }

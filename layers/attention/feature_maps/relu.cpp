@@ -14,8 +14,8 @@ class ReluFeatureMap final : public FeatureMap {
     RELPOS_CHECK(eps_ >= 0, "feature_map relu", "relu_eps must be >= 0, got {}", eps_);
   }
 
-  std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs&) override {
-    return {relu(q) + eps_, relu(k) + eps_};  // [B, H, Lq, D], [B, H, Lk, D]
+  Features forward(const Var& q, const Var& k, const AttentionInputs&) override {
+    return unshifted(relu(q) + eps_, relu(k) + eps_);  // [B, H, Lq, D], [B, H, Lk, D]
   }
 
   int64_t feature_dim(int64_t head_dim) const override { return head_dim; }

@@ -1,11 +1,11 @@
-// sikf: phi(x) = exp(x) after a constant shift (seed 002 §3.1 eq. 9, "shift-invariant kernel
-// function"); F = D. A shift c of q and d of k scales every score of a (b, h) by e^(c + d), which
-// cancels between numerator and denominator, so the shift only guards exp. `sikf_shift`:
-//   max (default): q minus its own max per query (a factor per row, which cancels within the
-//     row), k minus one max per (b, h) over real keys: every exponent is <= 0, so exp never
-//     overflows however large the spread (e.g. q in [0, 1000]);
-//   mean: the reference's one scalar per (b, h), mean(q) + mean(k over real keys), subtracted
-//     from both; it centres the values but overflows once they spread beyond ~700 (f64).
+// sikf: phi(x) = exp(x) (seed 002 §3.1 eq. 9, "shift-invariant kernel function"); F = D. The
+// features are returned shifted so exp cannot overflow, phi(q) e^(-c_q) and phi(k) e^(-c_k)
+// (feature_map.h: the attention undoes the shifts where they do not cancel, so the result is
+// that of the unshifted exp). `sikf_shift`:
+//   max (default): c_q the max of each query, c_k one max per (b, h) over real keys: every
+//     exponent is <= 0, so exp never overflows however large the spread (e.g. q in [0, 1000]);
+//   mean: the reference's one scalar per (b, h), c = mean(q) + mean(k over real keys), for both
+//     q and k; it centres the values but overflows once they spread beyond ~700 (f64).
 // The shift is a constant (no gradient through it).
 #include "autograd/functions.h"
 #include "layers/attention/feature_map.h"
@@ -23,20 +23,20 @@ class SikfFeatureMap final : public FeatureMap {
                  "sikf_shift must be max or mean, got '{}'", shift_);
   }
 
-  std::pair<Var, Var> forward(const Var& q, const Var& k, const AttentionInputs& in) override {
+  Features forward(const Var& q, const Var& k, const AttentionInputs& in) override {
     const Tensor padding = padding_rows(in.key_mask);  // [B, 1, Lk, 1] or undefined
-    Tensor q_shift, k_shift;                           // broadcast against q and k
+    Tensor q_shift, k_shift;                           // [B, H, Lq, 1], [B, H, 1, 1]
     if (shift_ == "max") {
-      q_shift = max(q.value(), {3}, true);               // [B, H, Lq, 1]
-      k_shift = max_over_real_keys(k.value(), padding);  // [B, H, 1, 1]
+      q_shift = max(q.value(), {3}, true);
+      k_shift = max_over_real_keys(k.value(), padding);
     } else {
-      q_shift = add(mean(q.value(), {2, 3}, true), mean_over_real_keys(k.value(), in));
-      k_shift = q_shift;  // [B, H, 1, 1]
+      k_shift = add(mean(q.value(), {2, 3}, true), mean_over_real_keys(k.value(), in));
+      q_shift = k_shift;
     }
     Var k_arg = k - Var(k_shift);  // [B, H, Lk, D]
     // Padding keys (dropped by the attention) get exp(0): finite, whatever their values.
     if (padding.defined()) k_arg = masked_fill(k_arg, padding, 0.0);
-    return {exp(q - Var(q_shift)), exp(k_arg)};  // [B, H, Lq, D], [B, H, Lk, D]
+    return {exp(q - Var(q_shift)), exp(k_arg), q_shift, k_shift};
   }
 
   int64_t feature_dim(int64_t head_dim) const override { return head_dim; }

@@ -1,6 +1,6 @@
 // Constant shifts that the exponential feature maps (sikf, performer) subtract before exp, so it
-// cannot overflow. They carry no gradient and cancel between the numerator and the denominator of
-// linear attention (seed 002 eq. 9); padding keys never set them.
+// cannot overflow. They carry no gradient; the maps report them (Features in feature_map.h) and
+// linear attention undoes them where they do not cancel. Padding keys never set them.
 #pragma once
 
 #include "core/tensor.h"
