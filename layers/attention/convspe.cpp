@@ -8,11 +8,12 @@
 //
 // The correlation is a zero-padded FFT product: for the valid outputs only z[i .. i + k − 1] is
 // read, so noise of L + k − 1 samples suffices (the reference draws L + 4k and crops; the cropped
-// codes have the same distribution). 2-D is reduced to 1-D: with the noise image flattened
-// row-major at row stride P = cols + kw − 1 and the filter padded to that stride, output (i, j)
-// of the 1-D correlation at i·P + j is exactly the 2-D one (no row wraps, since j + kw − 1 < P).
-// Cost per forward: O(H D R n log n) time and O(H D R n) memory, n ≈ L + k (1-D) or
-// (rows + k)(cols + k) (2-D).
+// codes have the same distribution). The draw is position-major, so a position's noise does not
+// depend on L (eval predictions do not depend on the batch's padded length). 2-D is reduced to 1-D:
+// with the noise image flattened row-major at row stride P = cols + kw − 1 and the filter padded to
+// that stride, output (i, j) of the 1-D correlation at i·P + j is exactly the 2-D one (no row
+// wraps, since j + kw − 1 < P). Cost per forward: O(H D R n log n) time and O(H D R n) memory, n ≈
+// L + k (1-D) or (rows + k)(cols + k) (2-D).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -104,8 +105,11 @@ class ConvSpe final : public StochasticPositional {
   Tensor draw_noise(int64_t len, Generator& gen, DType dtype, Device device) const override {
     const auto [rows, cols] = grid_shape(len);
     const int64_t kh = grid_.empty() ? 1 : kernel_;
-    return randn({heads_, head_dim_, realizations_, (rows + kh - 1) * (cols + kernel_ - 1)}, gen, 0,
-                 1, dtype, device);
+    // Sample u of every (h, d, r) is element u of a position-major draw, whatever its length
+    // (Philox element i depends on i only): 1-D codes of position i read samples i .. i + k - 1.
+    const int64_t samples = (rows + kh - 1) * (cols + kernel_ - 1);
+    const Tensor z = randn({samples, heads_, head_dim_, realizations_}, gen, 0, 1, dtype, device);
+    return z.permute({1, 2, 3, 0}).contiguous();  // [H, D, R, samples]
   }
 
   SpeCodes codes(const Tensor& noise, int64_t len) const override {

@@ -74,9 +74,9 @@ std::pair<Var, Var> StochasticPositional::transform_qk(const Var& q, const Var& 
   const int64_t q_len = q.size(2), k_len = k.size(2), len = positions(q_len, k_len);
   Generator eval_gen(eval_seed_);
   Generator& gen = is_training() ? train_gen_ : eval_gen;
-  const Tensor noise = draw_noise(len, gen, q.dtype(), q.device());
   const Tensor gate_noise =
       gate_.defined() ? draw_gate_noise(gen, q.dtype(), q.device()) : Tensor();
+  const Tensor noise = draw_noise(len, gen, q.dtype(), q.device());
   SpeCodes c = codes(noise, len);               // [H, len, D, R] each
   c.qbar = slice(c.qbar, 1, len - q_len, len);  // [H, Lq, D, R]: the last Lq positions
   c.kbar = slice(c.kbar, 1, len - k_len, len);  // [H, Lk, D, R]: the last Lk positions

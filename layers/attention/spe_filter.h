@@ -61,8 +61,10 @@ class StochasticPositional : public Positional {
   // in AttentionInputs): query i sits at position i + (Lk − Lq) relative to key 0.
   std::pair<Var, Var> transform_qk(const Var& q, const Var& k, const AttentionInputs& in) override;
 
-  // What one forward draws from `gen`, in this order: the code noise for `len` positions, then
-  // (gated only) the gate noise [H, D, R].
+  // What one forward draws from `gen`, in this order: (gated only) the gate noise [H, D, R], then
+  // the code noise for `len` positions. Both are prefix-stable: the samples the codes of
+  // positions 0 .. n - 1 read are the same for every len >= n, so in eval a sequence's codes do
+  // not depend on the length its batch is padded to (a prediction depends on the example only).
   virtual Tensor draw_noise(int64_t len, Generator& gen, DType dtype, Device device) const = 0;
   Tensor draw_gate_noise(Generator& gen, DType dtype, Device device) const;
   // Q̄, K̄ for `len` positions from the code noise.

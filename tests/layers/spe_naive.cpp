@@ -93,10 +93,10 @@ std::pair<Tensor, Tensor> naive_spe_transform(const StochasticPositional& spe, c
                                               const Tensor& k, int64_t rows) {
   const int64_t lq = q.size(2), lk = k.size(2), len = std::max(lq, lk);
   Generator gen(spe.eval_seed());
-  const Tensor noise = spe.draw_noise(len, gen, DType::f64, Device::cpu());
   const Tensor gate = spe.gate().defined() ? spe.gate().value() : Tensor();
   const Tensor gate_noise =
       gate.defined() ? spe.draw_gate_noise(gen, DType::f64, Device::cpu()) : Tensor();
+  const Tensor noise = spe.draw_noise(len, gen, DType::f64, Device::cpu());
   const NaiveCodes c = naive_codes(spe, noise, rows, len / rows);
   return naive_spe_filter(q, k, c.qbar.slice(1, len - lq, len), c.kbar.slice(1, len - lk, len),
                           gate, gate_noise);

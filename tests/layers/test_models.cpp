@@ -172,6 +172,66 @@ TEST_CASE("models: appended padding leaves the logits unchanged, per variant and
   }
 }
 
+TEST_CASE(
+    "models: an eval prediction depends on the example only (sinspe, convspe 1-D and 2-D): batch "
+    "1, batch N and a shuffled batch agree") {
+  struct Case {
+    const char* name;
+    Pairs attention, positional;
+    std::vector<std::string> grid;  // 2-D: pixel input on this grid, no CLS, mean pooling
+  };
+  const std::vector<Case> cases = {
+      {"softmax + sinspe",
+       {{"type", "softmax"}},
+       {{"type", "sinspe"}, {"num_realizations", "6"}, {"num_sines", "3"}},
+       {}},
+      {"softmax + convspe",
+       {{"type", "softmax"}},
+       {{"type", "convspe"}, {"num_realizations", "6"}, {"kernel_size", "3"}},
+       {}},
+      {"linear elu1 + convspe",
+       {{"type", "linear"}, {"feature_map", "elu1"}},
+       {{"type", "convspe"}, {"num_realizations", "6"}, {"kernel_size", "4"}},
+       {}},
+      {"softmax + convspe 2-D",
+       {{"type", "softmax"}},
+       {{"type", "convspe"}, {"num_realizations", "6"}, {"kernel_size", "2"}},
+       {"2", "3"}},
+  };
+  // Rows of lengths 5, 3 and 7 (1-D), or three full 2 x 3 images (2-D).
+  for (const Case& k : cases) {
+    INFO(k.name);
+    ModelConfig c = tiny_model_config();
+    c.attention = test::options("model.attention", k.attention);
+    c.positional = test::options("model.positional", k.positional);
+    std::vector<std::vector<int64_t>> rows = {{3, 1, 4, 1, 5}, {9, 2, 6}, {5, 3, 5, 8, 9, 7, 9}};
+    if (!k.grid.empty()) {
+      c.positional.set_list("grid", k.grid);
+      c.input = "pixels";
+      c.vocab_size = 256;
+      c.max_len = 6;
+      c.cls = "none";
+      c.pooling = "mean";
+      c.positions = "none";
+      rows = {{0, 255, 128, 7, 9, 200}, {255, 255, 0, 1, 17, 3}, {40, 80, 120, 160, 200, 240}};
+    }
+    auto model = build_model(c, 5);
+    model->eval();
+    const int64_t longest = k.grid.empty() ? 8 : 6;  // padded to the model's max_len
+    const Tensor together = logits_of(*model, batch_of(rows, longest));
+    const Tensor shuffled = logits_of(*model, batch_of({rows[2], rows[0], rows[1]}, longest));
+    for (int64_t i = 0; i < 3; ++i) {
+      INFO("row " << i);
+      const auto len = static_cast<int64_t>(rows[i].size());
+      const Tensor alone = logits_of(*model, batch_of({rows[i]}, len));
+      // f32 through two blocks; the rows differ only in summation lengths over zeros.
+      CHECK_CLOSE(alone, together.slice(0, i, i + 1), 1e-5, 1e-5);
+      const int64_t at = (i + 1) % 3;  // row i sits at (i + 1) mod 3 of the shuffled batch
+      CHECK_CLOSE(shuffled.slice(0, at, at + 1), together.slice(0, i, i + 1), 1e-5, 1e-5);
+    }
+  }
+}
+
 TEST_CASE("models: pre-LN and post-LN both run and differ; absolute positions; pixel input") {
   ModelConfig c = tiny_model_config();
   auto pre = build_model(c);

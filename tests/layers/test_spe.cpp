@@ -285,6 +285,27 @@ TEST_CASE("spe: eval repeats the eval_seed draw; training draws fresh noise ever
   }
 }
 
+TEST_CASE("spe: the eval draw is prefix-stable, so a position's codes do not depend on L") {
+  // Padding a batch to a longer L must not change the codes (and so the predictions) of the
+  // positions a shorter sequence has.
+  for (const Config& c : configs()) {
+    if (!c.grid.empty()) continue;  // a grid fixes L
+    INFO(c.what);
+    auto spe = make_spe(c.values, 2, 3);
+    spe->eval();
+    const Var q(test::random_tensor({1, 2, 11, 3}, f64, 29));
+    const Var k(test::random_tensor({1, 2, 11, 3}, f64, 30));
+    const auto [q_long, k_long] = spe->transform_qk(q, k, AttentionInputs{});
+    for (int64_t len : {1, 4, 10}) {
+      INFO("L " << len);
+      const auto [q_short, k_short] =
+          spe->transform_qk(slice(q, 2, 0, len), slice(k, 2, 0, len), AttentionInputs{});
+      CHECK_CLOSE(q_short.value(), q_long.value().slice(2, 0, len), 1e-12, 1e-14);
+      CHECK_CLOSE(k_short.value(), k_long.value().slice(2, 0, len), 1e-12, 1e-14);
+    }
+  }
+}
+
 TEST_CASE("spe: bad options and shapes are refused by message") {
   auto build = [](const Values& values, const std::vector<std::string>& grid = {}) {
     make_spe(values, 2, 3, grid);
