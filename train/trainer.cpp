@@ -87,12 +87,11 @@ namespace {
 std::shared_ptr<spdlog::logger> make_logger(const fs::path& file, bool verbose) {
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string());
   file_sink->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
-  std::vector<spdlog::sink_ptr> sinks{file_sink};
-  if (verbose) {
-    auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-    err->set_pattern("%v");
-    sinks.push_back(err);
-  }
+  // stderr: everything, or only warnings and errors when quiet.
+  auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  err->set_pattern("%v");
+  err->set_level(verbose ? spdlog::level::trace : spdlog::level::warn);
+  std::vector<spdlog::sink_ptr> sinks{file_sink, err};
   auto logger = std::make_shared<spdlog::logger>("relpos", sinks.begin(), sinks.end());
   logger->flush_on(spdlog::level::info);
   return logger;
@@ -124,6 +123,7 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   complete_model_config(model_config, c.data, s.train_set.vocab_size, s.train_set.num_classes);
   Generator gen(c.seed);
   s.model = make_model(model_config, gen);
+  for (const std::string& warning : s.model->warnings()) s.log->warn("warning: {}", warning);
   s.model->to(s.device);
   s.optimizer = make_optimizer(s.model->parameters(), c.optimizer);
 

@@ -18,8 +18,9 @@
 namespace relpos {
 
 struct TrainerOptions {
-  std::string resume;   // a checkpoint of this run to continue from ("" = start afresh)
-  bool verbose = true;  // progress and log lines on stderr (log.txt is written either way)
+  std::string resume;  // a checkpoint of this run to continue from ("" = start afresh)
+  // Progress and log lines on stderr; false: warnings only (log.txt is written either way).
+  bool verbose = true;
   // End this session after this update as an interruption would, saving checkpoints/last.h5
   // (no validation, no test, no summary); 0: run to the end.
   int64_t stop_at_step = 0;

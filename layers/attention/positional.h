@@ -40,6 +40,11 @@ class Positional : public Module {
   // v: [B, H, Lk, Dv] -> [B, H, Lq, Dv], added to the attention output as it is (not
   // normalized); undefined: none.
   virtual Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) { return {}; }
+
+  // Whether the output rows of the leading special tokens (the CLS a classifier pools) can
+  // depend on this encoding. FastRPB's term leaves them out (as the authors' code), so in the
+  // last block of a CLS-pooled model it cannot reach the logits (TransformerEncoder warns).
+  virtual bool reaches_leading_special_rows() const { return true; }
 };
 
 using PositionalRegistry = Registry<Positional, const AttentionOptions&>;

@@ -30,6 +30,8 @@ class DualEncoderClassifier final : public Classifier {
     return head_->forward(pair);  // [B, classes]
   }
 
+  std::vector<std::string> warnings() const override { return encoder_->warnings("encoder"); }
+
  private:
   std::shared_ptr<TransformerEncoder> encoder_;
   std::shared_ptr<MlpHead> head_;

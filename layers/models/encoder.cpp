@@ -161,6 +161,25 @@ Var TransformerEncoder::pool(const EncoderOutput& out) const {
   return sum(h * Var(m), {1}) / Var(sum(m, {1}));               // [B, d] / [B, 1]
 }
 
+std::vector<std::string> TransformerEncoder::warnings(const std::string& name) const {
+  // Tied blocks and a shared encoding use the last block's weights in earlier blocks too.
+  if (config_.pooling != "cls" || config_.tied_blocks || config_.share_positional) return {};
+  const int64_t last = config_.num_layers - 1;
+  Positional* positional = layers_->at<EncoderBlock>(last)->attention().positional();
+  if (positional == nullptr || positional->reaches_leading_special_rows()) return {};
+  const std::string where = fmt::format("{}.layers.{}.attn.positional", name, last);
+  const std::string consequence =
+      last == 0 ? "the model is the same function as without it; use num_layers >= 2, pooling: "
+                  "mean, or the encoding's special_tokens_front: 0"
+                : "its weights get no gradient and stay at their init; the earlier blocks' "
+                  "encodings do learn";
+  return {fmt::format(
+      "[model] {} ({}) cannot reach the output: its term is zero on the CLS row the model pools "
+      "(special tokens are left out, as in the FastRPB reference) and no later block carries it "
+      "there, so {}",
+      where, positional->name(), consequence)};
+}
+
 MlpHead::MlpHead(const std::vector<int64_t>& widths, DType dtype, Generator& gen) {
   for (size_t i = 0; i + 1 < widths.size(); ++i)
     fcs_.push_back(

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "layers/attention/multi_head.h"
@@ -54,6 +55,12 @@ class TransformerEncoder : public Module {
   EncoderOutput forward(const Tensor& tokens, const Tensor& key_mask = {});
   // -> [B, model_dim]: row 0 (pooling "cls") or the mean over real tokens ("mean").
   Var pool(const EncoderOutput& out) const;
+
+  // What a user should know about this encoder (registered under `name`), one line each: a
+  // relative encoding in the last block whose term cannot reach the pooled CLS row (FastRPB
+  // leaves special rows out; no later block carries the content rows to CLS), so its weights get
+  // no gradient; with one block the model is the same function as without the encoding.
+  std::vector<std::string> warnings(const std::string& name) const;
 
   // Tokens a layer sees at most: max_len plus the CLS and SEP it adds or the data carries.
   int64_t sequence_len() const { return seq_len_; }

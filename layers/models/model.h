@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/generator.h"
 #include "core/options.h"
@@ -75,6 +76,9 @@ class Classifier : public Module {
   virtual Var forward(const ClassifierInputs& inputs) = 0;
   // cls "token": [CLS] = vocab_size, [SEP] = vocab_size + 1; otherwise none.
   virtual SpecialTokens special_tokens() const;
+  // What a user should know about this model as built, one line each (e.g. a part that cannot
+  // affect the output); `relpos train` logs them as warnings.
+  virtual std::vector<std::string> warnings() const { return {}; }
   const ModelConfig& config() const { return config_; }
 
  protected:

@@ -30,6 +30,8 @@ class SequenceClassifier final : public Classifier {
     return classifier_->forward(tanh(pooler_->forward(pooled)));
   }
 
+  std::vector<std::string> warnings() const override { return encoder_->warnings("encoder"); }
+
  private:
   std::shared_ptr<TransformerEncoder> encoder_;
   std::shared_ptr<MlpHead> head_;

@@ -54,6 +54,11 @@ train: {steps: 4, eval_every: 2, log_every: 2, out: $tmp/run}
 YAML
 expect_status 0 "train" -- "$relpos" train "$tmp/tiny.yaml" --quiet
 grep -q "test accuracy" "$tmp/out" || fail "train prints no final metrics line: $(cat "$tmp/out")"
+# One block + CLS pooling: FastRPB's term (zero on the CLS row) cannot reach the logits. Said
+# even with --quiet, and kept in log.txt.
+warning="encoder.layers.0.attn.positional (fastrpb) cannot reach the output"
+grep -qF "$warning" "$tmp/err" || fail "train does not warn that FastRPB is unreachable"
+grep -qF "$warning" "$tmp/run/log.txt" || fail "log.txt lacks the unreachable-FastRPB warning"
 for f in config.yaml metrics.jsonl log.txt summary.json checkpoints/last.h5 checkpoints/best.h5; do
   [[ -f $tmp/run/$f ]] || fail "train did not write $f"
 done

@@ -232,6 +232,68 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "models: FastRPB in the last block cannot reach CLS-pooled logits; it is reported, and with "
+    "two blocks the first block's weights learn") {
+  ModelConfig c = tiny_model_config(DType::f64);
+  c.attention = test::options("model.attention", {{"type", "linear"}, {"feature_map", "sikf"}});
+  c.positional = test::options("model.positional", {{"type", "fastrpb"}});
+  const auto batch = batch_of(kRows, 6);
+  const auto set_positional = [](Classifier& model, double value) {
+    for (auto& [name, p] : model.named_parameters())
+      if (name.find("positional") != std::string::npos)
+        p.set_value(full(p.shape(), value, p.dtype()));
+  };
+
+  c.num_layers = 1;
+  auto one = build_model(c);
+  REQUIRE(one->warnings().size() == 1);
+  const std::string warning = one->warnings()[0];
+  CHECK(warning.find("[model] encoder.layers.0.attn.positional (fastrpb) cannot reach the "
+                     "output") == 0);
+  CHECK(warning.find("the same function as without it") != std::string::npos);
+  // It is so: the weights (made large) change nothing, bit for bit.
+  set_positional(*one, 0.3);
+  const Tensor with_term = logits_of(*one, batch);
+  set_positional(*one, 0.0);
+  CHECK(max(abs(sub(with_term, logits_of(*one, batch)))).item() == 0.0);
+
+  c.num_layers = 2;
+  auto two = build_model(c);
+  REQUIRE(two->warnings().size() == 1);
+  CHECK(two->warnings()[0].find("encoder.layers.1.attn.positional") != std::string::npos);
+  CHECK(two->warnings()[0].find("get no gradient") != std::string::npos);
+  sum(two->forward({batch.first, batch.second, {}, {}})).backward();
+  auto p = params_of(*two);
+  const Tensor first = p["encoder.layers.0.attn.positional.weight"].grad();
+  REQUIRE(first.defined());
+  CHECK(max(abs(first)).item() > 0);
+  const Tensor last = p["encoder.layers.1.attn.positional.weight"].grad();
+  CHECK((!last.defined() || max(abs(last)).item() == 0.0));
+
+  // Nothing to report where the term reaches the output: mean pooling, tied blocks (the one
+  // block runs first too), the encoding on the CLS row (special_tokens_front: 0), no FastRPB.
+  c.num_layers = 1;
+  c.cls = "none";
+  c.pooling = "mean";
+  CHECK(build_model(c)->warnings().empty());
+  c.cls = "vector";
+  c.pooling = "cls";
+  c.num_layers = 2;
+  c.tied_blocks = true;
+  CHECK(build_model(c)->warnings().empty());
+  c.tied_blocks = false;
+  c.positional =
+      test::options("model.positional", {{"type", "fastrpb"}, {"special_tokens_front", "0"}});
+  CHECK(build_model(c)->warnings().empty());
+  c.positional = test::options("model.positional", {{"type", "shaw"}, {"window", "2"}});
+  CHECK(build_model(c)->warnings().empty());
+  // The dual encoder pools CLS rows of the same encoder.
+  c.type = "dual_encoder";
+  c.positional = test::options("model.positional", {{"type", "fastrpb"}});
+  CHECK(build_model(c)->warnings().size() == 1);
+}
+
 TEST_CASE("models: pre-LN and post-LN both run and differ; absolute positions; pixel input") {
   ModelConfig c = tiny_model_config();
   auto pre = build_model(c);

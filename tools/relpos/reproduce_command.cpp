@@ -41,7 +41,7 @@ constexpr const char* kUsage =
     "figure3 runs `relpos bench attention` (tiny: N 256-1024, small: to 8K, paper: to 16K)\n"
     "and draws OUT/figure3.png with tools/plots.py. Scales: paper = the paper's\n"
     "hyperparameters; small = its architectures, 1,000 updates (LRA) or 3 epochs (MNIST);\n"
-    "tiny = one narrow block, 300 updates at lr 2e-3 on 4,800 examples, minutes on a CPU.\n";
+    "tiny = two narrow blocks, 300 updates at lr 2e-3 on 4,800 examples, minutes on a CPU.\n";
 
 struct Options {
   std::string table, scale = "tiny", device = "cpu", data_dir = "data", out, only,
