@@ -62,6 +62,13 @@ AttentionDims check_attention_inputs(const char* variant, const Var& q, const Va
                q.value().str(), k.value().str(), v.value().str());
   RELPOS_CHECK(k.value().device() == q.value().device() && v.value().device() == q.value().device(),
                variant, "q, k and v must be on one device");
+  RELPOS_CHECK(!in.causal || in.query_start < 0 || in.query_start == d.k_len - d.q_len, variant,
+               "causal attention aligns the queries with the last keys: query_start must be "
+               "Lk - Lq = {}, got {}",
+               d.k_len - d.q_len, in.query_start);
+  RELPOS_CHECK(in.window >= 0 && (in.window == 0 || in.causal), variant,
+               "window must be >= 0 and needs causal attention, got window {} (causal {})",
+               in.window, in.causal);
   if (in.key_mask.defined()) {
     const Tensor& m = in.key_mask;
     RELPOS_CHECK(m.dim() == 2 && m.size(0) == d.batch && m.size(1) == d.k_len, variant,

@@ -45,6 +45,20 @@ struct AttentionInputs {
   // The layer's relative positional encoding (null: none); variants ask it for a score bias or
   // kernelized terms (layers/attention/positional.h).
   Positional* positional = nullptr;
+  // Absolute positions: key j sits at position j, query i at query_start + i; relative encodings
+  // measure distances between these. -1: the default of query_offset() below. Causal attention
+  // needs query_start = Lk - Lq (a memory of Lk - Lq keys before the queries' own segment).
+  int64_t query_start = -1;
+  // Causal only: query i sees at most the `window` keys ending at its own position (Transformer-
+  // XL's same_length); 0: every earlier key.
+  int64_t window = 0;
+
+  // The position of query 0: query_start, or by default Lk - Lq when causal (the ends aligned)
+  // and 0 otherwise (both sequences counted from 0, as cross attention in seed 004).
+  int64_t query_offset(int64_t q_len, int64_t k_len) const {
+    if (query_start >= 0) return query_start;
+    return causal ? k_len - q_len : 0;
+  }
 };
 
 // What a variant offers a positional encoding to work with.

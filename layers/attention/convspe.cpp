@@ -118,13 +118,12 @@ class ConvSpe final : public StochasticPositional {
   }
 
  protected:
-  int64_t positions(int64_t q_len, int64_t k_len) const override {
-    if (grid_.empty()) return std::max(q_len, k_len);
-    RELPOS_CHECK(q_len == k_len && q_len == grid_[0] * grid_[1], kName,
+  void check_lengths(int64_t q_len, int64_t k_len) const override {
+    RELPOS_CHECK(grid_.empty() || (q_len == k_len && q_len == grid_[0] * grid_[1]), kName,
                  "on the grid {}x{} queries and keys must be its {} pixels, got {} queries and {} "
                  "keys",
-                 grid_[0], grid_[1], grid_[0] * grid_[1], q_len, k_len);
-    return q_len;
+                 grid_.empty() ? 0 : grid_[0], grid_.empty() ? 0 : grid_[1],
+                 grid_.empty() ? 0 : grid_[0] * grid_[1], q_len, k_len);
   }
 
  private:

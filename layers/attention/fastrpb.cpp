@@ -1,5 +1,6 @@
 // fastrpb: FastRPB, 1-D (seed 002 eq. 10-12, App. B.2): adds W·V to the attention output, per head
-// W[i, j] = w_(i-j) Toeplitz (w_(i-j) = 0 for j > i when causal), by zero-padded FFT. Weight
+// W[i, j] = w_(i-j) Toeplitz (w_(i-j) = 0 for j > i when causal), by zero-padded FFT; causal
+// queries after a memory take the last Lq rows of the product over memory + segment. Weight
 // [H, 2N-1] (full) or [H, N] (symmetric), N = max_len - special tokens; init as the reference
 // code: w_d = |d|·1e-5·u_h + 1e-6·z_h, u_h ~ U[0, 1), z_h ~ N(0, 1) one scalar each per head.
 #include "layers/attention/positional.h"
@@ -33,10 +34,17 @@ class FastRpb final : public Positional {
 
   Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) override {
     const int64_t len = v.size(2);
-    RELPOS_CHECK(q_len == len, kName,
-                 "needs as many queries as keys (W relates positions of one sequence), got {} "
-                 "queries and {} keys",
-                 q_len, len);
+    // Causal queries may be the last Lq of the keys (a memory before them): W relates positions
+    // of one sequence either way, and rows 0 .. Lk - Lq - 1 are the memory's own.
+    const bool after_memory = in.causal && q_len < len;
+    RELPOS_CHECK(q_len == len || after_memory, kName,
+                 "needs as many queries as keys, or causal queries after a memory (W relates "
+                 "positions of one sequence), got {} queries and {} keys (causal {})",
+                 q_len, len, in.causal);
+    RELPOS_CHECK(!after_memory || (options_.front == 0 && options_.back == 0), kName,
+                 "queries after a memory ({} of {} keys) need special_tokens_front and "
+                 "special_tokens_back 0, got {} and {}",
+                 q_len, len, options_.front, options_.back);
     RELPOS_CHECK(v.size(1) == weight_.size(0), kName, "has weights for {} heads, values have {}",
                  weight_.size(0), v.size(1));
     // With padding, a sequence's trailing specials ([SEP]) sit before the padding, inside the
@@ -50,7 +58,8 @@ class FastRpb final : public Positional {
     Var w = central_toeplitz_weights(weight_, options_.symmetric, content_len);  // [H, 2Lc - 1]
     Var y = toeplitz_matvec(w, content, in.causal);                              // [B, H, Lc, D]
     y = pad(y, {0, 0, options_.front, options_.back});                           // [B, H, L, D]
-    return rows.defined() ? y * Var(rows) : y;
+    if (rows.defined()) y = y * Var(rows);
+    return after_memory ? slice(y, 2, len - q_len, len) : y;  // [B, H, Lq, D]
   }
 
  private:

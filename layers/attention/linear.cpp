@@ -79,6 +79,10 @@ class LinearAttention final : public Attention {
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
     const AttentionDims d = check_attention_inputs("attention linear", q, k, v, in);
+    RELPOS_CHECK(in.window == 0, "attention linear",
+                 "an attention window ({} keys) is not supported: the prefix sums reach every "
+                 "earlier key",
+                 in.window);
     const Features phi = feature_map_->forward(q, k, in);
     const Var& phi_q = phi.q;  // [B, H, Lq, F]
     Var phi_k = phi.k;         // [B, H, Lk, F]

@@ -17,6 +17,14 @@ Tensor causal_blocked(int64_t q_len, int64_t k_len, Device device) {
   return gt(sub(j, i), offset);
 }
 
+Tensor outside_window(int64_t q_len, int64_t k_len, int64_t window, Device device) {
+  // Query i sits at key position i + (Lk - Lq); keys j <= i + (Lk - Lq) - window are too old.
+  Tensor i = arange(0, static_cast<double>(q_len), 1, DType::i64, device).reshape({q_len, 1});
+  Tensor j = arange(0, static_cast<double>(k_len), 1, DType::i64, device).reshape({1, k_len});
+  Tensor limit = full({1, 1}, static_cast<double>(k_len - q_len - window), DType::i64, device);
+  return le(sub(j, i), limit);
+}
+
 Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, Device device) {
   Tensor blocked;
   if (in.key_mask.defined()) {
@@ -24,7 +32,9 @@ Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, De
     blocked = eq(in.key_mask, zeros({1}, DType::u8, device)).reshape({batch, 1, 1, k_len});
   }
   if (in.causal) {
-    Tensor causal = causal_blocked(q_len, k_len, device).reshape({1, 1, q_len, k_len});
+    Tensor causal = causal_blocked(q_len, k_len, device);  // [Lq, Lk]
+    if (in.window > 0) causal = maximum(causal, outside_window(q_len, k_len, in.window, device));
+    causal = causal.reshape({1, 1, q_len, k_len});
     blocked = blocked.defined() ? maximum(blocked, causal) : causal;
   }
   return blocked;
@@ -38,6 +48,7 @@ Var masked_softmax(const Var& scores, const AttentionInputs& in) {
   // exp(-1e30 - max) is exactly 0 in a row with any visible key. Only padding, or causal queries
   // outnumbering keys, can leave a row with none (it would spread its weight evenly).
   const bool rows_may_be_empty = in.key_mask.defined() || (in.causal && q_len > k_len);
+  // (A window keeps each query's own position, which is a key whenever Lq <= Lk.)
   return rows_may_be_empty ? masked_fill(weights, blocked, 0.0) : weights;
 }
 

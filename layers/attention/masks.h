@@ -1,5 +1,6 @@
 // Which (query, key) pairs a query may not attend: padding keys and, when causal, keys after the
-// query (aligned at the ends, AttentionInputs::causal); and the masked softmax tail that every
+// query (aligned at the ends, AttentionInputs::causal) or outside its window; and the masked
+// softmax tail that every
 // variant forming scores shares. Also used by the naive twins in the tests.
 #pragma once
 
@@ -13,6 +14,8 @@ Tensor blocked_pairs(const AttentionInputs& in, int64_t q_len, int64_t k_len, De
 
 // u8 [Lq, Lk], 1 where key j comes after query i: j > i + (Lk - Lq).
 Tensor causal_blocked(int64_t q_len, int64_t k_len, Device device);
+// u8 [Lq, Lk], 1 where key j lies `window` or more positions before query i (at i + Lk - Lq).
+Tensor outside_window(int64_t q_len, int64_t k_len, int64_t window, Device device);
 
 // softmax over the last dim of scores [B, H, Lq, Lk] with the pairs `in` blocks weighing exactly
 // 0: a large negative logit (no NaN when a whole row is blocked), and zero weights after the

@@ -1,10 +1,11 @@
 // shaw: relative position embeddings clipped at a window k, shared across heads (Shaw et al.
-// 2018, eqs. 4-5): S[i, j] = q_i · w_clip(j - i, -k, k), the distance j - i counting both
-// sequences from 0. score_bias gathers S from Q·Wᵀ. kernel_terms gives S_rel·V and S_rel·1 for
-// kernelized attention (seed 003 §IV; the seed writes RP_clip(i - j), here both hooks use row
-// clip(j - i) + k, so W means the same in either host) densely (naive) or at linear memory
-// (§III): prefix and suffix sums of V for the clipped horizons |j - i| >= k, plus a band of
-// 2k - 1 shifted copies of V weighted by the window's rows.
+// 2018, eqs. 4-5): S[i, j] = q_i · w_clip(j - p_i, -k, k), the distance from query i's position
+// p_i = i + AttentionInputs::query_offset (after a memory when causal) to key j. score_bias
+// gathers S from Q·Wᵀ. kernel_terms gives S_rel·V and S_rel·1 for kernelized attention (seed 003
+// §IV; the seed writes RP_clip(i - j), here both hooks use row clip(j - p_i) + k, so W means the
+// same in either host) densely (naive) or at linear memory (§III): prefix and suffix sums of V
+// for the clipped horizons |j - p_i| >= k, plus a band of 2k - 1 shifted copies of V weighted by
+// the window's rows.
 #include "layers/attention/shaw.h"
 
 #include <algorithm>
@@ -39,12 +40,12 @@ Tensor range_i64(int64_t from, int64_t n, Device device) {
 }
 
 // w: [B, H, Lq, 2k + 1] (each query · each embedding) -> S [B, H, Lq, Lk] with
-// S[i, j] = w[i, clip(j - i, -k, k) + k].
-Var relative_scores(const Var& w, int64_t k_len, int64_t k) {
+// S[i, j] = w[i, clip(j - (i + offset), -k, k) + k]: query i at position i + offset.
+Var relative_scores(const Var& w, int64_t k_len, int64_t k, int64_t offset) {
   const int64_t b = w.size(0), h = w.size(1), q_len = w.size(2);
   const Device device = w.value().device();
   const Tensor distance = sub(range_i64(0, k_len, device).reshape({1, k_len}),
-                              range_i64(0, q_len, device).reshape({q_len, 1}));  // [Lq, Lk]
+                              range_i64(offset, q_len, device).reshape({q_len, 1}));  // [Lq, Lk]
   const Tensor rows = add_scalar(clamp_i64(distance, -k, k), static_cast<double>(k));
   return gather(w, 3, rows.reshape({1, 1, q_len, k_len}).expand({b, h, q_len, k_len}));
 }
@@ -59,49 +60,50 @@ Var values_and_ones(const Var& v, const AttentionInputs& in) {
   return cat({v * keep, expand(keep, {b, h, k_len, 1})}, 3);
 }
 
-// Dense S_rel [B, H, Lq, Lk] times V (memory Lq·Lk per head).
+// Dense S_rel [B, H, Lq, Lk] times V (memory Lq·Lk per head), query i at position i + offset.
 // w: [B, H, Lq, 2k + 1], values: [B, H, Lk, C] -> [B, H, Lq, C]
-Var naive_product(const Var& w, const Var& values, int64_t k, bool causal) {
+Var naive_product(const Var& w, const Var& values, int64_t k, bool causal, int64_t offset) {
   const int64_t q_len = w.size(2), k_len = values.size(2);
-  Var s = relative_scores(w, k_len, k);  // [B, H, Lq, Lk]
+  Var s = relative_scores(w, k_len, k, offset);  // [B, H, Lq, Lk]
   if (causal) s = masked_fill(s, causal_blocked(q_len, k_len, w.value().device()), 0.0);
   return matmul(s, values);
 }
 
-// Seed 003 §III without the dense matrix (memory linear in Lq + Lk, see algorithm_for):
-//   A_i = w_i[0]·Σ_{j <= i-k} v_j + Σ_{-k < d < k} w_i[d + k]·v_{i+d} + w_i[2k]·Σ_{j >= i+k} v_j,
-// the last horizon dropped when causal (keys j <= i only).
+// Rows first .. first + count - 1 of x [B, H, L, C] along dim 2, zeros where outside [0, L).
+Var rows_or_zeros(const Var& x, int64_t first, int64_t count) {
+  const int64_t len = x.size(2);
+  const int64_t lo = std::clamp<int64_t>(first, 0, len), hi = std::clamp(first + count, lo, len);
+  const int64_t before = std::min(count, std::max<int64_t>(0, -first));
+  return pad(slice(x, 2, lo, hi), {0, 0, before, count - before - (hi - lo)});
+}
+
+// Seed 003 §III without the dense matrix (memory linear in Lq + Lk, see algorithm_for), query i
+// at position p = i + offset:
+//   A_i = w_i[0]·Σ_{j <= p-k} v_j + Σ_{-k < d < k} w_i[d + k]·v_{p+d} + w_i[2k]·Σ_{j >= p+k} v_j,
+// the last horizon dropped when causal (keys j <= p only).
 // w: [B, H, Lq, 2k + 1], values: [B, H, Lk, C] -> [B, H, Lq, C]
-Var linear_product(const Var& w, const Var& values, int64_t k, bool causal) {
+Var linear_product(const Var& w, const Var& values, int64_t k, bool causal, int64_t offset) {
   const int64_t q_len = w.size(2), k_len = values.size(2);
   const Device device = w.value().device();
-  // Keys before the window: prefix[m] = Σ_{j < m} v_j, read at m = i - k + 1.
-  const Var prefix = pad(cumsum(values, 2), {0, 0, 1, 0});                     // [B, H, Lk + 1, C]
-  const Tensor before = clamp_i64(range_i64(1 - k, q_len, device), 0, k_len);  // [Lq]
-  Var out = slice(w, 3, 0, 1) * index_select(prefix, 2, before);               // [B, H, Lq, C]
+  // Keys before the window: prefix[m] = Σ_{j < m} v_j, read at m = p - k + 1.
+  const Var prefix = pad(cumsum(values, 2), {0, 0, 1, 0});  // [B, H, Lk + 1, C]
+  const Tensor before = clamp_i64(range_i64(offset + 1 - k, q_len, device), 0, k_len);  // [Lq]
+  Var out = slice(w, 3, 0, 1) * index_select(prefix, 2, before);  // [B, H, Lq, C]
   if (!causal) {
-    // Keys after the window: suffix[m] = Σ_{j >= m} v_j, read at m = i + k.
-    const Var suffix = pad(cumsum(values, 2, true), {0, 0, 0, 1});          // [B, H, Lk + 1, C]
-    const Tensor after = clamp_i64(range_i64(k, q_len, device), 0, k_len);  // [Lq]
+    // Keys after the window: suffix[m] = Σ_{j >= m} v_j, read at m = p + k.
+    const Var suffix = pad(cumsum(values, 2, true), {0, 0, 0, 1});  // [B, H, Lk + 1, C]
+    const Tensor after = clamp_i64(range_i64(offset + k, q_len, device), 0, k_len);  // [Lq]
     out = out + slice(w, 3, 2 * k, 2 * k + 1) * index_select(suffix, 2, after);
   }
-  // The band: distances lo..hi inside the window that reach some key, v_{i+d} read as row
-  // i + d - lo of V padded with zeros, shifted[m] = v_{m + lo}.
-  const int64_t lo = std::max(1 - k, 1 - q_len);
-  const int64_t hi = std::min({k - 1, k_len - 1, causal ? int64_t{0} : k});
-  const int64_t kept = std::min(k_len, q_len + hi);
-  const Var shifted =
-      pad(slice(values, 2, 0, kept), {0, 0, -lo, q_len + hi - kept});  // [B, H, Lq + hi - lo, C]
+  // The band: distances lo..hi inside the window that reach some key from some query, v_{p+d}
+  // read as row i + d - lo of shifted[m] = v_{m + lo + offset} (zeros outside the keys).
+  const int64_t lo = std::max(1 - k, -(offset + q_len - 1));
+  const int64_t hi = std::min({k - 1, k_len - 1 - offset, causal ? int64_t{0} : k});
+  if (hi < lo) return out;
+  const Var shifted = rows_or_zeros(values, lo + offset, q_len + hi - lo);  // [B, H, Lq+hi-lo, C]
   for (int64_t d = lo; d <= hi; ++d)
     out = out + slice(w, 3, d + k, d + k + 1) * slice(shifted, 2, d - lo, d - lo + q_len);
   return out;
-}
-
-void check_lengths(int64_t q_len, int64_t k_len, const AttentionInputs& in) {
-  RELPOS_CHECK(!in.causal || q_len == k_len, kWhere,
-               "causal relative positions need Lq == Lk (distances count both sequences from 0, "
-               "causality aligns their ends), got Lq {} Lk {}",
-               q_len, k_len);
 }
 
 }  // namespace
@@ -144,9 +146,8 @@ void ShawPositional::check_host(const Attention& attention) const {
 Var ShawPositional::score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) {
   RELPOS_CHECK(q.dim() == 4 && q.size(3) == weight_.size(1), kWhere,
                "q must be [batch, heads, length, {}], got {}", weight_.size(1), q.value().str());
-  check_lengths(q.size(2), key_len, in);
   const Var w = matmul(q, weight_, false, true);  // [B, H, Lq, 2k + 1]
-  return relative_scores(w, key_len, window_);    // [B, H, Lq, Lk]
+  return relative_scores(w, key_len, window_, in.query_offset(q.size(2), key_len));
 }
 
 std::pair<Var, Var> ShawPositional::kernel_terms(const Var& phi_q, const Var& v,
@@ -156,12 +157,12 @@ std::pair<Var, Var> ShawPositional::kernel_terms(const Var& phi_q, const Var& v,
                "feature map that keeps the head size",
                weight_.size(1), phi_q.value().str());
   const int64_t q_len = phi_q.size(2), k_len = v.size(2), value_dim = v.size(3);
-  check_lengths(q_len, k_len, in);
+  const int64_t offset = in.query_offset(q_len, k_len);
   const Var w = matmul(phi_q, weight_, false, true);  // [B, H, Lq, 2k + 1]
   const Var values = values_and_ones(v, in);          // [B, H, Lk, Dv + 1]
   const Var out = algorithm_for(q_len, k_len, value_dim) == Algorithm::linear
-                      ? linear_product(w, values, window_, in.causal)
-                      : naive_product(w, values, window_, in.causal);  // [B, H, Lq, Dv + 1]
+                      ? linear_product(w, values, window_, in.causal, offset)
+                      : naive_product(w, values, window_, in.causal, offset);  // [B, H, Lq, Dv+1]
   return {slice(out, 3, 0, value_dim), slice(out, 3, value_dim, value_dim + 1)};
 }
 

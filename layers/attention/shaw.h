@@ -21,10 +21,11 @@ class ShawPositional final : public Positional {
 
   std::string name() const override { return "shaw"; }
   void check_host(const Attention& attention) const override;
-  // q: [B, H, Lq, D] -> S [B, H, Lq, Lk], S[i, j] = q_i · w_clip(j - i, -k, k).
+  // q: [B, H, Lq, D] -> S [B, H, Lq, Lk], S[i, j] = q_i · w_clip(j - p_i, -k, k), query i at
+  // position p_i = i + in.query_offset(Lq, Lk).
   Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) override;
   // phi_q: [B, H, Lq, D], v: [B, H, Lk, Dv] -> {S_rel·V [B, H, Lq, Dv], S_rel·1 [B, H, Lq, 1]}
-  // with S_rel[i, j] = phi(q)_i · w_clip(j - i, -k, k), zero for blocked pairs.
+  // with S_rel[i, j] = phi(q)_i · w_clip(j - p_i, -k, k), zero for blocked pairs.
   std::pair<Var, Var> kernel_terms(const Var& phi_q, const Var& v,
                                    const AttentionInputs& in) override;
 

@@ -1,8 +1,9 @@
 // skew: S = truncate(transpose(diagonals 0..t3-1 of Q·E), keep Lk), added to Q·Kᵀ (seed 004,
-// eq. 1 and the algorithm after it): S[i, j] = q_i · E[:, t3 - 1 - (j - i)], E's 2 t3 - 1 columns
+// eq. 1 and the algorithm after it): S[i, j] = q_i · E[:, t3 - 1 - (j - p_i)], E's 2 t3 - 1 columns
 // running from shift t3 - 1 (future) to -(t3 - 1) (past). The diagonals are read by a pad/reshape
-// skew of Q·E with its columns reversed, so memory beyond S is O(Lq·t3) per head. Causal
-// (Lq == Lk), non-causal and cross attention (Lq != Lk), any Lq, Lk <= t3.
+// skew of Q·E with its columns reversed, so memory beyond S is O(Lq·t3) per head. Query i sits at
+// position p_i = i + AttentionInputs::query_offset: causal after a memory (Lk - Lq), non-causal
+// and cross attention counted from 0 (seed 004), positions below t3.
 #include "layers/attention/skew.h"
 
 #include "autograd/functions.h"
@@ -42,22 +43,21 @@ Var SkewPositional::score_bias(const Var& q, int64_t key_len, const AttentionInp
   RELPOS_CHECK(q.dim() == 4 && q.size(3) == weight_.size(0), kWhere,
                "q must be [batch, heads, length, {}], got {}", weight_.size(0), q.value().str());
   const int64_t b = q.size(0), h = q.size(1), q_len = q.size(2);
-  RELPOS_CHECK(q_len <= t3 && key_len <= t3, kWhere,
-               "queries ({}) and keys ({}) must not be longer than max_len {}", q_len, key_len, t3);
-  RELPOS_CHECK(!in.causal || q_len == key_len, kWhere,
-               "causal relative positions need Lq == Lk (distances count both sequences from 0, "
-               "causality aligns their ends), got Lq {} Lk {}",
-               q_len, key_len);
+  const int64_t offset = in.query_offset(q_len, key_len);  // query i sits at position offset + i
+  RELPOS_CHECK(offset >= 0 && offset + q_len <= t3 && key_len <= t3, kWhere,
+               "query positions {}..{} and keys ({}) must lie within max_len {}", offset,
+               offset + q_len - 1, key_len, t3);
   // Columns reversed: p[i, c] = q_i · E[:, width - 1 - c] embeds the shift c - (t3 - 1), so
-  // S[i, j] = p[i, j - i + t3 - 1] (diagonal t3 - 1 - j of Q·E, stacked and transposed).
+  // S[i, j] = p[i, j - (offset + i) + t3 - 1] (diagonals of Q·E, stacked and transposed).
   const Tensor reversed = arange(static_cast<double>(width - 1), -1, -1, DType::i64,
                                  q.value().device());           // [2 t3 - 1]
   const Var p = matmul(q, index_select(weight_, 1, reversed));  // [B, H, Lq, 2 t3 - 1]
   // Skew: rows padded to 2 t3 (plus a zero row, room for the last read), then read back with
-  // row stride 2 t3 - 1 from offset t3 - 1: (i, j) reads flat element i·2 t3 + (j - i + t3 - 1),
-  // which is p[i, j - i + t3 - 1].
+  // row stride 2 t3 - 1 from flat element t3 - 1 - offset: (i, j) reads flat element
+  // i·2 t3 + (j - offset - i + t3 - 1), which is p[i, j - (offset + i) + t3 - 1].
+  const int64_t start = t3 - 1 - offset;
   const Var flat = reshape(pad(p, {0, 1, 0, 1}), {b, h, (q_len + 1) * 2 * t3});
-  const Var rows = reshape(slice(flat, 2, t3 - 1, t3 - 1 + q_len * width),
+  const Var rows = reshape(slice(flat, 2, start, start + q_len * width),
                            {b, h, q_len, width});  // [B, H, Lq, 2 t3 - 1]
   return slice(rows, 3, 0, key_len);               // [B, H, Lq, Lk]
 }

@@ -60,26 +60,28 @@ Tensor StochasticPositional::draw_gate_noise(Generator& gen, DType dtype, Device
                dtype, device);
 }
 
-int64_t StochasticPositional::positions(int64_t q_len, int64_t k_len) const {
-  return std::max(q_len, k_len);
-}
-
 std::pair<Var, Var> StochasticPositional::transform_qk(const Var& q, const Var& k,
-                                                       const AttentionInputs&) {
+                                                       const AttentionInputs& in) {
   RELPOS_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == heads_ &&
                    k.size(1) == heads_ && q.size(3) == head_dim_ && k.size(3) == head_dim_,
                component_, "q and k must be [batch, {}, length, {}], got q {} and k {}", heads_,
                head_dim_, q.value().str(), k.value().str());
   RELPOS_CHECK(q.device() == k.device(), component_, "q and k must be on one device");
-  const int64_t q_len = q.size(2), k_len = k.size(2), len = positions(q_len, k_len);
+  const int64_t q_len = q.size(2), k_len = k.size(2);
+  check_lengths(q_len, k_len);
+  // Positions: key j at j, query i at offset + i; codes for the span from the earliest to the
+  // latest of them, counted from 0.
+  const int64_t offset = in.query_offset(q_len, k_len);
+  const int64_t first = std::min<int64_t>(0, offset);
+  const int64_t len = std::max(k_len, offset + q_len) - first;
   Generator eval_gen(eval_seed_);
   Generator& gen = is_training() ? train_gen_ : eval_gen;
   const Tensor gate_noise =
       gate_.defined() ? draw_gate_noise(gen, q.dtype(), q.device()) : Tensor();
   const Tensor noise = draw_noise(len, gen, q.dtype(), q.device());
-  SpeCodes c = codes(noise, len);               // [H, len, D, R] each
-  c.qbar = slice(c.qbar, 1, len - q_len, len);  // [H, Lq, D, R]: the last Lq positions
-  c.kbar = slice(c.kbar, 1, len - k_len, len);  // [H, Lk, D, R]: the last Lk positions
+  SpeCodes c = codes(noise, len);                                     // [H, len, D, R] each
+  c.qbar = slice(c.qbar, 1, offset - first, offset - first + q_len);  // [H, Lq, D, R]
+  c.kbar = slice(c.kbar, 1, -first, k_len - first);                   // [H, Lk, D, R]
   return spe_filter(q, k, c, gate_, gate_noise);
 }
 

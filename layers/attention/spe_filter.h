@@ -57,8 +57,8 @@ class StochasticPositional : public Positional {
   StochasticPositional(const AttentionOptions& opt, const char* component);
 
   int64_t qk_dim(int64_t head_dim) const override { return realizations_; }
-  // Codes for max(Lq, Lk) positions with queries and keys aligned at their ends (as causality
-  // in AttentionInputs): query i sits at position i + (Lk − Lq) relative to key 0.
+  // Codes for the positions of AttentionInputs: key j at j, query i at query_offset + i (after
+  // a memory when causal, from 0 otherwise), drawn for the span they cover.
   std::pair<Var, Var> transform_qk(const Var& q, const Var& k, const AttentionInputs& in) override;
 
   // What one forward draws from `gen`, in this order: (gated only) the gate noise [H, D, R], then
@@ -74,8 +74,8 @@ class StochasticPositional : public Positional {
   uint64_t eval_seed() const { return eval_seed_; }
 
  protected:
-  // The number of positions to draw codes for, refusing lengths the encoding cannot place.
-  virtual int64_t positions(int64_t q_len, int64_t k_len) const;
+  // Refuses lengths the encoding cannot place (a grid has a fixed number of pixels).
+  virtual void check_lengths(int64_t q_len, int64_t k_len) const {}
 
   const char* component_;
   int64_t heads_, head_dim_, realizations_;

@@ -28,13 +28,14 @@ Tensor padding_mask(int64_t k_len, const std::vector<int64_t>& pad) {
 }
 
 NaiveMask::NaiveMask(const AttentionInputs& in, int64_t q_len, int64_t k_len)
-    : causal_(in.causal), q_len_(q_len), k_len_(k_len) {
+    : causal_(in.causal), window_(in.window), q_len_(q_len), k_len_(k_len) {
   if (in.key_mask.defined()) keep_ = in.key_mask.to(Device::cpu()).to_vector<uint8_t>();
 }
 
 bool NaiveMask::blocked(int64_t b, int64_t i, int64_t j) const {
   if (!keep_.empty() && keep_[b * k_len_ + j] == 0) return true;
-  return causal_ && j > i + (k_len_ - q_len_);
+  const int64_t position = i + (k_len_ - q_len_);  // the query's key position when causal
+  return causal_ && (j > position || (window_ > 0 && j <= position - window_));
 }
 
 Tensor naive_scores(const Tensor& q, const Tensor& k) {
@@ -78,22 +79,21 @@ Tensor naive_softmax_from_scores(const Tensor& scores, const Tensor& v, const At
   return Tensor::from_vector(out, {B, H, Lq, Dv});
 }
 
-void check_softmax_with_score_bias(Positional& positional,
-                                   const std::function<Tensor(const Tensor&, int64_t)>& naive_bias,
+void check_softmax_with_score_bias(Positional& positional, const NaiveBias& naive_bias,
                                    const std::vector<std::pair<int64_t, int64_t>>& lengths) {
   const int64_t B = 2, H = 3, D = 5, Dv = 4;
   auto attn = make_attention(attention_options(options("attention", {{"type", "softmax"}}), H, D));
   for (auto [lq, lk] : lengths) {
     for (bool causal : {false, true}) {
       for (bool masked : {false, true}) {
-        if (causal && lq != lk) continue;
+        if (causal && lq > lk) continue;  // causal queries end with their keys (after a memory)
         INFO("Lq " << lq << " Lk " << lk << " causal " << causal << " masked " << masked);
         const Tensor q = random_tensor({B, H, lq, D}, DType::f64, 2);
         const Tensor k = random_tensor({B, H, lk, D}, DType::f64, 3);
         const Tensor v = random_tensor({B, H, lk, Dv}, DType::f64, 4);
         const AttentionInputs in{masked ? padding_mask(lk, {0, lk / 2}) : Tensor(), causal,
                                  &positional};
-        const Tensor scores = add(naive_scores(q, k), naive_bias(q, lk));
+        const Tensor scores = add(naive_scores(q, k), naive_bias(q, lk, in.query_offset(lq, lk)));
         CHECK_CLOSE(attn->forward(Var(q), Var(k), Var(v), in).value(),
                     naive_softmax_from_scores(scores, v, in, D), 1e-12, 1e-12);
       }

@@ -26,8 +26,8 @@ AttentionOptions attention_options(const Options& opt, int64_t heads, int64_t he
 // u8 [B, Lk]: row b has its last `pad[b]` keys padded (0), the rest real (1).
 Tensor padding_mask(int64_t k_len, const std::vector<int64_t>& pad);
 
-// Whether key j is blocked for query i of batch row b (padding; causality aligned at the ends),
-// from the definition in AttentionInputs.
+// Whether key j is blocked for query i of batch row b (padding; causality aligned at the ends;
+// the causal window), from the definition in AttentionInputs.
 class NaiveMask {
  public:
   NaiveMask(const AttentionInputs& in, int64_t q_len, int64_t k_len);
@@ -36,7 +36,7 @@ class NaiveMask {
  private:
   std::vector<uint8_t> keep_;  // [B, Lk], empty: no padding
   bool causal_;
-  int64_t q_len_, k_len_;
+  int64_t window_, q_len_, k_len_;
 };
 
 // softmax(scores / sqrt(D) over unblocked keys) · V by explicit loops, f64 on the CPU; a query
@@ -60,11 +60,14 @@ class TestHost final : public Attention {
   AttentionCaps caps_;
 };
 
-// softmax attention hosting `positional` equals naive softmax over Q·Kᵀ + naive_bias(q, Lk)
-// (explicit loops, f64), for each (Lq, Lk), causal (when Lq == Lk) and not, padded and not.
-// B = 2, H = 3, D = 5, Dv = 4; the encoding must be built for H heads of size D.
-void check_softmax_with_score_bias(Positional& positional,
-                                   const std::function<Tensor(const Tensor&, int64_t)>& naive_bias,
+// S [B, H, Lq, Lk] for q [B, H, Lq, D], Lk keys and query 0 at position `offset`.
+using NaiveBias = std::function<Tensor(const Tensor& q, int64_t k_len, int64_t offset)>;
+
+// softmax attention hosting `positional` equals naive softmax over Q·Kᵀ + naive_bias(q, Lk,
+// offset) (explicit loops, f64), for each (Lq, Lk), causal (when Lq <= Lk: queries after a
+// memory) and not, padded and not. B = 2, H = 3, D = 5, Dv = 4; the encoding must be built for H
+// heads of size D.
+void check_softmax_with_score_bias(Positional& positional, const NaiveBias& naive_bias,
                                    const std::vector<std::pair<int64_t, int64_t>>& lengths);
 
 // Peak bytes the device allocator holds above its level before `step` (forward + backward).

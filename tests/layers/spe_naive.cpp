@@ -90,16 +90,19 @@ NaiveCodes naive_codes(const StochasticPositional& spe, const Tensor& noise, int
 }
 
 std::pair<Tensor, Tensor> naive_spe_transform(const StochasticPositional& spe, const Tensor& q,
-                                              const Tensor& k, int64_t rows) {
-  const int64_t lq = q.size(2), lk = k.size(2), len = std::max(lq, lk);
+                                              const Tensor& k, int64_t rows, int64_t query_offset) {
+  const int64_t lq = q.size(2), lk = k.size(2);
+  // Positions from the earliest (key 0 or query 0) to the latest, counted from 0.
+  const int64_t first = std::min<int64_t>(0, query_offset);
+  const int64_t len = std::max(lk, query_offset + lq) - first;
   Generator gen(spe.eval_seed());
   const Tensor gate = spe.gate().defined() ? spe.gate().value() : Tensor();
   const Tensor gate_noise =
       gate.defined() ? spe.draw_gate_noise(gen, DType::f64, Device::cpu()) : Tensor();
   const Tensor noise = spe.draw_noise(len, gen, DType::f64, Device::cpu());
   const NaiveCodes c = naive_codes(spe, noise, rows, len / rows);
-  return naive_spe_filter(q, k, c.qbar.slice(1, len - lq, len), c.kbar.slice(1, len - lk, len),
-                          gate, gate_noise);
+  return naive_spe_filter(q, k, c.qbar.slice(1, query_offset - first, query_offset - first + lq),
+                          c.kbar.slice(1, -first, lk - first), gate, gate_noise);
 }
 
 std::pair<Tensor, Tensor> naive_spe_filter(const Tensor& q, const Tensor& k, const Tensor& qbar,

@@ -34,11 +34,12 @@ NaiveCodes naive_conv_codes(const Tensor& weight_q, const Tensor& weight_k, cons
 NaiveCodes naive_codes(const StochasticPositional& spe, const Tensor& noise, int64_t rows,
                        int64_t cols);
 
-// q̂, k̂ of an eval forward of `spe`: the draw of Generator(eval_seed), codes for max(Lq, Lk)
-// positions (a grid with `rows` rows; 1-D: 1) by the loops above, the last Lq (Lk) of them for the
-// queries (keys), and the filter below.
+// q̂, k̂ of an eval forward of `spe`: the draw of Generator(eval_seed), codes by the loops above
+// (a grid with `rows` rows; 1-D: 1) for keys at positions 0 .. Lk - 1 and queries at
+// query_offset .. query_offset + Lq - 1, and the filter below.
 std::pair<Tensor, Tensor> naive_spe_transform(const StochasticPositional& spe, const Tensor& q,
-                                              const Tensor& k, int64_t rows);
+                                              const Tensor& k, int64_t rows,
+                                              int64_t query_offset = 0);
 
 // q̂[b,h,l,r] = Σ_d q (sqrt(1 − σ(g)) Q̄ + sqrt(σ(g)) n), k̂ alike; gate undefined: Σ_d q Q̄.
 // q [B, H, Lq, D], k [B, H, Lk, D], codes [H, Lq or Lk, D, R], gate [H, D], noise [H, D, R].

@@ -94,3 +94,36 @@ TEST_CASE("masks: causal alignment at the ends and key padding") {
   CHECK(blocked_pairs(in, 2, 3, Device::cpu()).shape() == Shape{1, 1, 1, 3});
   CHECK_FALSE(blocked_pairs(AttentionInputs{}, 2, 3, Device::cpu()).defined());
 }
+
+TEST_CASE("masks: a causal window keeps the last `window` keys up to each query") {
+  // Lq 3 after a memory of 2 (Lk 5), window 2: query i at key position p = 2 + i sees p - 1, p.
+  AttentionInputs in;
+  in.causal = true;
+  in.window = 2;
+  CHECK(blocked_pairs(in, 3, 5, Device::cpu()).reshape({15}).to_vector<uint8_t>() ==
+        std::vector<uint8_t>{1, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0});
+  // softmax with the window against the loops (NaiveMask applies the window by definition).
+  const Tensor q = test::random_tensor({2, 3, 4, 5}, f64, 30);
+  const Tensor k = test::random_tensor({2, 3, 7, 5}, f64, 31);
+  const Tensor v = test::random_tensor({2, 3, 7, 2}, f64, 32);
+  for (int64_t window : {1, 3, 9}) {
+    INFO("window " << window);
+    in.window = window;
+    in.key_mask = test::padding_mask(7, {0, 1});
+    const Tensor got = run_softmax({Var(q), Var(k), Var(v)}, in, 3).value();
+    CHECK_CLOSE(got, test::naive_softmax_from_scores(test::naive_scores(q, k), v, in, 5), 1e-12,
+                1e-12);
+  }
+  // A window without causality, or queries placed elsewhere than after the memory, is refused.
+  AttentionInputs bad;
+  bad.window = 2;
+  CHECK(test::error_of([&] {
+          run_softmax({Var(q), Var(k), Var(v)}, bad, 3);
+        }).find("window must be >= 0 and needs causal attention") != std::string::npos);
+  bad.window = 0;
+  bad.causal = true;
+  bad.query_start = 1;
+  CHECK(test::error_of([&] {
+          run_softmax({Var(q), Var(k), Var(v)}, bad, 3);
+        }).find("query_start must be Lk - Lq = 3, got 1") != std::string::npos);
+}

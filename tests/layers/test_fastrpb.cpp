@@ -97,6 +97,25 @@ TEST_CASE("fastrpb: fft product equals the dense Toeplitz matrix, odd lengths, c
           }
 }
 
+TEST_CASE("fastrpb: causal queries after a memory get the last Lq rows of the dense product") {
+  // Keys = [memory (M); segment (Lq)]: query i sits at key position M + i, so its row is row
+  // M + i of the causal Toeplitz product over all Lk keys (odd lengths, M < Lq and M > Lq).
+  const int64_t B = 2, H = 3, D = 4;
+  for (auto [lq, lk] : {std::pair<int64_t, int64_t>{5, 7}, {3, 11}, {1, 9}, {7, 7}}) {
+    for (bool masked : {false, true}) {
+      INFO("Lq " << lq << " Lk " << lk << " masked " << masked);
+      auto pos = build(fastrpb_options(false, 0, 0), H, 16, f64, 14);
+      const Tensor v = test::random_tensor({B, H, lk, D}, f64, 15);
+      AttentionInputs in;
+      in.causal = true;
+      if (masked) in.key_mask = test::padding_mask(lk, {0, 2});
+      const Tensor got = pos->output_term(Var(v), lq, in).value();
+      const Tensor all = test::naive_fastrpb(weight_of(*pos), false, v, in, 0, 0);  // [B, H, Lk, D]
+      CHECK_CLOSE(got, all.slice(2, lk - lq, lk), 1e-10, 1e-10);
+    }
+  }
+}
+
 TEST_CASE("fastrpb: special tokens get zero rows and take no part, front and back") {
   const int64_t L = 11;
   for (auto [front, back] : {std::pair<int64_t, int64_t>{1, 0}, {0, 1}, {2, 1}})
@@ -282,8 +301,14 @@ TEST_CASE("fastrpb: bad options and inputs are refused, naming the values") {
 
   auto pos = make(fastrpb_options(false, 0, 0), 8);
   CHECK_THROWS_WITH_AS(pos->output_term(values(7), 5, AttentionInputs{}),
-                       "[positional fastrpb] needs as many queries as keys (W relates positions "
-                       "of one sequence), got 5 queries and 7 keys",
+                       "[positional fastrpb] needs as many queries as keys, or causal queries "
+                       "after a memory (W relates positions of one sequence), got 5 queries and 7 "
+                       "keys (causal false)",
+                       Error);
+  auto framed = make(fastrpb_options(false, 1, 0), 8);
+  CHECK_THROWS_WITH_AS(framed->output_term(values(7), 5, AttentionInputs{Tensor(), true, nullptr}),
+                       "[positional fastrpb] queries after a memory (5 of 7 keys) need "
+                       "special_tokens_front and special_tokens_back 0, got 1 and 0",
                        Error);
   CHECK_THROWS_WITH_AS(
       pos->output_term(values(9), 9, AttentionInputs{}),

@@ -1,7 +1,8 @@
 // positional shaw against explicit loops from Shaw et al.'s definition (S[i, j] = q_i ·
-// w_clip(j - i, -k, k)): the score bias, softmax attention with it, and the kernelized terms
-// S_rel·V and S_rel·1 of both algorithms (odd lengths, Lq != Lk, padding, causal, windows
-// below and above the lengths); f64 gradchecks, peak memory, refusals, CPU ≡ CUDA.
+// w_clip(j - p_i, -k, k), query i at position p_i): the score bias, softmax attention with it,
+// and the kernelized terms S_rel·V and S_rel·1 of both algorithms (odd lengths, Lq != Lk,
+// queries after a memory or from query_start, padding, causal, windows below and above the
+// lengths); f64 gradchecks, peak memory, refusals, CPU ≡ CUDA.
 #include <algorithm>
 #include <string>
 
@@ -26,8 +27,9 @@ std::shared_ptr<ShawPositional> make_shaw(int64_t window, const std::string& alg
   return shaw;
 }
 
-// S[b, h, i, j] = Σ_d q[b, h, i, d] · w[clip(j - i, -k, k) + k, d], by loops in f64.
-Tensor naive_shaw_scores(const Tensor& q, const Tensor& w, int64_t k_len) {
+// S[b, h, i, j] = Σ_d q[b, h, i, d] · w[clip(j - (i + offset), -k, k) + k, d], by loops in f64:
+// query i at position i + offset, key j at j.
+Tensor naive_shaw_scores(const Tensor& q, const Tensor& w, int64_t k_len, int64_t offset) {
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), D = q.size(3);
   const int64_t k = (w.size(0) - 1) / 2;
   const auto qv = q.to(f64).to_vector<double>(), wv = w.to(f64).to_vector<double>();
@@ -35,7 +37,7 @@ Tensor naive_shaw_scores(const Tensor& q, const Tensor& w, int64_t k_len) {
   for (int64_t bh = 0; bh < B * H; ++bh)
     for (int64_t i = 0; i < Lq; ++i)
       for (int64_t j = 0; j < k_len; ++j) {
-        const int64_t row = std::clamp(j - i, -k, k) + k;
+        const int64_t row = std::clamp(j - (i + offset), -k, k) + k;
         for (int64_t d = 0; d < D; ++d)
           s[(bh * Lq + i) * k_len + j] += qv[(bh * Lq + i) * D + d] * wv[row * D + d];
       }
@@ -46,7 +48,7 @@ Tensor naive_shaw_scores(const Tensor& q, const Tensor& w, int64_t k_len) {
 std::pair<Tensor, Tensor> naive_kernel_terms(const Tensor& phi_q, const Tensor& v, const Tensor& w,
                                              const AttentionInputs& in) {
   const int64_t B = v.size(0), H = v.size(1), Lq = phi_q.size(2), Lk = v.size(2), Dv = v.size(3);
-  const auto s = naive_shaw_scores(phi_q, w, Lk).to_vector<double>();
+  const auto s = naive_shaw_scores(phi_q, w, Lk, in.query_offset(Lq, Lk)).to_vector<double>();
   const auto vv = v.to(f64).to_vector<double>();
   const test::NaiveMask mask(in, Lq, Lk);
   std::vector<double> num(B * H * Lq * Dv, 0.0), den(B * H * Lq, 0.0);
@@ -75,14 +77,18 @@ TEST_CASE("shaw: score_bias equals the clipped-distance loops, odd lengths, Lq !
   for (int64_t window : {1, 3, 20}) {
     auto shaw = make_shaw(window, "auto", 5);
     for (auto [lq, lk] : kLengths) {
-      for (bool causal : {false, true}) {
-        if (causal && lq != lk) continue;
-        INFO("window " << window << " Lq " << lq << " Lk " << lk << " causal " << causal);
+      // Non-causal from 0 or from query_start 3; causal after a memory of Lk - Lq keys.
+      for (const auto& [causal, start] : {std::pair{false, -1}, {false, 3}, {true, -1}}) {
+        if (causal && lq > lk) continue;
+        INFO("window " << window << " Lq " << lq << " Lk " << lk << " causal " << causal
+                       << " query_start " << start);
         const Tensor q = test::random_tensor({2, 3, lq, 5}, f64, 1);
         AttentionInputs in;
         in.causal = causal;
+        in.query_start = start;
         CHECK_CLOSE(shaw->score_bias(Var(q), lk, in).value(),
-                    naive_shaw_scores(q, shaw->weight().value(), lk), 1e-12, 1e-12);
+                    naive_shaw_scores(q, shaw->weight().value(), lk, in.query_offset(lq, lk)),
+                    1e-12, 1e-12);
       }
     }
   }
@@ -92,7 +98,9 @@ TEST_CASE("shaw: softmax attention with shaw equals naive softmax over Q·Kᵀ +
   auto shaw = make_shaw(3, "auto", 5);
   test::check_softmax_with_score_bias(
       *shaw,
-      [&](const Tensor& q, int64_t lk) { return naive_shaw_scores(q, shaw->weight().value(), lk); },
+      [&](const Tensor& q, int64_t lk, int64_t offset) {
+        return naive_shaw_scores(q, shaw->weight().value(), lk, offset);
+      },
       kLengths);
 }
 
@@ -100,15 +108,16 @@ TEST_CASE("shaw: kernel_terms equal dense S_rel·V and S_rel·1, both algorithms
   const int64_t B = 2, H = 2, D = 4, Dv = 3;
   for (int64_t window : {1, 2, 3, 12}) {
     for (auto [lq, lk] : kLengths) {
-      for (bool causal : {false, true}) {
+      for (const auto& [causal, start] : {std::pair{false, -1}, {false, 2}, {true, -1}}) {
         for (bool masked : {false, true}) {
-          if (causal && lq != lk) continue;
+          if (causal && lq > lk) continue;  // causal queries end with the keys (after a memory)
           INFO("window " << window << " Lq " << lq << " Lk " << lk << " causal " << causal
-                         << " masked " << masked);
+                         << " query_start " << start << " masked " << masked);
           const Tensor phi_q = test::random_tensor({B, H, lq, D}, f64, 5, 0, 1);
           const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 6);
           AttentionInputs in;
           in.causal = causal;
+          in.query_start = start;
           if (masked) in.key_mask = test::padding_mask(lk, {lk / 3, 0});
           auto naive = make_shaw(window, "naive", D), linear = make_shaw(window, "linear", D);
           linear->weight() = naive->weight();
@@ -235,12 +244,7 @@ TEST_CASE("shaw: refusals name the problem") {
   CHECK_THROWS_WITH_AS(shaw->check_host(test::TestHost({})),
                        doctest::Contains("'test_host' neither forms scores nor is kernelized"),
                        Error);
-  const AttentionInputs causal{Tensor(), true, nullptr};
-  const Var q(zeros({1, 1, 3, 4}, f64)), v(zeros({1, 1, 5, 2}, f64));
-  CHECK_THROWS_WITH_AS(shaw->score_bias(q, 5, causal),
-                       doctest::Contains("causal relative positions need Lq == Lk"), Error);
-  CHECK_THROWS_WITH_AS(shaw->kernel_terms(q, v, causal),
-                       doctest::Contains("causal relative positions need Lq == Lk"), Error);
+  const Var v(zeros({1, 1, 5, 2}, f64));
   CHECK_THROWS_WITH_AS(
       shaw->kernel_terms(Var(zeros({1, 1, 3, 8}, f64)), v, AttentionInputs{}),
       doctest::Contains("[positional shaw] phi(q) must be [batch, heads, length, 4]"), Error);

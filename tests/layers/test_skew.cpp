@@ -1,7 +1,7 @@
 // positional skew against seed 004: its worked example for t3 = 4 (Q·E, the stacked diagonals,
-// their transpose, the truncation), explicit loops S[i, j] = q_i · E[:, t3 - 1 - (j - i)] at odd
-// lengths, softmax attention with it (causal, padding, cross attention), f64 gradcheck, memory,
-// refusals, CPU ≡ CUDA.
+// their transpose, the truncation), explicit loops S[i, j] = q_i · E[:, t3 - 1 - (j - p_i)] at odd
+// lengths and query positions p_i, softmax attention with it (causal after a memory, padding,
+// cross attention), f64 gradcheck, memory, refusals, CPU ≡ CUDA.
 #include <string>
 
 #include "layers/attention/multi_head.h"
@@ -31,8 +31,9 @@ double shifted_score(const std::vector<double>& q, const std::vector<double>& e,
   return s;
 }
 
-// S[b, h, i, j] = s_{i + (j - i)}: key j seen from query i is the shift t = j - i, by loops.
-Tensor naive_skew_scores(const Tensor& q, const Tensor& e, int64_t k_len) {
+// S[b, h, i, j] = s_{p + (j - p)}: key j seen from query i at position p = i + offset is the
+// shift t = j - p, by loops.
+Tensor naive_skew_scores(const Tensor& q, const Tensor& e, int64_t k_len, int64_t offset = 0) {
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), D = q.size(3);
   const int64_t t3 = (e.size(1) + 1) / 2;
   const auto qv = q.to(f64).to_vector<double>(), ev = e.to(f64).to_vector<double>();
@@ -41,7 +42,7 @@ Tensor naive_skew_scores(const Tensor& q, const Tensor& e, int64_t k_len) {
     const std::vector<double> q_bh(qv.begin() + bh * Lq * D, qv.begin() + (bh + 1) * Lq * D);
     for (int64_t i = 0; i < Lq; ++i)
       for (int64_t j = 0; j < k_len; ++j)
-        s[(bh * Lq + i) * k_len + j] = shifted_score(q_bh, ev, D, t3, i, j - i);
+        s[(bh * Lq + i) * k_len + j] = shifted_score(q_bh, ev, D, t3, i, j - (i + offset));
   }
   return Tensor::from_vector(s, {B, H, Lq, k_len});
 }
@@ -96,25 +97,35 @@ TEST_CASE("skew: seed 004's worked example, t3 = 4: Q·E, stacked diagonals, tra
 
 // f64 results against f64 loops: only summation order differs (1e-12).
 
-TEST_CASE("skew: score_bias equals the loops, odd lengths, Lq != Lk, lengths below t3") {
+TEST_CASE(
+    "skew: score_bias equals the loops, odd lengths, Lq != Lk, queries after a memory or from "
+    "query_start, lengths below t3") {
   for (int64_t t3 : {1, 9}) {
     auto skew = make_skew(t3, 5);
     for (auto [lq, lk] : {std::pair<int64_t, int64_t>{7, 7}, {5, 9}, {9, 4}, {9, 9}, {1, 1}}) {
-      if (lq > t3 || lk > t3) continue;
-      INFO("t3 " << t3 << " Lq " << lq << " Lk " << lk);
-      const Tensor q = test::random_tensor({2, 3, lq, 5}, f64, 2);
-      CHECK_CLOSE(skew->score_bias(Var(q), lk, AttentionInputs{}).value(),
-                  naive_skew_scores(q, skew->weight().value(), lk), 1e-12, 1e-12);
+      for (const auto& [causal, start] : {std::pair{false, -1}, {false, 1}, {true, -1}}) {
+        AttentionInputs in;
+        in.causal = causal;
+        in.query_start = start;
+        const int64_t offset = in.query_offset(lq, lk);
+        if (offset < 0 || offset + lq > t3 || lk > t3) continue;
+        INFO("t3 " << t3 << " Lq " << lq << " Lk " << lk << " query 0 at " << offset);
+        const Tensor q = test::random_tensor({2, 3, lq, 5}, f64, 2);
+        CHECK_CLOSE(skew->score_bias(Var(q), lk, in).value(),
+                    naive_skew_scores(q, skew->weight().value(), lk, offset), 1e-12, 1e-12);
+      }
     }
   }
 }
 
 TEST_CASE("skew: softmax attention with skew equals naive softmax over Q·Kᵀ + S") {
   auto skew = make_skew(11, 5);
-  test::check_softmax_with_score_bias(
-      *skew,
-      [&](const Tensor& q, int64_t lk) { return naive_skew_scores(q, skew->weight().value(), lk); },
-      {{7, 7}, {5, 9}, {11, 4}});
+  test::check_softmax_with_score_bias(*skew,
+                                      [&](const Tensor& q, int64_t lk, int64_t offset) {
+                                        return naive_skew_scores(q, skew->weight().value(), lk,
+                                                                 offset);
+                                      },
+                                      {{7, 7}, {5, 9}, {11, 4}});
 }
 
 // Polynomial and softmax functions of every input: the harness's default tolerances hold.
@@ -176,13 +187,19 @@ TEST_CASE("skew: refusals name the problem; max_len defaults to the layer's") {
       Error);
   const Var q(zeros({1, 1, 3, 3}, f64));
   CHECK_THROWS_WITH_AS(skew->score_bias(q, 5, AttentionInputs{}),
-                       doctest::Contains("queries (3) and keys (5) must not be longer than "
+                       doctest::Contains("query positions 0..2 and keys (5) must lie within "
                                          "max_len 4"),
                        Error);
   CHECK_THROWS_WITH_AS(skew->score_bias(Var(zeros({1, 1, 5, 3}, f64)), 2, AttentionInputs{}),
-                       doctest::Contains("must not be longer than max_len 4"), Error);
-  CHECK_THROWS_WITH_AS(skew->score_bias(q, 4, AttentionInputs{Tensor(), true, nullptr}),
-                       doctest::Contains("causal relative positions need Lq == Lk"), Error);
+                       doctest::Contains("query positions 0..4 and keys (2) must lie within "
+                                         "max_len 4"),
+                       Error);
+  AttentionInputs late;
+  late.query_start = 2;
+  CHECK_THROWS_WITH_AS(skew->score_bias(q, 3, late),
+                       doctest::Contains("query positions 2..4 and keys (3) must lie within "
+                                         "max_len 4"),
+                       Error);
   CHECK_THROWS_WITH_AS(skew->score_bias(Var(zeros({1, 1, 3, 2}, f64)), 3, AttentionInputs{}),
                        doctest::Contains("q must be [batch, heads, length, 3]"), Error);
   const Options none = test::options("positional", {{"type", "skew"}});

@@ -1,5 +1,5 @@
 // sinspe and convspe (stochastic positional encoding) against their naive twins (spe_naive.h):
-// codes, the gated filter with Lq != Lk aligned at the ends, stationarity of the codes'
+// codes, the gated filter with Lq != Lk at the inputs' positions, stationarity of the codes'
 // cross-covariance as R grows, gradcheck, memory linear in L, MultiHeadAttention + softmax end to
 // end, eval determinism, refused options, and CPU ≡ CUDA.
 #include "layers/attention/multi_head.h"
@@ -67,7 +67,9 @@ TEST_CASE("spe: codes equal the explicit sums (sinspe, convspe 1-D, shared, 2-D)
   }
 }
 
-TEST_CASE("spe: transform_qk is the gated filter on the eval draw, Lq != Lk aligned at the ends") {
+TEST_CASE(
+    "spe: transform_qk is the gated filter on the eval draw at the inputs' positions, Lq != Lk "
+    "(causal: after a memory; otherwise from 0 or query_start)") {
   for (const Config& c : configs()) {
     for (const char* gated : {"true", "false"}) {
       Values values = c.values;
@@ -82,11 +84,19 @@ TEST_CASE("spe: transform_qk is the gated filter on the eval draw, Lq != Lk alig
         INFO(c.what << " gated " << gated << " Lq " << lq << " Lk " << lk);
         const Tensor q = test::random_tensor({2, 2, lq, 3}, f64, 1);
         const Tensor k = test::random_tensor({2, 2, lk, 3}, f64, 2);
-        const auto [q_hat, k_hat] = spe->transform_qk(Var(q), Var(k), AttentionInputs{});
-        CHECK(q_hat.shape() == Shape{2, 2, lq, spe->qk_dim(3)});
-        const auto [want_q, want_k] = test::naive_spe_transform(*spe, q, k, rows_of(c));
-        CHECK_CLOSE(q_hat.value(), want_q, 1e-10, 1e-12);
-        CHECK_CLOSE(k_hat.value(), want_k, 1e-10, 1e-12);
+        AttentionInputs causal, shifted;
+        causal.causal = true;
+        shifted.query_start = 2;
+        for (const AttentionInputs& in : {AttentionInputs{}, causal, shifted}) {
+          if (!c.grid.empty() && in.query_start > 0) continue;  // a grid places every pixel
+          const int64_t offset = in.query_offset(lq, lk);
+          INFO("query 0 at position " << offset);
+          const auto [q_hat, k_hat] = spe->transform_qk(Var(q), Var(k), in);
+          CHECK(q_hat.shape() == Shape{2, 2, lq, spe->qk_dim(3)});
+          const auto [want_q, want_k] = test::naive_spe_transform(*spe, q, k, rows_of(c), offset);
+          CHECK_CLOSE(q_hat.value(), want_q, 1e-10, 1e-12);
+          CHECK_CLOSE(k_hat.value(), want_k, 1e-10, 1e-12);
+        }
       }
     }
   }
