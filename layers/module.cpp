@@ -1,6 +1,7 @@
 // Module registry: dotted names, train/eval propagation, device moves (layers/module.h).
 #include "layers/module.h"
 
+#include <unordered_map>
 #include <unordered_set>
 
 namespace relpos {
@@ -121,11 +122,41 @@ void Module::train(bool on) {
 }
 
 void Module::to(Device device) {
-  for (auto& [name, p] : params_)
-    if (p->device() != device) *p = Var(p->value().to(device), p->requires_grad());
-  for (auto& [name, b] : buffers_)
+  // Every slot, a shared submodule's twice: one moved Var per original, so ties survive.
+  std::vector<std::pair<std::string, Var*>> slots;
+  collect_slots<Var>("", &Module::params_, slots);
+  std::unordered_map<const VarImpl*, Var> moved;
+  for (auto& [name, p] : slots) {
+    if (p->device() == device) continue;
+    auto it = moved.find(p->impl());
+    if (it == moved.end())
+      it = moved.emplace(p->impl(), Var(p->value().to(device), p->requires_grad())).first;
+    *p = it->second;
+  }
+  for (auto& [name, b] : buffer_slots())
     if (b->device() != device) *b = b->to(device);
-  for (auto& [name, m] : modules_) m->to(device);
+}
+
+void Module::tie_parameter(const std::string& dotted_name, const Var& shared) {
+  Module* owner = this;
+  std::string rest = dotted_name;
+  for (size_t dot = rest.find('.'); dot != std::string::npos && owner != nullptr;
+       dot = rest.find('.')) {
+    Module* child = nullptr;
+    for (auto& [name, m] : owner->modules_)
+      if (name == rest.substr(0, dot)) child = m.get();
+    owner = child;
+    rest = rest.substr(dot + 1);
+  }
+  for (auto& [name, p] : owner != nullptr ? owner->params_ : params_) {
+    if (owner == nullptr || name != rest) continue;
+    RELPOS_CHECK(p->shape() == shared.shape(), "module",
+                 "cannot tie parameter '{}' of shape {} to a Var of shape {}", dotted_name,
+                 p->value().str(), shared.value().str());
+    *p = shared;
+    return;
+  }
+  throw Error(fmt::format("[module] no parameter '{}' to tie", dotted_name));
 }
 
 void Module::zero_grad() {

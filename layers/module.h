@@ -48,8 +48,14 @@ class Module {
   bool is_training() const { return training_; }
 
   // Moves every parameter and buffer to `device`. A parameter is replaced by a new leaf holding
-  // the moved value (requires_grad kept, grad dropped): take parameters() again afterwards.
+  // the moved value (requires_grad kept, grad dropped): take parameters() again afterwards. Tied
+  // parameters stay tied.
   void to(Device device);
+  // Makes the parameter registered under `dotted_name` (here or in a submodule) the Var `shared`,
+  // so several modules train one tensor (Transformer-XL's u and v across layers). The member it
+  // was registered from now holds `shared`; named_parameters() lists it once, under its first
+  // name. Errors when no parameter has that name or the shapes differ.
+  void tie_parameter(const std::string& dotted_name, const Var& shared);
   void zero_grad();
   int64_t num_parameters() const;  // total number of elements
 

@@ -171,6 +171,38 @@ TEST_CASE("module: a submodule shared by two parents is listed once, under its f
   CHECK(pair.num_parameters() == 12);
 }
 
+TEST_CASE("module: tie_parameter makes layers train one Var, listed once, kept through to()") {
+  ToyModel model(4);
+  const Var shared(ones({1}, DType::f32), true);
+  for (int i = 0; i < 3; ++i)
+    model.tie_parameter("encoder.layers." + std::to_string(i) + ".scale", shared);
+  auto layer = [&](int i) { return model.encoder_->layers_->at<ToyBlock>(i); };
+  for (int i = 0; i < 3; ++i) CHECK(layer(i)->scale_.impl() == shared.impl());
+  std::vector<std::string> scales;
+  for (const auto& [name, p] : model.named_parameters())
+    if (name.find("scale") != std::string::npos) scales.push_back(name);
+  CHECK(scales == std::vector<std::string>{"encoder.layers.0.scale"});
+  // One gradient, summed over the three uses.
+  const Var x(test::random_tensor({2, 4}, DType::f32, 5));
+  Var y = layer(0)->forward(x) + layer(1)->forward(x) + layer(2)->forward(x);
+  sum(y).backward();
+  CHECK(shared.grad().defined());
+  // Moving keeps the tie: the layers still share one leaf.
+  if (cuda_available()) {
+    model.to(Device::cuda());
+    CHECK(layer(0)->scale_.impl() == layer(2)->scale_.impl());
+    CHECK(layer(1)->scale_.device() == Device::cuda());
+    model.to(Device::cpu());
+    CHECK(layer(0)->scale_.impl() == layer(1)->scale_.impl());
+  } else {
+    MESSAGE("SKIPPED (no CUDA device): tied parameters through to(cuda)");
+  }
+  CHECK(test::error_of([&] { model.tie_parameter("encoder.layers.0.nope", shared); }) ==
+        "[module] no parameter 'encoder.layers.0.nope' to tie");
+  const std::string mismatch = test::error_of([&] { model.tie_parameter("head.weight", shared); });
+  CHECK(mismatch.find("[module] cannot tie parameter 'head.weight' of shape") == 0);
+}
+
 TEST_CASE("module: to(device) keeps the member and the registry the same Var") {
   ToyModel model(4);
   const Tensor before = model.head_->weight().value();
