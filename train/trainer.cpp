@@ -122,7 +122,7 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   ModelConfig model_config = c.model;
   complete_model_config(model_config, c.data, s.train_set.vocab_size, s.train_set.num_classes);
   Generator gen(c.seed);
-  s.model = make_model(model_config, gen);
+  s.model = make_classifier(model_config, gen);
   for (const std::string& warning : s.model->warnings()) s.log->warn("warning: {}", warning);
   s.model->to(s.device);
   s.optimizer = make_optimizer(s.model->parameters(), c.optimizer);

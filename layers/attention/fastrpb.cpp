@@ -31,6 +31,7 @@ class FastRpb final : public Positional {
   std::string name() const override { return "fastrpb"; }
   // Special rows get no term: with a leading special token (CLS) its row is never changed.
   bool reaches_leading_special_rows() const override { return options_.front == 0; }
+  int64_t max_keys() const override { return max_content_ + options_.front + options_.back; }
 
   Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) override {
     const int64_t len = v.size(2);

@@ -69,22 +69,15 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   }
 }
 
-Var MultiHeadAttention::forward(const Var& x_q, const Var& x_kv, const Tensor& key_mask,
-                                bool causal) {
+Var MultiHeadAttention::forward(const Var& x_q, const Var& x_kv, AttentionInputs in) {
   RELPOS_CHECK(x_q.dim() == 3 && x_kv.dim() == 3 && x_q.size(2) == model_dim_ &&
                    x_kv.size(2) == model_dim_ && x_q.size(0) == x_kv.size(0),
                "MultiHeadAttention", "inputs must be [batch, length, {}], got {} and {}",
                model_dim_, x_q.value().str(), x_kv.value().str());
-  AttentionInputs in{key_mask, causal, positional_.get()};
-  Var q = split_heads(q_proj_->forward(x_q), heads_);   // [B, H, Lq, D]
-  Var k = split_heads(k_proj_->forward(x_kv), heads_);  // [B, H, Lk, D]
-  Var v = split_heads(v_proj_->forward(x_kv), heads_);  // [B, H, Lk, D]
-  if (positional_ != nullptr) std::tie(q, k) = positional_->transform_qk(q, k, in);
-  Var y = attention_->forward(q, k, v, in);  // [B, H, Lq, D]
-  if (positional_ != nullptr) {
-    Var extra = positional_->output_term(v, x_q.size(1), in);
-    if (extra.defined()) y = y + extra;
-  }
+  const Var q = split_heads(q_proj_->forward(x_q), heads_);           // [B, H, Lq, D]
+  const Var k = split_heads(k_proj_->forward(x_kv), heads_);          // [B, H, Lk, D]
+  const Var v = split_heads(v_proj_->forward(x_kv), heads_);          // [B, H, Lk, D]
+  const Var y = attend(*attention_, positional_.get(), q, k, v, in);  // [B, H, Lq, D]
   return out_proj_->forward(merge_heads(y));
 }
 

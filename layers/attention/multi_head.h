@@ -43,8 +43,13 @@ class MultiHeadAttention : public Module {
  public:
   explicit MultiHeadAttention(const MultiHeadAttentionConfig& config);
 
+  // x_q [B, Lq, d_model] attends x_kv [B, Lk, d_model] under `in` (key mask, causality,
+  // positions, window; its `positional` is this layer's encoding, whatever the caller set).
+  Var forward(const Var& x_q, const Var& x_kv, AttentionInputs in);
   // Cross attention; key_mask [B, Lk] u8 (1 = real key) or undefined.
-  Var forward(const Var& x_q, const Var& x_kv, const Tensor& key_mask = {}, bool causal = false);
+  Var forward(const Var& x_q, const Var& x_kv, const Tensor& key_mask = {}, bool causal = false) {
+    return forward(x_q, x_kv, AttentionInputs{key_mask, causal, nullptr});
+  }
   // Self attention.
   Var forward(const Var& x, const Tensor& key_mask = {}, bool causal = false) {
     return forward(x, x, key_mask, causal);

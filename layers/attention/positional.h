@@ -41,6 +41,10 @@ class Positional : public Module {
   // normalized); undefined: none.
   virtual Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) { return {}; }
 
+  // The longest key sequence the encoding's tables cover (learned weights per distance or
+  // position); 0: any length.
+  virtual int64_t max_keys() const { return 0; }
+
   // Whether the output rows of the leading special tokens (the CLS a classifier pools) can
   // depend on this encoding. FastRPB's term leaves them out (as the authors' code), so in the
   // last block of a CLS-pooled model it cannot reach the logits (TransformerEncoder warns).

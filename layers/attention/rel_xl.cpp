@@ -60,6 +60,12 @@ RelXlAttention::RelXlAttention(const AttentionOptions& opt)
   normal_(r_net_->weight().value(), 0.0, 0.02, gen);
 }
 
+void RelXlAttention::set_clamp_len(int64_t clamp_len) {
+  RELPOS_CHECK(clamp_len >= 0, kWho, "clamp_len must be >= 0 (0: no clamp), got {}", clamp_len);
+  clamp_len_ = clamp_len;
+  sinusoids_ = Tensor();  // the cached table was clamped at the old value
+}
+
 const Tensor& RelXlAttention::relative_sinusoids(int64_t k_len, DType dtype, Device device) {
   if (sinusoids_.defined() && sinusoids_.size(0) == k_len && sinusoids_.dtype() == dtype &&
       sinusoids_.device() == device)

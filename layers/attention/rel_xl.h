@@ -30,6 +30,11 @@ class RelXlAttention final : public Attention {
   AttentionCaps caps() const override { return {.forms_scores = true, .kernelized = false}; }
   std::string name() const override { return "rel_xl"; }
 
+  // Distances above `clamp_len` use its embedding from now on (0: no clamp); evaluation may
+  // change it (Transformer-XL evaluates with clamp_len 820 after training with none).
+  void set_clamp_len(int64_t clamp_len);
+  int64_t clamp_len() const { return clamp_len_; }
+
   Var& r_w_bias() { return r_w_bias_; }  // u: [H, D]
   Var& r_r_bias() { return r_r_bias_; }  // v: [H, D]
   Linear& r_net() { return *r_net_; }    // model_dim -> H * D, no bias

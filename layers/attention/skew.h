@@ -19,6 +19,7 @@ class SkewPositional final : public Positional {
   // q: [B, H, Lq, D] -> S [B, H, Lq, Lk], S[i, j] = q_i · E[:, t3 - 1 - (j - p_i)], query i at
   // position p_i = i + in.query_offset(Lq, Lk).
   Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) override;
+  int64_t max_keys() const override { return max_len_; }
 
   // [D, 2 t3 - 1]: column c embeds the relative shift t3 - 1 - c (most distant future first).
   Var& weight() { return weight_; }

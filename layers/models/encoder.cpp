@@ -44,6 +44,23 @@ Var EncoderBlock::forward(const Var& x, const Tensor& key_mask) {
   return ln2_->forward(h + dropout_->forward(mlp_->forward(h)));
 }
 
+Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window) {
+  // x: [B, L, d], memory: [B, M, d]
+  const int64_t mem = memory.defined() ? memory.size(1) : 0, len = x.size(1);
+  AttentionInputs in;
+  in.causal = true;
+  in.window = window;
+  const Var keys = mem > 0 ? cat({memory, x}, 1) : x;  // [B, M + L, d]
+  if (pre_norm_) {
+    const Var normed = ln1_->forward(keys);
+    const Var queries = mem > 0 ? slice(normed, 1, mem, mem + len) : normed;
+    Var h = x + dropout_->forward(attn_->forward(queries, normed, in));
+    return h + dropout_->forward(mlp_->forward(ln2_->forward(h)));
+  }
+  Var h = ln1_->forward(x + dropout_->forward(attn_->forward(x, keys, in)));
+  return ln2_->forward(h + dropout_->forward(mlp_->forward(h)));
+}
+
 TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : config_(c) {
   const int64_t d = c.model_dim;
   const int64_t front = c.cls == "none" ? 0 : 1;  // CLS vector or [CLS] token

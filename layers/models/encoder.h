@@ -29,6 +29,10 @@ class EncoderBlock : public Module {
 
   // x: [B, L, d], key_mask [B, L] u8 or undefined -> [B, L, d]
   Var forward(const Var& x, const Tensor& key_mask);
+  // Causal, after a memory (Transformer-XL): x [B, L, d] attends [memory; x], memory [B, M, d]
+  // (undefined: none) -> [B, L, d]. Each query sees at most `window` keys ending at its own
+  // position (0: every earlier one). Pre-LN normalizes memory and segment alike, as TXL.
+  Var forward_causal(const Var& x, const Var& memory, int64_t window = 0);
 
   MultiHeadAttention& attention() { return *attn_; }
 

@@ -25,10 +25,43 @@ void check_probability(const char* field, double p) {
   RELPOS_CHECK(p >= 0 && p < 1, kWho, "{} must be in [0, 1), got {}", field, p);
 }
 
+void check_classifier(const ModelConfig& c) {
+  check_positive("num_classes", c.num_classes, " (0 means: take it from the dataset first)");
+  check_choice("input", c.input, {"tokens", "pixels"});
+  check_choice("cls", c.cls, {"vector", "token", "none"});
+  check_choice("pooling", c.pooling, {"cls", "mean"});
+  check_choice("head", c.head, {"mlp", "tanh"});
+  check_choice("combine", c.combine, {"concat", "features"});
+  RELPOS_CHECK(c.pooling != "cls" || c.cls != "none", kWho,
+               "pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
+  RELPOS_CHECK(c.input != "pixels" || c.vocab_size == 256, kWho,
+               "input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got {}",
+               c.vocab_size);
+  if (c.type == "dual_encoder") {
+    RELPOS_CHECK(c.head == "mlp", kWho,
+                 "dual_encoder has its own head (Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> "
+                 "ReLU -> Dense(classes)); head must be 'mlp', got '{}'",
+                 c.head);
+    RELPOS_CHECK(c.mlp_dim >= 2, kWho,
+                 "dual_encoder needs mlp_dim >= 2 (its head has mlp_dim / 2 "
+                 "units), got {}",
+                 c.mlp_dim);
+  }
+}
+
+void check_language_model(const ModelConfig& c) {
+  RELPOS_CHECK(c.mem_len >= 0 && c.clamp_len >= 0, kWho,
+               "mem_len and clamp_len must be >= 0, got {} and {}", c.mem_len, c.clamp_len);
+  RELPOS_CHECK(!c.same_length || c.mem_len > 0, kWho,
+               "same_length makes every query see mem_len keys: it needs mem_len > 0");
+  RELPOS_CHECK(c.input == "tokens", kWho, "{} reads token ids: input must be 'tokens', got '{}'",
+               c.type, c.input);
+  RELPOS_CHECK(!c.tied_blocks, kWho, "{} has no tied blocks (tied_blocks: false)", c.type);
+}
+
 void check_config(const ModelConfig& c) {
   // 0 means "from the dataset": the caller fills these in before building.
   check_positive("vocab_size", c.vocab_size, " (0 means: take it from the dataset first)");
-  check_positive("num_classes", c.num_classes, " (0 means: take it from the dataset first)");
   check_positive("max_len", c.max_len, " (0 means: take it from the dataset first)");
   check_positive("num_layers", c.num_layers, "");
   check_positive("num_heads", c.num_heads, "");
@@ -43,32 +76,15 @@ void check_config(const ModelConfig& c) {
   check_probability("attention_dropout", c.attention_dropout);
   RELPOS_CHECK(c.embedding_init_std > 0, kWho, "embedding_init_std must be positive, got {}",
                c.embedding_init_std);
-
   check_choice("activation", c.activation, {"gelu", "relu"});
   check_choice("norm", c.norm, {"pre", "post"});
-  check_choice("input", c.input, {"tokens", "pixels"});
   check_choice("positions", c.positions, {"learned", "sinusoidal", "none"});
-  check_choice("cls", c.cls, {"vector", "token", "none"});
-  check_choice("pooling", c.pooling, {"cls", "mean"});
-  check_choice("head", c.head, {"mlp", "tanh"});
-  check_choice("combine", c.combine, {"concat", "features"});
-  RELPOS_CHECK(c.pooling != "cls" || c.cls != "none", kWho,
-               "pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
-  RELPOS_CHECK(c.input != "pixels" || c.vocab_size == 256, kWho,
-               "input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got {}",
-               c.vocab_size);
   RELPOS_CHECK(c.dtype == DType::f32 || c.dtype == DType::f64, kWho,
                "dtype must be f32 or f64, got {}", dtype_name(c.dtype));
-  if (c.type == "dual_encoder") {
-    RELPOS_CHECK(c.head == "mlp", kWho,
-                 "dual_encoder has its own head (Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> "
-                 "ReLU -> Dense(classes)); head must be 'mlp', got '{}'",
-                 c.head);
-    RELPOS_CHECK(c.mlp_dim >= 2, kWho,
-                 "dual_encoder needs mlp_dim >= 2 (its head has mlp_dim / 2 "
-                 "units), got {}",
-                 c.mlp_dim);
-  }
+  if (is_language_model(c.type))
+    check_language_model(c);
+  else
+    check_classifier(c);
 }
 
 }  // namespace
@@ -79,7 +95,20 @@ ModelRegistry& model_registry() {
   return registry;
 }
 
-std::shared_ptr<Classifier> make_model(const ModelConfig& config, Generator& gen) {
+bool is_language_model(const std::string& type) {
+  return type == "transformer_xl" || type == "causal_lm";
+}
+
+ModelConfig with_model_defaults(ModelConfig c) {
+  const bool lm = is_language_model(c.type);
+  if (c.activation.empty()) c.activation = lm ? "relu" : "gelu";
+  if (c.norm.empty()) c.norm = lm ? "post" : "pre";
+  if (c.positions.empty()) c.positions = lm ? "none" : "learned";
+  return c;
+}
+
+std::shared_ptr<Model> make_model(const ModelConfig& given, Generator& gen) {
+  const ModelConfig config = with_model_defaults(given);
   check_config(config);
   auto model = model_registry().make(config.type, config, gen);
   // The layers refused unknown keys as they were built (make_attention / make_positional); this
@@ -90,8 +119,25 @@ std::shared_ptr<Classifier> make_model(const ModelConfig& config, Generator& gen
 }
 
 SpecialTokens Classifier::special_tokens() const {
-  if (config_.cls == "token") return {config_.vocab_size, config_.vocab_size + 1};
+  if (config().cls == "token") return {config().vocab_size, config().vocab_size + 1};
   return {};
+}
+
+std::shared_ptr<Classifier> make_classifier(const ModelConfig& config, Generator& gen) {
+  auto model = std::dynamic_pointer_cast<Classifier>(make_model(config, gen));
+  RELPOS_CHECK(model != nullptr, kWho,
+               "'{}' is a language model; this task needs a classifier (sequence_classifier, "
+               "dual_encoder)",
+               config.type);
+  return model;
+}
+
+std::shared_ptr<LanguageModel> make_language_model(const ModelConfig& config, Generator& gen) {
+  auto model = std::dynamic_pointer_cast<LanguageModel>(make_model(config, gen));
+  RELPOS_CHECK(model != nullptr, kWho,
+               "'{}' is a classifier; language modelling needs transformer_xl or causal_lm",
+               config.type);
+  return model;
 }
 
 }  // namespace relpos

@@ -22,7 +22,7 @@ ModelConfig tiny_model_config(DType dtype) {
 
 std::shared_ptr<Classifier> build_model(const ModelConfig& c, uint64_t seed) {
   Generator gen(seed);
-  return make_model(c, gen);
+  return make_classifier(c, gen);
 }
 
 std::map<std::string, Var> params_of(const Module& m) {

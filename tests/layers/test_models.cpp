@@ -412,7 +412,8 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
   CHECK(error([](ModelConfig& c) { c.input = "pixels"; }) ==
         "[model] input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got 11");
   CHECK(error([](ModelConfig& c) { c.type = "seq2seq"; }) ==
-        "[model] unknown model 'seq2seq'; known: dual_encoder, sequence_classifier");
+        fmt::format("[model] unknown model 'seq2seq'; known: {}",
+                    fmt::join(model_registry().names(), ", ")));
   // Too long a sequence for the positions the model was built for.
   auto model = build_model(tiny_model_config());
   CHECK(test::error_of([&] { logits_of(*model, batch_of(kRows, 9)); }) ==

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
                  config.data.dataset);
     complete_model_config(model_config, config.data, 256, 10);
     Generator gen(config.seed);
-    auto model = make_model(model_config, gen);
+    auto model = make_classifier(model_config, gen);
     model->to(device);
     model->train();
     auto optimizer = make_optimizer(model->parameters(), config.optimizer);

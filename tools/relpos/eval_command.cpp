@@ -69,7 +69,7 @@ int eval_command(const std::vector<std::string>& args) {
   ModelConfig model_config = config.model;
   complete_model_config(model_config, config.data, dataset.vocab_size, dataset.num_classes);
   Generator gen(config.seed);
-  auto model = make_model(model_config, gen);
+  auto model = make_classifier(model_config, gen);
   restore_module(*model, data);
   model->to(device);
   DataLoaderOptions loader_options = run_loader_options(config, *model, false);

@@ -1,6 +1,9 @@
 // Constant shifts that the exponential feature maps (sikf, performer) subtract before exp, so it
 // cannot overflow. They carry no gradient; the maps report them (Features in feature_map.h) and
-// linear attention undoes them where they do not cancel. Padding keys never set them.
+// linear attention undoes them where they do not cancel. Padding keys never set them. The key
+// shift is one per (b, h) over all real keys, in causal attention too: a later key moves only the
+// rounding of earlier outputs, unless the keys spread by more than the dtype's exp range (~87 in
+// f32), where the earlier keys' features underflow.
 #pragma once
 
 #include "core/tensor.h"

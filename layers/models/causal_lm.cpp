@@ -1,0 +1,56 @@
+// causal_lm: the LM shell of transformer_xl (lm_transformer.h) with any attention of the registry
+// built causally, so the efficient layers meet Transformer-XL on its own task: softmax (with
+// absolute positions when there is no memory), linear attention with every feature map (prefix
+// sums, O(N) memory), and relative encodings (shaw, skew, causal fastrpb, sinspe, convspe) that
+// measure distances across [memory; segment]. No embedding scale; a final LayerNorm after pre-LN
+// blocks (as GPT-2), none after post-LN ones (as Transformer-XL).
+#include "layers/models/lm_transformer.h"
+
+namespace relpos {
+namespace {
+
+constexpr const char* kWho = "model";
+
+Options causal_attention_options(const ModelConfig& c) {
+  const std::string type = c.attention.get<std::string>("type", "softmax");
+  RELPOS_CHECK(type != "rel_xl", kWho,
+               "causal_lm with rel_xl attention is Transformer-XL: use model.type transformer_xl "
+               "(shared u, v, clamp_len, same_length)");
+  // with(): the user's mapping stays as written, and its reads are still recorded there.
+  Options attention = c.attention.with("type", type);
+  if (type == "softmax" && !attention.has("dropout"))
+    attention = attention.with("dropout", fmt::format("{}", c.attention_dropout));
+  return attention;
+}
+
+class CausalLm final : public LmTransformer {
+ public:
+  CausalLm(const ModelConfig& c, Generator& gen)
+      : LmTransformer(c, gen, causal_attention_options(c), 1.0, /*final_norm=*/c.norm == "pre") {
+    check_context(context());
+  }
+
+  std::vector<std::string> warnings() const override {
+    const ModelConfig& c = config();
+    if (c.positions != "none" || !c.positional.empty()) return {};
+    return {fmt::format(
+        "[model] causal_lm has no positions (positions: none and no positional encoding): "
+        "only the causal mask tells its {} attention the order of tokens",
+        c.attention.get<std::string>("type", "softmax"))};
+  }
+
+ protected:
+  void check_context(const LmContext& context) const override {
+    LmTransformer::check_context(context);
+    RELPOS_CHECK(context.clamp_len == 0 && !context.same_length, kWho,
+                 "clamp_len and same_length are transformer_xl settings; causal_lm has neither "
+                 "(got clamp_len {}, same_length {})",
+                 context.clamp_len, context.same_length);
+  }
+};
+
+}  // namespace
+
+RELPOS_REGISTER_MODEL("causal_lm", CausalLm);
+
+}  // namespace relpos

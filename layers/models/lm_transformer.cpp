@@ -1,0 +1,158 @@
+// LmTransformer (layers/models/lm_transformer.h).
+#include "layers/models/lm_transformer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/functions.h"
+#include "layers/init.h"
+
+namespace relpos {
+namespace {
+
+constexpr const char* kWho = "model";
+constexpr double kInitStd = 0.02;  // Transformer-XL's init_std
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+std::string lm_memory_name(int64_t layer) {
+  return "layers." + std::to_string(layer) + ".memory";
+}
+
+LmOutputLayer::LmOutputLayer(int64_t vocab, int64_t dim, bool tied, DType dtype) {
+  if (!tied) {
+    weight_ = Var(Tensor::empty({vocab, dim}, dtype), true);
+    register_parameter("weight", weight_);
+  }
+  bias_ = Var(zeros({vocab}, dtype), true);
+  register_parameter("bias", bias_);
+}
+
+Var LmOutputLayer::forward(const Var& h, const Var& embedding) const {
+  const Var& w = weight_.defined() ? weight_ : embedding;  // [V, d]
+  return matmul(h, w, false, true) + bias_;                // [B, L, V]
+}
+
+LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const Options& attention,
+                             double embedding_scale, bool final_norm)
+    : LanguageModel(c), embedding_scale_(embedding_scale) {
+  context_ = {c.mem_len, c.clamp_len, c.same_length};
+  const int64_t d = c.model_dim;
+  embedding_ =
+      register_module("embedding", std::make_shared<Embedding>(c.vocab_size, d, c.dtype, gen));
+  if (c.positions == "learned")
+    learned_positions_ = register_module(
+        "position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, d, c.dtype, gen));
+  if (c.positions == "sinusoidal")
+    sinusoidal_positions_ = register_module(
+        "position", std::make_shared<SinusoidalPositionalEmbedding>(c.max_len, d, c.dtype));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+
+  MultiHeadAttentionConfig mha;
+  mha.model_dim = d;
+  mha.num_heads = c.num_heads;
+  mha.qkv_dim = c.qkv_dim;
+  mha.attention = attention;
+  mha.positional = c.positional;  // copies share the read record: each layer reads it again
+  mha.max_len = c.max_len;
+  mha.bias = c.projection_bias;
+  mha.dtype = c.dtype;
+  mha.gen = &gen;
+  layers_ = register_module("layers", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
+  if (final_norm)
+    norm_ = register_module("norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
+  output_ = register_module(
+      "output", std::make_shared<LmOutputLayer>(c.vocab_size, d, c.tie_weights, c.dtype));
+
+  // Transformer-XL's weights_init: weights N(0, 0.02), LayerNorm gains N(1, 0.02), biases 0.
+  // Positional encodings and the attention's own parameters keep their documented inits.
+  for (auto& [name, p] : named_parameters()) {
+    if (name.find(".positional.") != std::string::npos ||
+        name.find(".attention.") != std::string::npos)
+      continue;
+    const bool norm = name.find("ln1.") != std::string::npos ||
+                      name.find("ln2.") != std::string::npos || name.rfind("norm.", 0) == 0;
+    if (ends_with(name, "bias"))
+      constant_(p.value(), 0.0);
+    else if (norm)
+      normal_(p.value(), 1.0, kInitStd, gen);
+    else
+      normal_(p.value(), 0.0, kInitStd, gen);
+  }
+
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    const Positional* positional = layers_->at<EncoderBlock>(i)->attention().positional();
+    if (positional != nullptr && positional->max_keys() > 0) max_keys_ = positional->max_keys();
+  }
+  if (learned_positions_ != nullptr || sinusoidal_positions_ != nullptr) max_keys_ = c.max_len;
+}
+
+void LmTransformer::check_context(const LmContext& context) const {
+  RELPOS_CHECK(context.mem_len >= 0 && context.clamp_len >= 0, kWho,
+               "{}: mem_len and clamp_len must be >= 0, got {} and {}", config().type,
+               context.mem_len, context.clamp_len);
+  RELPOS_CHECK(!context.same_length || context.mem_len > 0, kWho,
+               "{}: same_length makes every query see mem_len keys: it needs mem_len > 0",
+               config().type);
+  RELPOS_CHECK(context.mem_len == 0 || config().positions == "none", kWho,
+               "{}: positions '{}' are absolute and cannot be continued across segments (the "
+               "memory was embedded at positions of its own segment); use positions: none with a "
+               "relative encoding (positional: shaw, skew, fastrpb, ...) or mem_len: 0",
+               config().type, config().positions);
+}
+
+void LmTransformer::set_context(const LmContext& context) {
+  check_context(context);
+  apply_context(context);
+  context_ = context;
+}
+
+LmOutput LmTransformer::forward(const Tensor& tokens, const LmState& state) {
+  RELPOS_CHECK(tokens.dim() == 2, kWho, "{}: tokens must be [batch, length], got {}", config().type,
+               tokens.str());
+  const int64_t batch = tokens.size(0), len = tokens.size(1), d = config().model_dim;
+  Var x = embedding_->forward(tokens);  // [B, L, d]
+  if (embedding_scale_ != 1.0) x = x * embedding_scale_;
+  if (learned_positions_ != nullptr) x = learned_positions_->forward(x);
+  if (sinusoidal_positions_ != nullptr) x = sinusoidal_positions_->forward(x);
+  x = dropout_->forward(x);
+  LmOutput out;
+  for (int64_t i = 0; i < static_cast<int64_t>(layers_->size()); ++i) {
+    Tensor memory;  // [B, M, d]
+    const auto it = state.find(lm_memory_name(i));
+    if (it != state.end() && context_.mem_len > 0) {
+      memory = it->second;
+      RELPOS_CHECK(memory.dim() == 3 && memory.size(0) == batch && memory.size(2) == d, kWho,
+                   "{}: the memory of layer {} must be [{}, M, {}], got {}", config().type, i,
+                   batch, d, memory.str());
+      const int64_t kept = std::min(memory.size(1), context_.mem_len);  // a shortened context
+      memory = memory.slice(1, memory.size(1) - kept, memory.size(1));
+    }
+    const int64_t mem = memory.defined() ? memory.size(1) : 0;
+    RELPOS_CHECK(max_keys_ == 0 || mem + len <= max_keys_, kWho,
+                 "{}: memory {} + segment {} = {} keys exceed the {} its position tables cover "
+                 "(model.max_len); train with a larger max_len or use a shorter mem_len or "
+                 "tgt_len",
+                 config().type, mem, len, mem + len, max_keys_);
+    if (context_.mem_len > 0) {
+      // The input of layer i at the last mem_len positions, detached, for the next segment.
+      const Tensor all = mem > 0 ? cat({memory, x.value()}, 1) : x.value();  // [B, M + L, d]
+      const int64_t keep = std::min(all.size(1), context_.mem_len);
+      out.state[lm_memory_name(i)] = all.slice(1, all.size(1) - keep, all.size(1)).contiguous();
+    }
+    const int64_t window = context_.same_length ? context_.mem_len : 0;
+    x = layers_->at<EncoderBlock>(i)->forward_causal(x, mem > 0 ? Var(memory) : Var(), window);
+  }
+  if (norm_ != nullptr) x = norm_->forward(x);
+  x = dropout_->forward(x);
+  out.logits = output_->forward(x, embedding_->weight());  // [B, L, V]
+  return out;
+}
+
+}  // namespace relpos

@@ -1,0 +1,76 @@
+// LmTransformer: the shell both language models share (transformer_xl.cpp, causal_lm.cpp): token
+// embedding (times a scale), absolute positions when the model has them, dropout, N EncoderBlocks
+// run causally over [memory; segment], a final LayerNorm when the subclass asks for one, dropout,
+// and the output layer over the vocabulary (the embedding matrix when tie_weights, plus a bias).
+// Memory (Dai et al. 2019 §3.2): layer i keeps the hidden states entering it at the last mem_len
+// positions, detached; the next segment's queries sit after them (AttentionInputs positions), so
+// every relative encoding measures the right distances.
+//   tokens [B, L] -> logits [B, L, vocab]
+// Parameters: embedding.weight [V, d], layers.<i>.{ln1, attn, ln2, mlp} (EncoderBlock), norm
+// (final LayerNorm), output.bias [V] (and output.weight [V, d] without tie_weights). All weights
+// N(0, 0.02) and LayerNorm gains N(1, 0.02), biases 0, as Transformer-XL's weights_init.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/layer_norm.h"
+#include "layers/models/encoder.h"
+#include "layers/models/model.h"
+#include "layers/positional/absolute.h"
+
+namespace relpos {
+
+// The output layer: logits = h·Wᵀ + b, W the embedding matrix when tied.
+class LmOutputLayer : public Module {
+ public:
+  LmOutputLayer(int64_t vocab, int64_t dim, bool tied, DType dtype);
+  // h: [B, L, d], embedding [V, d] -> [B, L, V]
+  Var forward(const Var& h, const Var& embedding) const;
+
+ private:
+  Var weight_;  // [V, d]; undefined when tied
+  Var bias_;    // [V]
+};
+
+class LmTransformer : public LanguageModel {
+ public:
+  LmOutput forward(const Tensor& tokens, const LmState& state) override;
+  LmContext context() const override { return context_; }
+  void set_context(const LmContext& context) override;
+
+  const ModuleList& layers() const { return *layers_; }
+
+ protected:
+  // `attention`: the mapping every layer's attention is built from; `embedding_scale` multiplies
+  // the token embedding (Transformer-XL: sqrt(d_model)); `final_norm`: a LayerNorm after the
+  // blocks.
+  LmTransformer(const ModelConfig& config, Generator& gen, const Options& attention,
+                double embedding_scale, bool final_norm);
+
+  // Refuses a context this model cannot run (called with the config's context and on every
+  // set_context); the base checks what every LM shares.
+  virtual void check_context(const LmContext& context) const;
+  // Makes the layers follow a new context (Transformer-XL's clamp_len).
+  virtual void apply_context(const LmContext& context) {}
+
+ private:
+  LmContext context_;
+  double embedding_scale_;
+  int64_t max_keys_ = 0;  // the longest [memory; segment] the tables cover (0: any)
+  std::shared_ptr<Embedding> embedding_;
+  std::shared_ptr<LearnedPositionalEmbedding> learned_positions_;
+  std::shared_ptr<SinusoidalPositionalEmbedding> sinusoidal_positions_;
+  std::shared_ptr<Dropout> dropout_;
+  std::shared_ptr<ModuleList> layers_;
+  std::shared_ptr<LayerNorm> norm_;
+  std::shared_ptr<LmOutputLayer> output_;
+};
+
+// The name of layer i's memory in an LmState.
+std::string lm_memory_name(int64_t layer);
+
+}  // namespace relpos

@@ -1,0 +1,79 @@
+// transformer_xl: the character language model of Dai et al. 2019 (EXPERIMENTS.md
+// "Transformer-XL"): the LM shell (lm_transformer.h) with rel_xl attention in every layer, the
+// token embedding scaled by sqrt(d_model), u and v ("r_w_bias", "r_r_bias" [H, d_head]) shared by
+// all layers unless untie_r, relative distances clamped at clamp_len, same_length, post-LN by
+// default and no final LayerNorm, as the reference MemTransformerLM (attn_type 0). Not
+// reproduced: the reference's dropout on the sinusoidal distance embedding.
+// Parameter names against MemTransformerLM (docs/language-models.md has the whole mapping):
+// embedding.weight = word_emb.emb_layers.0.weight, layers.i.attn.{q,k,v}_proj.weight stacked =
+// layers.i.dec_attn.qkv_net.weight, output.bias = crit.out_layers.0.bias.
+#include <cmath>
+
+#include "layers/attention/rel_xl.h"
+#include "layers/models/lm_transformer.h"
+
+namespace relpos {
+namespace {
+
+constexpr const char* kWho = "model";
+
+Options rel_xl_options(const ModelConfig& c) {
+  const std::string type = c.attention.get<std::string>("type", "rel_xl");
+  RELPOS_CHECK(type == "rel_xl", kWho,
+               "transformer_xl runs rel_xl attention (its relative positions); got attention "
+               "'{}': use causal_lm for other attention",
+               type);
+  RELPOS_CHECK(c.positional.empty(), kWho,
+               "transformer_xl has its own relative positions; remove model.positional (type "
+               "'{}') or use causal_lm",
+               c.positional.get<std::string>("type", ""));
+  // with(): the user's mapping stays as written, and its reads are still recorded there.
+  Options attention = c.attention.with("type", "rel_xl");
+  if (!attention.has("dropout"))
+    attention = attention.with("dropout", fmt::format("{}", c.attention_dropout));
+  RELPOS_CHECK(!attention.has("clamp_len"), kWho,
+               "transformer_xl takes clamp_len from model.clamp_len, not from model.attention");
+  return attention.with("clamp_len", std::to_string(c.clamp_len));
+}
+
+class TransformerXl final : public LmTransformer {
+ public:
+  TransformerXl(const ModelConfig& c, Generator& gen)
+      : LmTransformer(c, gen, rel_xl_options(c), std::sqrt(static_cast<double>(c.model_dim)),
+                      /*final_norm=*/false) {
+    RELPOS_CHECK(c.positions == "none", kWho,
+                 "transformer_xl has relative positions only: positions must be 'none', got '{}'",
+                 c.positions);
+    check_context(context());
+    if (c.untie_r) return;
+    // One u and one v for every layer (the reference's r_w_bias, r_r_bias), N(0, 0.02).
+    auto& first = attention_of(0);
+    r_w_bias_ = Var(first.r_w_bias().value().clone(), true);
+    r_r_bias_ = Var(first.r_r_bias().value().clone(), true);
+    register_parameter("r_w_bias", r_w_bias_);
+    register_parameter("r_r_bias", r_r_bias_);
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      const std::string prefix = "layers." + std::to_string(i) + ".attn.attention.";
+      tie_parameter(prefix + "r_w_bias", r_w_bias_);
+      tie_parameter(prefix + "r_r_bias", r_r_bias_);
+    }
+  }
+
+ protected:
+  void apply_context(const LmContext& context) override {
+    for (size_t i = 0; i < layers().size(); ++i) attention_of(i).set_clamp_len(context.clamp_len);
+  }
+
+ private:
+  RelXlAttention& attention_of(size_t layer) const {
+    return dynamic_cast<RelXlAttention&>(layers().at<EncoderBlock>(layer)->attention().attention());
+  }
+
+  Var r_w_bias_, r_r_bias_;  // [H, d_head], shared by the layers unless untie_r
+};
+
+}  // namespace
+
+RELPOS_REGISTER_MODEL("transformer_xl", TransformerXl);
+
+}  // namespace relpos
