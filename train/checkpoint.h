@@ -4,6 +4,7 @@
 //   /optimizer/<param name>/<state key> e.g. /optimizer/encoder.norm.weight/exp_avg
 //   /rng/<dotted.name>                  u64 [2]: a generator's seed and offset
 //   /counters/<dotted.name>             i64 scalar
+//   /state/<name>                       a task's state between batches (an LM's memory)
 //   root attributes                     i64 (step, epoch, ...), f64 (best_metric, ...) and UTF-8
 //                                       strings (config as YAML text, relpos_version, ...)
 // This file knows nothing of modules; train/training_state.h maps modules onto CheckpointData.
@@ -28,6 +29,8 @@ struct CheckpointData {
   std::vector<std::pair<std::string, std::map<std::string, Tensor>>> optimizer;
   std::vector<std::pair<std::string, Generator>> generators;
   std::vector<std::pair<std::string, int64_t>> counters;
+  // What a task carries from one training batch to the next (a language model's memory).
+  std::vector<std::pair<std::string, Tensor>> state;
   // Root attributes; a name may appear in only one of the three maps.
   std::map<std::string, int64_t> ints;
   std::map<std::string, double> floats;

@@ -237,6 +237,7 @@ CheckpointData read_checkpoint(const std::string& path) {
   reader.optimizer(file.get(), &data);
   reader.generators(file.get(), &data);
   reader.counters(file.get(), &data);
+  data.state = reader.tensors(file.get(), "state");
   reader.attributes(file.get(), &data);
   return data;
 }

@@ -187,6 +187,7 @@ class Writer {
     optimizer(file.get(), data);
     generators(file.get(), data);
     counters(file.get(), data);
+    tensors(file.get(), "state", data.state);
     attributes(file.get(), data);
     if (!file.reset()) error("cannot close (flush) the temporary file '" + temp + "'");
   }

@@ -103,6 +103,19 @@ class Section {
     RELPOS_CHECK(!node_ || node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping", path_);
   }
 
+  // An optional key keeps its value unset when the mapping lacks it.
+  template <typename T>
+  void read(const std::string& key, std::optional<T>& value) {
+    const YAML::Node v = child(key);
+    if (!v || v.IsNull()) {
+      known_.insert(key);
+      return;
+    }
+    T read_value{};
+    read(key, read_value);
+    value = read_value;
+  }
+
   template <typename T>
   void read(const std::string& key, T& value) {
     known_.insert(key);
@@ -232,10 +245,12 @@ void read_data(Section s, DataConfig& d) {
   s.read("image_pool", d.image_pool);
   s.read("prefetch", d.prefetch);
   s.read("drop_last", d.drop_last);
+  s.read("tgt_len", d.tgt_len);
   s.finish();
   RELPOS_CHECK(!d.dataset.empty(), kWho,
-               "data.dataset is required (mnist, fashion-mnist, "
-               "listops, imdb, aan, cifar10)");
+               "data.dataset is required (mnist, fashion-mnist, listops, imdb, aan, cifar10; "
+               "enwik8, text8, moby-dick, chars)");
+  RELPOS_CHECK(d.tgt_len >= 0, kWho, "data.tgt_len must be >= 0, got {}", d.tgt_len);
   RELPOS_CHECK(d.batch_size > 0 && d.eval_batch_size >= 0, kWho,
                "data.batch_size must be positive, got {}", d.batch_size);
   RELPOS_CHECK(d.val_fraction >= 0 && d.val_fraction < 1, kWho,
@@ -267,8 +282,11 @@ void read_train(Section s, TrainConfig& t) {
                kWho,
                "train.eval_every, patience, clip_grad_norm must be >= 0, log_every and "
                "accumulate >= 1");
-  RELPOS_CHECK(t.metric == "accuracy" || t.metric == "macro_f1" || t.metric == "loss", kWho,
-               "train.metric must be accuracy, macro_f1 or loss, got '{}'", t.metric);
+  const std::set<std::string> metrics = {"", "accuracy", "macro_f1", "loss", "bpc", "perplexity"};
+  RELPOS_CHECK(metrics.count(t.metric), kWho,
+               "train.metric must be accuracy, macro_f1 or loss (classification), bpc, loss or "
+               "perplexity (language modelling), got '{}'",
+               t.metric);
 }
 
 RunConfig read_run(YAML::Node root, const std::string& origin) {
@@ -286,7 +304,15 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   read_train(s.section("train"), c.train);
   Section eval = s.section("eval");
   eval.read("max_batches", c.eval.max_batches);
+  eval.read("tgt_len", c.eval.tgt_len);
+  eval.read("mem_len", c.eval.mem_len);
+  eval.read("clamp_len", c.eval.clamp_len);
+  eval.read("same_length", c.eval.same_length);
   eval.finish();
+  RELPOS_CHECK(c.eval.max_batches >= 0 && c.eval.tgt_len.value_or(1) > 0 &&
+                   c.eval.mem_len.value_or(0) >= 0 && c.eval.clamp_len.value_or(0) >= 0,
+               kWho,
+               "eval.max_batches, mem_len and clamp_len must be >= 0 and eval.tgt_len positive");
   s.read("device", c.device);
   RELPOS_CHECK(c.device == "cpu" || c.device == "cuda", kWho,
                "device must be cpu or cuda, got '{}'", c.device);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,15 @@
 namespace relpos {
 
 struct DataConfig {
-  // mnist | fashion-mnist (IDX), listops (TSV), imdb (aclImdb/), aan (TSV pairs),
-  // cifar10 (binary batches).
+  // Classification: mnist | fashion-mnist (IDX), listops (TSV), imdb (aclImdb/), aan (TSV
+  // pairs), cifar10 (binary batches). Language modelling (train.txt, valid.txt, test.txt):
+  // enwik8, text8, moby-dick, chars (any folder of the three).
   std::string dataset;
   std::string dir;      // where the files are; default data/<dataset>
   int64_t max_len = 0;  // content tokens kept per sequence; 0: the dataset's LRA length
+  // Language modelling (enwik8, text8, moby-dick, chars): batch_size rows of the stream read in
+  // segments of tgt_len tokens (Transformer-XL's LMOrderedIterator).
+  int64_t tgt_len = 0;
   int64_t batch_size = 32;
   int64_t eval_batch_size = 0;    // 0: batch_size
   std::string tokenizer = "lra";  // listops: lra | lra_2021
@@ -44,12 +49,18 @@ struct TrainConfig {
   int64_t accumulate = 1;     // batches whose gradients are summed into one update
   // Early stopping: stop after this many validations without improving `metric` (0: never).
   int64_t patience = 0;
-  std::string metric = "accuracy";  // accuracy | macro_f1 | loss: best checkpoint and patience
-  std::string out;                  // the run directory; default runs/<name>
+  // The best checkpoint and patience follow it: accuracy | macro_f1 | loss (classification),
+  // bpc | loss | perplexity (language modelling); "": accuracy, or bpc for language models.
+  std::string metric;
+  std::string out;  // the run directory; default runs/<name>
 };
 
 struct EvalConfig {
   int64_t max_batches = 0;  // validation uses at most this many batches (0: the whole split)
+  // Language models, for validation, test and `relpos eval` (Transformer-XL evaluates with a
+  // shorter segment and a longer memory than it trains with); unset: as in training.
+  std::optional<int64_t> tgt_len, mem_len, clamp_len;
+  std::optional<bool> same_length;
 };
 
 struct DebugConfig {

@@ -71,12 +71,10 @@ JsonObject& JsonObject::add(const std::string& k, const JsonObject& value) {
   return *this;
 }
 
-JsonObject metrics_json(const ClassificationMetrics& m) {
-  return JsonObject()
-      .add("loss", m.loss)
-      .add("accuracy", m.accuracy)
-      .add("macro_f1", m.macro_f1)
-      .add("examples", m.examples);
+JsonObject metrics_json(const Metrics& m) {
+  JsonObject out;
+  for (const auto& [name, value] : m.values) out.add(name, value);
+  return out.add(m.unit, m.count);
 }
 
 }  // namespace relpos

@@ -27,7 +27,8 @@ class JsonObject {
 };
 
 std::string json_quote(const std::string& s);
-// {"loss", "accuracy", "macro_f1", "examples"}
-JsonObject metrics_json(const ClassificationMetrics& m);
+// Every value by name, then the count under its unit: {"loss", "accuracy", "macro_f1",
+// "examples"} or {"loss", "bpc", "perplexity", "tokens"}.
+JsonObject metrics_json(const Metrics& m);
 
 }  // namespace relpos

@@ -1,6 +1,9 @@
 // Split metrics (train/metrics.h).
 #include "train/metrics.h"
 
+#include <fmt/ranges.h>
+
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -36,33 +39,55 @@ void MetricAccumulator::add(double loss_sum, const std::vector<int64_t>& predict
   }
 }
 
-ClassificationMetrics MetricAccumulator::result() const {
-  ClassificationMetrics m;
-  m.examples = examples_;
-  if (examples_ == 0) return m;
-  m.loss = loss_sum_ / static_cast<double>(examples_);
-  m.accuracy = static_cast<double>(correct_) / static_cast<double>(examples_);
-  double f1_sum = 0;
-  int64_t present = 0;
-  for (int64_t c = 0; c < classes_; ++c) {
-    const int64_t denom = 2 * true_pos_[c] + false_pos_[c] + false_neg_[c];
-    if (denom == 0) continue;
-    f1_sum += 2.0 * static_cast<double>(true_pos_[c]) / static_cast<double>(denom);
-    ++present;
-  }
-  m.macro_f1 = present > 0 ? f1_sum / static_cast<double>(present) : 0.0;
-  return m;
+bool Metrics::has(const std::string& name) const {
+  for (const auto& [key, value] : values)
+    if (key == name) return true;
+  return false;
 }
 
-double metric_value(const ClassificationMetrics& m, const std::string& name) {
-  if (name == "accuracy") return m.accuracy;
-  if (name == "macro_f1") return m.macro_f1;
-  if (name == "loss") return m.loss;
-  throw Error(fmt::format("[metrics] unknown metric '{}'; known: accuracy, macro_f1, loss", name));
+double Metrics::get(const std::string& name) const {
+  std::vector<std::string> names;
+  for (const auto& [key, value] : values) {
+    if (key == name) return value;
+    names.push_back(key);
+  }
+  fail("metrics", "unknown metric '{}'; this task reports {}", name, fmt::join(names, ", "));
+}
+
+Metrics MetricAccumulator::result() const {
+  double loss = 0, accuracy = 0, macro_f1 = 0;
+  if (examples_ > 0) {
+    loss = loss_sum_ / static_cast<double>(examples_);
+    accuracy = static_cast<double>(correct_) / static_cast<double>(examples_);
+    double f1_sum = 0;
+    int64_t present = 0;
+    for (int64_t c = 0; c < classes_; ++c) {
+      const int64_t denom = 2 * true_pos_[c] + false_pos_[c] + false_neg_[c];
+      if (denom == 0) continue;
+      f1_sum += 2.0 * static_cast<double>(true_pos_[c]) / static_cast<double>(denom);
+      ++present;
+    }
+    macro_f1 = present > 0 ? f1_sum / static_cast<double>(present) : 0.0;
+  }
+  return {{{"loss", loss}, {"accuracy", accuracy}, {"macro_f1", macro_f1}}, examples_, "examples"};
+}
+
+Metrics language_model_metrics(double loss_sum, int64_t tokens) {
+  const double loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0;
+  return {{{"loss", loss}, {"bpc", loss / std::log(2.0)}, {"perplexity", std::exp(loss)}},
+          tokens,
+          "tokens"};
+}
+
+std::string describe_metrics(const Metrics& m) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : m.values) parts.push_back(fmt::format("{} {:.4f}", name, value));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 bool metric_improves(const std::string& name, double candidate, double best) {
-  return name == "loss" ? candidate < best : candidate > best;
+  const bool smaller = name == "loss" || name == "bpc" || name == "perplexity";
+  return smaller ? candidate < best : candidate > best;
 }
 
 }  // namespace relpos

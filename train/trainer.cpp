@@ -16,28 +16,19 @@
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "core/error.h"
-#include "datasets/data_loader.h"
 #include "train/checkpoint.h"
 #include "train/clip.h"
-#include "train/evaluate.h"
 #include "train/json.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/schedule.h"
-#include "train/task_data.h"
+#include "train/task.h"
 #include "train/training_state.h"
 
 namespace relpos {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-void complete_model_config(ModelConfig& model, const DataConfig& data, int64_t vocab_size,
-                           int64_t num_classes) {
-  if (model.vocab_size == 0) model.vocab_size = vocab_size;
-  if (model.num_classes == 0) model.num_classes = num_classes;
-  if (model.max_len == 0) model.max_len = content_length(data);
-}
 
 // The run's schedule mapping ({type: constant} when absent); schedules that decay over the run
 // get its length as total_steps unless the mapping sets one.
@@ -57,11 +48,10 @@ struct Trainer::State {
   std::shared_ptr<spdlog::logger> log;
   std::ofstream metrics_file;
 
-  Dataset train_set, val_set, test_set;
-  std::shared_ptr<Classifier> model;
+  std::unique_ptr<Task> task;
+  std::string metric;  // selects the best checkpoint
   std::shared_ptr<Optimizer> optimizer;
   std::shared_ptr<Schedule> schedule;
-  std::unique_ptr<DataLoader> train_loader, val_loader, test_loader;
 
   // Position: updates done, the epoch being read and the batches of it already consumed.
   int64_t step = 0, epoch = 0, batch_in_epoch = 0, total_steps = 0;
@@ -70,7 +60,7 @@ struct Trainer::State {
   int64_t best_step = 0;
   double previous_wall_s = 0, train_time_s = 0;
   bool stopped_early = false;
-  ClassificationMetrics best_val, last_val;
+  Metrics best_val, last_val;
   Clock::time_point started = Clock::now();
 
   void record(const JsonObject& event) {
@@ -116,29 +106,20 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
     yaml << c.yaml;
   }
 
-  s.train_set = load_split(c.data, "train");
-  s.val_set = load_split(c.data, "val");
-  s.test_set = load_split(c.data, "test");
-  ModelConfig model_config = c.model;
-  complete_model_config(model_config, c.data, s.train_set.vocab_size, s.train_set.num_classes);
-  Generator gen(c.seed);
-  s.model = make_classifier(model_config, gen);
-  for (const std::string& warning : s.model->warnings()) s.log->warn("warning: {}", warning);
-  s.model->to(s.device);
-  s.optimizer = make_optimizer(s.model->parameters(), c.optimizer);
+  s.task = make_task(c, s.device);
+  s.metric = selection_metric(c, *s.task);
+  Model& model = s.task->model();
+  for (const std::string& warning : model.warnings()) s.log->warn("warning: {}", warning);
+  s.optimizer = make_optimizer(model.parameters(), c.optimizer);
 
-  s.train_loader = std::make_unique<DataLoader>(s.train_set, run_loader_options(c, *s.model, true));
-  s.val_loader = std::make_unique<DataLoader>(s.val_set, run_loader_options(c, *s.model, false));
-  s.test_loader = std::make_unique<DataLoader>(s.test_set, run_loader_options(c, *s.model, false));
-  const int64_t per_epoch =
-      std::max<int64_t>(1, s.train_loader->num_batches() / c.train.accumulate);
+  const int64_t per_epoch = std::max<int64_t>(1, s.task->batches_per_epoch() / c.train.accumulate);
   s.total_steps = c.train.steps > 0 ? c.train.steps : c.train.epochs * per_epoch;
   s.schedule = make_schedule(run_schedule_options(c, s.total_steps), s.optimizer->lr());
 
   if (!s.options.resume.empty()) {
     const CheckpointData ckpt = read_checkpoint(s.options.resume);
-    restore_module(*s.model, ckpt);
-    restore_optimizer(*s.optimizer, *s.model, ckpt);
+    restore_module(model, ckpt);
+    restore_optimizer(*s.optimizer, model, ckpt);
     auto get = [&](const char* key) {
       auto it = ckpt.ints.find(key);
       RELPOS_CHECK(it != ckpt.ints.end(), "train", "'{}' is not a training checkpoint (no '{}')",
@@ -159,6 +140,11 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
                   s.options.resume);
     RELPOS_CHECK(s.step <= s.total_steps, "train", "'{}' is at step {}, past this run's {} steps",
                  s.options.resume, s.step, s.total_steps);
+    // Position the training stream where the run stood, then its carried state (LM memory).
+    s.task->seek(s.epoch, s.batch_in_epoch);
+    s.task->restore_state(ckpt);
+  } else {
+    s.task->seek(0, 0);
   }
   s.metrics_file.open(s.dir / "metrics.jsonl", s.step > 0 ? std::ios::app : std::ios::trunc);
   set_detect_anomaly(c.debug.detect_anomaly || detect_anomaly());
@@ -166,8 +152,8 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
 
 Trainer::~Trainer() = default;
 
-Classifier& Trainer::model() {
-  return *s_->model;
+Model& Trainer::model() {
+  return s_->task->model();
 }
 
 RunSummary Trainer::run() {
@@ -176,8 +162,10 @@ RunSummary Trainer::run() {
   const TrainConfig& t = c.train;
   reset_peak_memory(s.device);
 
+  Model& model = s.task->model();
   auto save = [&](const fs::path& path) {
-    CheckpointData data = capture_state(*s.model, s.optimizer.get());
+    CheckpointData data = capture_state(model, s.optimizer.get());
+    s.task->save_state(data);
     data.ints = {{"step", s.step},
                  {"epoch", s.epoch},
                  {"batch_in_epoch", s.batch_in_epoch},
@@ -190,45 +178,37 @@ RunSummary Trainer::run() {
     write_checkpoint(path.string(), data);
   };
 
-  s.log->info("run '{}': {} parameters, {} training examples, {} updates on {}", c.name,
-              s.model->num_parameters(), s.train_set.examples.size(), s.total_steps, c.device);
-
-  // Position the loader where the run stands (a resumed run skips the batches it consumed).
-  s.train_loader->begin_epoch(s.epoch);
-  Batch batch;
-  for (int64_t b = 0; b < s.batch_in_epoch; ++b) s.train_loader->next(batch);
+  s.log->info("run '{}': {} parameters, {}, {} updates on {}", c.name, model.num_parameters(),
+              s.task->describe(), s.total_steps, c.device);
 
   // Validation, checkpoints, patience; returns false when the run should stop.
   auto validate = [&]() {
-    const Evaluation e =
-        evaluate(*s.model, *s.val_loader, s.device, c.eval.max_batches, /*keep_logits=*/false);
-    s.model->train();
-    s.last_val = e.metrics;
-    const double value = metric_value(e.metrics, t.metric);
+    const Metrics e = s.task->evaluate("val", c.eval.max_batches);
+    s.last_val = e;
+    const double value = e.get(s.metric);
     const bool improved =
-        std::isnan(s.best_metric) || metric_improves(t.metric, value, s.best_metric);
+        std::isnan(s.best_metric) || metric_improves(s.metric, value, s.best_metric);
     if (improved) {
       s.best_metric = value;
       s.best_step = s.step;
-      s.best_val = e.metrics;
+      s.best_val = e;
       s.evals_without_improvement = 0;
     } else {
       ++s.evals_without_improvement;
     }
-    s.record(metrics_json(e.metrics)
+    s.record(metrics_json(e)
                  .add("event", "eval")
                  .add("split", "val")
                  .add("step", s.step)
                  .add("best", improved));
-    s.log->info("step {}: val loss {:.4f} accuracy {:.4f} macro_f1 {:.4f}{}", s.step,
-                e.metrics.loss, e.metrics.accuracy, e.metrics.macro_f1, improved ? " (best)" : "");
+    s.log->info("step {}: val {}{}", s.step, describe_metrics(e), improved ? " (best)" : "");
     if (improved) save(s.dir / "checkpoints" / "best.h5");
     save(s.dir / "checkpoints" / "last.h5");
     const bool stop = t.patience > 0 && s.evals_without_improvement >= t.patience;
     if (stop) {
       s.stopped_early = true;
       s.log->info("early stop: {} validations without a better {}", s.evals_without_improvement,
-                  t.metric);
+                  s.metric);
     }
     return !stop;
   };
@@ -236,7 +216,6 @@ RunSummary Trainer::run() {
   const double max_norm =
       t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
   Progress progress(s.total_steps, s.step, t.log_every, s.options.verbose);
-  s.model->train();
   double loss_window = 0;
   int64_t window_updates = 0, window_examples = 0;
   auto window_start = Clock::now();
@@ -246,19 +225,17 @@ RunSummary Trainer::run() {
     bool epoch_ended = false;
     double loss_sum = 0;
     for (int64_t a = 0; a < t.accumulate; ++a) {
-      if (s.batch_in_epoch == s.train_loader->num_batches()) {
+      if (s.batch_in_epoch == s.task->batches_per_epoch()) {
         ++s.epoch;
         s.batch_in_epoch = 0;
-        s.train_loader->begin_epoch(s.epoch);
+        s.task->seek(s.epoch, 0);
       }
-      RELPOS_CHECK(s.train_loader->next(batch), "train", "the training loader ran dry in epoch {}",
-                   s.epoch);
       ++s.batch_in_epoch;
-      epoch_ended = epoch_ended || s.batch_in_epoch == s.train_loader->num_batches();
-      window_examples += batch.size;
+      epoch_ended = epoch_ended || s.batch_in_epoch == s.task->batches_per_epoch();
       try {
-        const Var logits = s.model->forward(classifier_inputs(batch, s.device));
-        Var loss = cross_entropy(logits, batch.labels.to(s.device));
+        const TrainLoss batch = s.task->next_loss();
+        window_examples += batch.count;
+        Var loss = batch.loss;
         const double value = loss.value().to(Device::cpu()).item();
         RELPOS_CHECK(std::isfinite(value), "train",
                      "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
@@ -298,7 +275,7 @@ RunSummary Trainer::run() {
                    .add("loss", loss_window / static_cast<double>(window_updates))
                    .add("lr", lr)
                    .add("grad_norm", grad_norm)
-                   .add("examples_per_s", static_cast<double>(window_examples) / seconds)
+                   .add(s.task->unit() + "_per_s", static_cast<double>(window_examples) / seconds)
                    .add("elapsed_s", s.wall_s()));
       loss_window = 0;
       window_updates = window_examples = 0;
@@ -327,23 +304,24 @@ RunSummary Trainer::run() {
   r.finished = true;
   r.steps = s.step;
   r.epochs = static_cast<double>(s.step * t.accumulate) /
-             static_cast<double>(std::max<int64_t>(1, s.train_loader->num_batches()));
+             static_cast<double>(std::max<int64_t>(1, s.task->batches_per_epoch()));
   r.stopped_early = s.stopped_early;
   r.best_step = s.best_step;
   r.best_val = s.best_val;
   r.last_val = s.last_val;
-  r.test_last = evaluate(*s.model, *s.test_loader, s.device, 0, false).metrics;
+  r.metric = s.metric;
+  r.test_last = s.task->evaluate("test", 0);
   const fs::path best = s.dir / "checkpoints" / "best.h5";
   if (fs::exists(best)) {
-    restore_module(*s.model, read_checkpoint(best.string()));
-    r.test_best = evaluate(*s.model, *s.test_loader, s.device, 0, false).metrics;
+    restore_module(model, read_checkpoint(best.string()));
+    r.test_best = s.task->evaluate("test", 0);
   } else {
     r.test_best = r.test_last;
   }
   r.wall_time_s = s.wall_s();
   r.train_time_s = s.train_time_s;
   r.peak_memory_bytes = memory_stats(s.device).peak_bytes;
-  r.parameters = s.model->num_parameters();
+  r.parameters = model.num_parameters();
   r.run_dir = s.dir.string();
   s.record(
       metrics_json(r.test_last).add("event", "test").add("weights", "last").add("step", r.steps));
@@ -359,7 +337,7 @@ RunSummary Trainer::run() {
                                   .add("epochs", r.epochs)
                                   .add("stopped_early", r.stopped_early)
                                   .add("best_step", r.best_step)
-                                  .add("metric", t.metric)
+                                  .add("metric", s.metric)
                                   .add("val_best", metrics_json(r.best_val))
                                   .add("val_last", metrics_json(r.last_val))
                                   .add("test_last", metrics_json(r.test_last))
@@ -373,12 +351,9 @@ RunSummary Trainer::run() {
     std::ofstream out(s.dir / "summary.json");
     out << summary << '\n';
   }
-  s.log->info(
-      "done: test accuracy {:.4f} (last) / {:.4f} (best, step {}), macro_f1 {:.4f} / "
-      "{:.4f}, {:.1f} s, peak {:.1f} MB -> {}",
-      r.test_last.accuracy, r.test_best.accuracy, r.best_step, r.test_last.macro_f1,
-      r.test_best.macro_f1, r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6,
-      r.run_dir);
+  s.log->info("done: test {} (last), {} (best, step {}), {:.1f} s, peak {:.1f} MB -> {}",
+              describe_metrics(r.test_last), describe_metrics(r.test_best), r.best_step,
+              r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir);
   return r;
 }
 

@@ -31,7 +31,8 @@ struct RunSummary {
   double epochs = 0;  // passes over the training split (fractional)
   bool stopped_early = false;
   int64_t best_step = 0;  // the update of the best validation
-  ClassificationMetrics best_val, last_val, test_last, test_best;
+  std::string metric;     // the one that picked the best checkpoint
+  Metrics best_val, last_val, test_last, test_best;
   double wall_time_s = 0;         // the whole run, this and earlier sessions of a resumed run
   double train_time_s = 0;        // forward + backward + update only
   int64_t peak_memory_bytes = 0;  // the device allocator's peak during this session
@@ -48,7 +49,7 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   RunSummary run();
-  Classifier& model();
+  Model& model();
 
  private:
   struct State;
@@ -58,9 +59,5 @@ class Trainer {
 // The run's schedule mapping ({type: constant} when absent); linear_decay and cosine get the
 // run's length as total_steps unless the mapping sets one.
 Options run_schedule_options(const RunConfig& config, int64_t total_steps);
-
-// Fills vocab_size, num_classes and max_len of `model` from the data when they are 0.
-void complete_model_config(ModelConfig& model, const DataConfig& data, int64_t vocab_size,
-                           int64_t num_classes);
 
 }  // namespace relpos

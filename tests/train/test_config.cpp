@@ -155,7 +155,8 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         load_error(good, {"train.epochs=2"}).find("exactly one of train.steps and train.epochs") !=
         std::string::npos);
     CHECK(load_error(good, {"train.metric=f2"}) ==
-          "[config] train.metric must be accuracy, macro_f1 or loss, got 'f2'");
+          "[config] train.metric must be accuracy, macro_f1 or loss (classification), bpc, loss or "
+          "perplexity (language modelling), got 'f2'");
     CHECK(load_error(good, {"device=tpu"}) == "[config] device must be cpu or cuda, got 'tpu'");
     CHECK(load_error(good, {"data.image_pool=3"}).find("must divide 28") != std::string::npos);
     CHECK(load_error(good, {"optimizer={lr: 1}"}).find("optimizer.type is required") !=

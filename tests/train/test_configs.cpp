@@ -10,6 +10,7 @@
 #include "train/config.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "train/task.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -30,8 +31,7 @@ TEST_CASE("configs: every experiment file loads and builds its model, optimizer 
     REQUIRE(sizes.count(config.data.dataset));
     ModelConfig model = config.model;
     const auto [vocab, classes] = sizes.at(config.data.dataset);
-    complete_model_config(model, config.data, config.data.tokenizer == "lra_2021" ? 16 : vocab,
-                          classes);
+    complete_model_config(model, config, config.data.tokenizer == "lra_2021" ? 16 : vocab, classes);
     Generator gen(0);
     const auto built = make_model(model, gen);
     CHECK(built->num_parameters() > 0);

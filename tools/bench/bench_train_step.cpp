@@ -11,6 +11,7 @@
 #include "tools/bench/bench_common.h"
 #include "train/config.h"
 #include "train/optimizer.h"
+#include "train/task.h"
 #include "train/task_data.h"
 #include "train/trainer.h"
 
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
     const bool images = config.data.dataset == "mnist" || config.data.dataset == "fashion-mnist";
     RELPOS_CHECK(images, "bench", "the step bench covers the MNIST-family configs, got '{}'",
                  config.data.dataset);
-    complete_model_config(model_config, config.data, 256, 10);
+    complete_model_config(model_config, config, 256, 10);
     Generator gen(config.seed);
     auto model = make_classifier(model_config, gen);
     model->to(device);

@@ -4,14 +4,11 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "datasets/data_loader.h"
 #include "tools/relpos/commands.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
-#include "train/evaluate.h"
 #include "train/json.h"
-#include "train/task_data.h"
-#include "train/trainer.h"
+#include "train/task.h"
 #include "train/training_state.h"
 
 namespace relpos::cli {
@@ -20,7 +17,10 @@ constexpr const char* kEvalUsage =
     "usage: relpos eval CHECKPOINT [--data-dir DIR] [--split train|val|test] [--device cpu|cuda]\n"
     "                   [--json] [--predictions FILE.h5] [--set key.path=value]...\n"
     "Evaluates a checkpoint on one split (default test). --json prints one JSON object on\n"
-    "stdout; --predictions writes datasets logits [n, classes] and labels [n] in dataset order.\n";
+    "stdout. --predictions writes HDF5 datasets: classifiers logits [n, classes] and labels [n]\n"
+    "in dataset order; language models targets [n] and log_prob [n] (the log-probability of\n"
+    "each target) in stream order. Language models take eval.tgt_len, eval.mem_len,\n"
+    "eval.clamp_len and eval.same_length from --set (default: as configured).\n";
 
 int eval_command(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
@@ -65,21 +65,16 @@ int eval_command(const std::vector<std::string>& args) {
   RELPOS_CHECK(!device.is_cuda() || cuda_available(), "eval",
                "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
 
-  const Dataset dataset = load_split(config.data, split);
-  ModelConfig model_config = config.model;
-  complete_model_config(model_config, config.data, dataset.vocab_size, dataset.num_classes);
-  Generator gen(config.seed);
-  auto model = make_classifier(model_config, gen);
-  restore_module(*model, data);
-  model->to(device);
-  DataLoaderOptions loader_options = run_loader_options(config, *model, false);
-  DataLoader loader(dataset, loader_options);
-  const Evaluation e = evaluate(*model, loader, device, 0, !predictions.empty());
-  if (!predictions.empty()) write_predictions(predictions, e.logits, e.labels);
+  RELPOS_CHECK(split == "train" || split == "val" || split == "test", "eval",
+               "unknown split '{}'; known: train, val, test", split);
+  const std::unique_ptr<Task> task = make_task(config, device, {split});
+  restore_module(task->model(), data);
+  const Metrics metrics = task->evaluate(split, 0);
+  if (!predictions.empty()) task->write_predictions(split, predictions);
 
   const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
   if (json) {
-    std::printf("%s\n", metrics_json(e.metrics)
+    std::printf("%s\n", metrics_json(metrics)
                             .add("checkpoint", checkpoint)
                             .add("split", split)
                             .add("step", step)
@@ -87,10 +82,9 @@ int eval_command(const std::vector<std::string>& args) {
                             .str()
                             .c_str());
   } else {
-    std::printf("%s on %s (%lld examples, step %lld): loss %.4f, accuracy %.4f, macro-F1 %.4f\n",
-                config.name.c_str(), split.c_str(), static_cast<long long>(e.metrics.examples),
-                static_cast<long long>(step), e.metrics.loss, e.metrics.accuracy,
-                e.metrics.macro_f1);
+    std::printf("%s on %s (%lld %s, step %lld): %s\n", config.name.c_str(), split.c_str(),
+                static_cast<long long>(metrics.count), metrics.unit.c_str(),
+                static_cast<long long>(step), describe_metrics(metrics).c_str());
   }
   return 0;
 }

@@ -53,12 +53,16 @@ int train_command(const std::vector<std::string>& args) {
   RELPOS_CHECK(!config_path.empty(), "train", "no config file given\n{}", kTrainUsage);
   Trainer trainer(load_config(config_path, overrides), options);
   const RunSummary r = trainer.run();
-  std::printf(
-      "%s: test accuracy %.4f (last) %.4f (best), macro-F1 %.4f / %.4f, %lld steps, "
-      "%.1f s, peak %.1f MB, run %s\n",
-      trainer.model().config().type.c_str(), r.test_last.accuracy, r.test_best.accuracy,
-      r.test_last.macro_f1, r.test_best.macro_f1, static_cast<long long>(r.steps), r.wall_time_s,
-      static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
+  // The selection metric first: "test accuracy 0.9430 (last) 0.9360 (best), ...".
+  std::string line =
+      fmt::format("{}: test {} {:.4f} (last) {:.4f} (best)", trainer.model().config().type,
+                  r.metric, r.test_last.get(r.metric), r.test_best.get(r.metric));
+  for (const auto& [name, value] : r.test_last.values)
+    if (name != r.metric)
+      line += fmt::format(", {} {:.4f} / {:.4f}", name, value, r.test_best.get(name));
+  std::printf("%s, %lld steps, %.1f s, peak %.1f MB, run %s\n", line.c_str(),
+              static_cast<long long>(r.steps), r.wall_time_s,
+              static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
   return 0;
 }
 

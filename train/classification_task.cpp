@@ -1,0 +1,146 @@
+// The classification task (train/task.h): labelled sequences (or document pairs) from the readers
+// of train/task_data.h through DataLoader, cross-entropy, accuracy and macro-F1. Predictions:
+// logits [n, classes] (f32) and labels [n] (i64) in dataset order.
+#include <fmt/format.h>
+
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "datasets/data_loader.h"
+#include "train/predictions.h"
+#include "train/task.h"
+#include "train/task_data.h"
+
+namespace relpos {
+namespace {
+
+ClassifierInputs classifier_inputs(const Batch& batch, Device device) {
+  ClassifierInputs in;
+  in.tokens = batch.tokens.to(device);
+  in.key_mask = batch.key_mask.to(device);
+  if (batch.tokens2.defined()) {
+    in.tokens2 = batch.tokens2.to(device);
+    in.key_mask2 = batch.key_mask2.to(device);
+  }
+  return in;
+}
+
+// Batch size, shuffling with the run's seed and drop_last for training only, padding to the
+// batch's longest sequence, the model's CLS/SEP ids.
+DataLoaderOptions loader_options(const RunConfig& config, const Classifier& model, bool training) {
+  DataLoaderOptions o;
+  o.batch_size = training || config.data.eval_batch_size == 0 ? config.data.batch_size
+                                                              : config.data.eval_batch_size;
+  o.shuffle = training;
+  o.seed = config.seed;
+  o.drop_last = training && config.data.drop_last;
+  o.prefetch = config.data.prefetch;
+  const SpecialTokens special = model.special_tokens();
+  o.collate.cls_id = special.cls_id;
+  o.collate.sep_id = special.sep_id;
+  o.collate.pad_id = 0;
+  o.collate.index_dtype = DType::i64;
+  return o;
+}
+
+std::vector<int64_t> to_vector(const Tensor& t) {
+  const Tensor c = t.to(Device::cpu()).to(DType::i64).contiguous();
+  const int64_t* p = c.data<int64_t>();
+  return {p, p + c.numel()};
+}
+
+class ClassificationTask final : public Task {
+ public:
+  ClassificationTask(const RunConfig& config, Device device, const std::vector<std::string>& splits)
+      : config_(config), device_(device) {
+    for (const std::string& split : splits) sets_[split] = load_split(config.data, split);
+    const Dataset& first = sets_.begin()->second;
+    ModelConfig model_config = config.model;
+    complete_model_config(model_config, config, first.vocab_size, first.num_classes);
+    Generator gen(config.seed);
+    model_ = make_classifier(model_config, gen);
+    model_->to(device);
+    for (const auto& [split, set] : sets_)
+      loaders_[split] =
+          std::make_unique<DataLoader>(set, loader_options(config, *model_, split == "train"));
+  }
+
+  Model& model() override { return *model_; }
+  std::string describe() const override {
+    return fmt::format("{} training examples", sets_.at("train").examples.size());
+  }
+  std::vector<std::string> metric_names() const override {
+    return {"accuracy", "macro_f1", "loss"};
+  }
+  std::string unit() const override { return "examples"; }
+
+  int64_t batches_per_epoch() const override { return loader("train").num_batches(); }
+  void seek(int64_t epoch, int64_t batch) override {
+    DataLoader& train = loader("train");
+    train.begin_epoch(epoch);
+    Batch skipped;
+    for (int64_t b = 0; b < batch; ++b) train.next(skipped);
+  }
+  TrainLoss next_loss() override {
+    model_->train();
+    Batch batch;
+    RELPOS_CHECK(loader("train").next(batch), "train", "the training loader ran dry");
+    const Var logits = model_->forward(classifier_inputs(batch, device_));  // [B, classes]
+    return {cross_entropy(logits, batch.labels.to(device_)), batch.size};
+  }
+
+  Metrics evaluate(const std::string& split, int64_t max_batches) override {
+    return run(split, max_batches, nullptr, nullptr);
+  }
+  void write_predictions(const std::string& split, const std::string& path) override {
+    std::vector<Tensor> logits, labels;
+    run(split, 0, &logits, &labels);
+    RELPOS_CHECK(!logits.empty(), "predictions", "split '{}' has no examples", split);
+    relpos::write_predictions(path, {{"logits", cat(logits, 0).to(DType::f32)},
+                                     {"labels", cat(labels, 0).to(DType::i64)}});
+  }
+
+ private:
+  DataLoader& loader(const std::string& split) const {
+    const auto it = loaders_.find(split);
+    RELPOS_CHECK(it != loaders_.end(), "task", "split '{}' was not loaded", split);
+    return *it->second;
+  }
+
+  // One pass over `split`; keeps the logits [B, C] and labels [B] of each batch when asked.
+  Metrics run(const std::string& split, int64_t max_batches, std::vector<Tensor>* logits_out,
+              std::vector<Tensor>* labels_out) {
+    model_->eval();
+    NoGradGuard no_grad;
+    MetricAccumulator metrics(model_->config().num_classes);
+    DataLoader& data = loader(split);
+    data.begin_epoch(0);
+    int64_t batches = 0;
+    for (Batch batch; (max_batches == 0 || batches < max_batches) && data.next(batch); ++batches) {
+      const Tensor logits = model_->forward(classifier_inputs(batch, device_)).value();
+      const Tensor labels = batch.labels.to(device_);
+      const double loss_sum =
+          cross_entropy(logits, labels, -100, Reduction::sum).to(Device::cpu()).item();
+      metrics.add(loss_sum, to_vector(argmax(logits, 1)), to_vector(batch.labels));
+      if (logits_out != nullptr) {
+        logits_out->push_back(logits.to(Device::cpu()));
+        labels_out->push_back(batch.labels.to(Device::cpu()));
+      }
+    }
+    return metrics.result();
+  }
+
+  RunConfig config_;
+  Device device_;
+  std::map<std::string, Dataset> sets_;
+  std::map<std::string, std::unique_ptr<DataLoader>> loaders_;
+  std::shared_ptr<Classifier> model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_classification_task(const RunConfig& config, Device device,
+                                               const std::vector<std::string>& splits) {
+  return std::make_unique<ClassificationTask>(config, device, splits);
+}
+
+}  // namespace relpos

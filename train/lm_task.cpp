@@ -1,0 +1,212 @@
+// The language-modelling task (train/task.h): a character corpus (datasets/char_corpus.h) read as
+// Transformer-XL reads it: data.batch_size contiguous rows in segments of data.tgt_len, the
+// model's state (its memory) carried from segment to segment, and reset where a stream starts
+// (every epoch, every evaluation). Evaluation uses eval.tgt_len / mem_len / clamp_len /
+// same_length where set, reads the tail after the rows as a last one-row segment (so every
+// character but the first is predicted exactly once), and reports the mean cross-entropy per
+// character in nats (loss), in bits (bpc) and its perplexity. The training memory is saved with
+// each checkpoint, so a resumed run continues bit-exactly. Predictions: targets [n] (i64) and
+// log_prob [n] (f32, the log-probability of each target) in stream order, n = characters - 1.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "datasets/char_corpus.h"
+#include "datasets/lm_batches.h"
+#include "datasets/prepare.h"
+#include "train/predictions.h"
+#include "train/task.h"
+
+namespace relpos {
+namespace {
+
+constexpr const char* kWho = "lm";
+
+// The corpus of data.dir, or an error saying how to make it.
+CharCorpus load_corpus(const DataConfig& data) {
+  const std::filesystem::path train = std::filesystem::path(data.dir) / "train.txt";
+  if (!std::filesystem::exists(train)) {
+    const std::string how =
+        data.dataset == "chars"
+            ? "put train.txt, valid.txt and test.txt there"
+            : fmt::format("run relpos data prepare {} --out {}", data.dataset, data.dir);
+    fail("data", "no {} ({} has no prepared splits): {}", train.string(), data.dataset, how);
+  }
+  return read_char_splits(data.dir);
+}
+
+// The state of rows [from, to) of every tensor in `state`.
+LmState rows_of(const LmState& state, int64_t from, int64_t to) {
+  LmState out;
+  for (const auto& [name, t] : state) out[name] = t.slice(0, from, to).contiguous();
+  return out;
+}
+
+class LanguageModelTask final : public Task {
+ public:
+  LanguageModelTask(const RunConfig& config, Device device, const std::vector<std::string>& splits)
+      : config_(config), device_(device), corpus_(load_corpus(config.data)) {
+    const DataConfig& data = config.data;
+    RELPOS_CHECK(data.tgt_len > 0, kWho,
+                 "language modelling reads segments of data.tgt_len characters: set it (e.g. "
+                 "512 as Transformer-XL)");
+    ModelConfig model_config = config.model;
+    complete_model_config(model_config, config, corpus_.vocab_size, 0);
+    Generator gen(config.seed);
+    model_ = make_language_model(model_config, gen);
+    model_->to(device);
+    train_context_ = model_->context();
+    eval_context_ = {config.eval.mem_len.value_or(train_context_.mem_len),
+                     config.eval.clamp_len.value_or(train_context_.clamp_len),
+                     config.eval.same_length.value_or(train_context_.same_length)};
+    model_->set_context(eval_context_);  // refuses what the model cannot evaluate with, now
+    model_->set_context(train_context_);
+    const int64_t eval_rows = data.eval_batch_size > 0 ? data.eval_batch_size : data.batch_size;
+    const int64_t eval_len = config.eval.tgt_len.value_or(data.tgt_len);
+    for (const std::string& split : splits) {
+      const bool training = split == "train";
+      batches_.emplace(split, LmBatches(ids(split), training ? data.batch_size : eval_rows,
+                                        training ? data.tgt_len : eval_len));
+    }
+  }
+
+  Model& model() override { return *model_; }
+  std::string describe() const override {
+    return fmt::format("{} training characters ({} symbols) in {} rows", corpus_.train.size(),
+                       corpus_.vocab_size, config_.data.batch_size);
+  }
+  std::vector<std::string> metric_names() const override { return {"bpc", "loss", "perplexity"}; }
+  std::string unit() const override { return "tokens"; }
+
+  int64_t batches_per_epoch() const override { return batches("train").num_segments(); }
+  void seek(int64_t epoch, int64_t batch) override {
+    segment_ = batch;
+    if (batch == 0) memory_.clear();  // the stream starts again
+  }
+  TrainLoss next_loss() override {
+    model_->set_context(train_context_);
+    model_->train();
+    const LmBatches& train = batches("train");
+    RELPOS_CHECK(segment_ < train.num_segments(), "train", "the training stream ran dry");
+    const LmSegment segment = train.segment(segment_++);
+    LmOutput out = model_->forward(segment.inputs.to(device_), memory_);
+    memory_ = std::move(out.state);
+    return {cross_entropy(flat(out.logits), segment.targets.reshape({-1}).to(device_)),
+            segment.targets.numel()};
+  }
+
+  Metrics evaluate(const std::string& split, int64_t max_batches) override {
+    double loss_sum = 0;
+    int64_t tokens = 0;
+    stream(split, max_batches,
+           [&](const Tensor& logits, const Tensor& targets, const std::vector<int64_t>&) {
+             loss_sum +=
+                 cross_entropy(logits, targets, -100, Reduction::sum).to(Device::cpu()).item();
+             tokens += targets.numel();
+           });
+    return language_model_metrics(loss_sum, tokens);
+  }
+
+  void write_predictions(const std::string& split, const std::string& path) override {
+    const auto n = static_cast<size_t>(batches(split).num_targets());
+    std::vector<float> log_probs(n);
+    std::vector<int64_t> targets(n);
+    stream(split, 0,
+           [&](const Tensor& logits, const Tensor& target, const std::vector<int64_t>& at) {
+             const Tensor picked = gather(log_softmax(logits, 1), 1, target.reshape({-1, 1}));
+             const auto values = picked.to(Device::cpu()).to(DType::f32).to_vector<float>();
+             const auto ids = target.to(Device::cpu()).to_vector<int64_t>();
+             for (size_t k = 0; k < at.size(); ++k) {
+               log_probs[static_cast<size_t>(at[k])] = values[k];
+               targets[static_cast<size_t>(at[k])] = ids[k];
+             }
+           });
+    const int64_t count = static_cast<int64_t>(n);
+    relpos::write_predictions(path, {{"targets", Tensor::from_vector(targets, {count})},
+                                     {"log_prob", Tensor::from_vector(log_probs, {count})}});
+  }
+
+  void save_state(CheckpointData& data) const override {
+    for (const auto& [name, t] : memory_) data.state.emplace_back(name, t);
+  }
+  void restore_state(const CheckpointData& data) override {
+    memory_.clear();
+    for (const auto& [name, t] : data.state) memory_[name] = t.to(device_);
+  }
+
+ private:
+  const std::vector<uint8_t>& ids(const std::string& split) const {
+    if (split == "train") return corpus_.train;
+    if (split == "val") return corpus_.valid;
+    RELPOS_CHECK(split == "test", kWho, "unknown split '{}'; known: train, val, test", split);
+    return corpus_.test;
+  }
+  const LmBatches& batches(const std::string& split) const {
+    const auto it = batches_.find(split);
+    RELPOS_CHECK(it != batches_.end(), "task", "split '{}' was not loaded", split);
+    return it->second;
+  }
+  static Var flat(const Var& logits) {  // [B, L, V] -> [B·L, V]
+    return reshape(logits, {logits.size(0) * logits.size(1), logits.size(2)});
+  }
+
+  // The split as one stream from an empty memory, in the eval context and eval mode, without a
+  // graph: f(logits [n, V], targets [n], at) per segment and for the tail, `at` holding each
+  // target's index in the split's targets (its stream position - 1). max_batches 0: every
+  // segment and the tail; otherwise the first max_batches segments.
+  template <typename F>
+  void stream(const std::string& split, int64_t max_batches, F&& f) {
+    const LmBatches& data = batches(split);
+    model_->set_context(eval_context_);
+    model_->eval();
+    NoGradGuard no_grad;
+    LmState memory;
+    const int64_t segments =
+        max_batches > 0 ? std::min(max_batches, data.num_segments()) : data.num_segments();
+    int64_t column = 0;  // where the segment starts in every row
+    for (int64_t s = 0; s < segments; ++s) {
+      const LmSegment segment = data.segment(s);
+      const int64_t len = segment.targets.size(1);
+      std::vector<int64_t> at;
+      for (int64_t row = 0; row < data.batch(); ++row)
+        for (int64_t j = 0; j < len; ++j) at.push_back(row * data.row_targets() + column + j);
+      LmOutput out = model_->forward(segment.inputs.to(device_), memory);
+      memory = std::move(out.state);
+      f(flat(out.logits).value(), segment.targets.reshape({-1}).to(device_), at);
+      column += len;
+    }
+    const LmSegment tail = data.tail();
+    if (max_batches == 0 && tail.inputs.defined()) {
+      // The tail continues the last row: its memory is that row's.
+      const int64_t last = data.batch() - 1;
+      std::vector<int64_t> at;
+      for (int64_t j = 0; j < tail.targets.size(1); ++j)
+        at.push_back(data.batch() * data.row_targets() + j);
+      const LmOutput out =
+          model_->forward(tail.inputs.to(device_), rows_of(memory, last, last + 1));
+      f(flat(out.logits).value(), tail.targets.reshape({-1}).to(device_), at);
+    }
+    model_->set_context(train_context_);
+  }
+
+  RunConfig config_;
+  Device device_;
+  CharCorpus corpus_;
+  std::shared_ptr<LanguageModel> model_;
+  LmContext train_context_, eval_context_;
+  std::map<std::string, LmBatches> batches_;
+  int64_t segment_ = 0;  // the next training segment
+  LmState memory_;       // the training stream's state after the last segment
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_language_model_task(const RunConfig& config, Device device,
+                                               const std::vector<std::string>& splits) {
+  return std::make_unique<LanguageModelTask>(config, device, splits);
+}
+
+}  // namespace relpos

@@ -1,0 +1,64 @@
+// Predictions files (train/predictions.h).
+#include "train/predictions.h"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "datasets/hdf5_handle.h"
+
+namespace relpos {
+
+namespace {
+
+void write_dataset(hid_t file, const char* name, const Tensor& t, hid_t file_type,
+                   hid_t memory_type, const std::string& path) {
+  std::vector<hsize_t> dims(t.shape().begin(), t.shape().end());
+  H5Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  H5Handle data(
+      H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose);
+  const Tensor c = t.contiguous();
+  RELPOS_CHECK(data.valid() && H5Dwrite(data.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                        c.raw_data()) >= 0,
+               "predictions", "cannot write dataset '{}' to '{}'", name, path);
+}
+
+}  // namespace
+
+void write_predictions(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& datasets) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  H5QuietErrors quiet;
+  {
+    H5Handle file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    RELPOS_CHECK(file.valid(), "predictions", "cannot create '{}'", path);
+    try {
+      for (const auto& [name, t] : datasets) {
+        RELPOS_CHECK(t.defined(), "predictions", "dataset '{}' is empty", name);
+        const Tensor cpu = t.to(Device::cpu());
+        if (cpu.dtype() == DType::i64)
+          write_dataset(file.get(), name.c_str(), cpu, H5T_STD_I64LE, H5T_NATIVE_INT64, path);
+        else if (cpu.dtype() == DType::f64)
+          write_dataset(file.get(), name.c_str(), cpu, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, path);
+        else
+          write_dataset(file.get(), name.c_str(), cpu.to(DType::f32), H5T_IEEE_F32LE,
+                        H5T_NATIVE_FLOAT, path);
+      }
+    } catch (...) {
+      file.reset();
+      fs::remove(temp);
+      throw;
+    }
+    RELPOS_CHECK(file.reset(), "predictions", "cannot finish writing '{}'", path);
+  }
+  fs::rename(temp, target);
+}
+
+}  // namespace relpos
