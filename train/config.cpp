@@ -224,6 +224,11 @@ void read_model(Section s, ModelConfig& m) {
   s.read_options("attention", m.attention);
   s.read_options("positional", m.positional);
   s.read("share_positional", m.share_positional);
+  s.read("mem_len", m.mem_len);
+  s.read("clamp_len", m.clamp_len);
+  s.read("same_length", m.same_length);
+  s.read("untie_r", m.untie_r);
+  s.read("tie_weights", m.tie_weights);
   std::string dtype = "f32";
   s.read("dtype", dtype);
   RELPOS_CHECK(dtype == "f32" || dtype == "f64", kWho, "model.dtype must be f32 or f64, got '{}'",
