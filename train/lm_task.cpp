@@ -38,6 +38,11 @@ CharCorpus load_corpus(const DataConfig& data) {
   return read_char_splits(data.dir);
 }
 
+Tensor vocabulary_tensor(const CharCorpus& corpus) {
+  std::vector<uint8_t> bytes = corpus.symbols;
+  return Tensor::from_vector(bytes, {static_cast<int64_t>(bytes.size())});
+}
+
 // The state of rows [from, to) of every tensor in `state`.
 LmState rows_of(const LmState& state, int64_t from, int64_t to) {
   LmState out;
@@ -129,12 +134,16 @@ class LanguageModelTask final : public Task {
                                      {"log_prob", Tensor::from_vector(log_probs, {count})}});
   }
 
+  // The training memory under "memory.<name>", and the vocabulary (byte of each id, u8 [V])
+  // under "vocabulary", so `relpos generate` can read and write text from the checkpoint alone.
   void save_state(CheckpointData& data) const override {
-    for (const auto& [name, t] : memory_) data.state.emplace_back(name, t);
+    for (const auto& [name, t] : memory_) data.state.emplace_back("memory." + name, t);
+    data.state.emplace_back("vocabulary", vocabulary_tensor(corpus_));
   }
   void restore_state(const CheckpointData& data) override {
     memory_.clear();
-    for (const auto& [name, t] : data.state) memory_[name] = t.to(device_);
+    for (const auto& [name, t] : data.state)
+      if (name.rfind("memory.", 0) == 0) memory_[name.substr(7)] = t.to(device_);
   }
 
  private:

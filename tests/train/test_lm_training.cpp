@@ -132,8 +132,12 @@ TEST_CASE("lm training: resume continues bit-exactly, memory included") {
   interrupted.stop_at_step = 7;  // mid-epoch, with memory carried
   train(split, interrupted);
   const CheckpointData at7 = last_checkpoint(split);
-  REQUIRE(at7.state.size() == 2);  // layers.0.memory, layers.1.memory
+  // memory.layers.0.memory, memory.layers.1.memory and the vocabulary.
+  REQUIRE(at7.state.size() == 3);
+  CHECK(at7.state[0].first == "memory.layers.0.memory");
   CHECK(at7.state[0].second.shape() == Shape{8, 24, 32});
+  CHECK(at7.state[2].first == "vocabulary");
+  CHECK(at7.state[2].second.dtype() == DType::u8);
   const std::string resume_from = (fs::path(split.train.out) / "at7.h5").string();
   fs::copy_file(fs::path(split.train.out) / "checkpoints" / "last.h5", resume_from);
   TrainerOptions resumed;

@@ -10,6 +10,7 @@ namespace relpos::cli {
 int data_command(const std::vector<std::string>& args);
 int train_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
+int generate_command(const std::vector<std::string>& args);
 int reproduce_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 

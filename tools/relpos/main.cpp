@@ -1,5 +1,6 @@
-// relpos: the command line (DESIGN §7): train, eval, reproduce, bench attention, data prepare. Exit
-// status: 0 on success, 2 on a user error (one clear line on stderr), never a stack dump.
+// relpos: the command line (DESIGN §7): train, eval, generate, reproduce, bench attention, data
+// prepare. Exit status: 0 on success, 2 on a user error (one clear line on stderr), never a stack
+// dump.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,13 +15,14 @@ constexpr const char* kUsage =
     "usage: relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda]\n"
     "                    [--resume CHECKPOINT]\n"
     "       relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--json] [--predictions F.h5]\n"
+    "       relpos generate CHECKPOINT --prompt TEXT --tokens N [--temperature T] [--seed S]\n"
     "       relpos reproduce table1|table2|table3|figure3 [--scale tiny|small|paper] ...\n"
     "       relpos data prepare NAME --out DIR [--key value ...]\n"
     "       relpos bench attention [--lengths 1024,2048,...] [--device cpu|cuda] [--json] ...\n"
     "       relpos --version\n"
     "       relpos COMMAND --help\n"
-    "datasets: listops, mnist, fashion-mnist (made here); imdb, aan, cifar10 (printed: where to\n"
-    "get them and the layout expected)\n";
+    "datasets: listops, mnist, fashion-mnist, moby-dick (made here); enwik8, text8 (--from the\n"
+    "file you downloaded); imdb, aan, cifar10 (printed: where to get them and the layout)\n";
 
 }  // namespace
 
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "train") return relpos::cli::train_command(rest);
     if (args[0] == "eval") return relpos::cli::eval_command(rest);
+    if (args[0] == "generate") return relpos::cli::generate_command(rest);
     if (args[0] == "reproduce") return relpos::cli::reproduce_command(rest);
     if (args[0] == "data") return relpos::cli::data_command({args.begin() + 1, args.end()});
     if (args[0] == "bench") return relpos::cli::bench_command(rest);
