@@ -1,14 +1,20 @@
 // One full training step (forward, cross-entropy, backward, optimizer update) of a config's model
-// on random inputs of its data shape: the relpos side of tools/bench/run_train_step_bench.sh,
-// whose PyTorch twin is bench_train_step_torch.py. Prints one JSON object.
-// Usage: relpos_bench_train_step --config FILE [--batch B] [--device cpu|cuda] [--min-time S]
-//          [--set key=value ...]
+// on random inputs of its data shape: the relpos side of tools/bench/run_train_step_bench.sh and
+// run_lm_step_bench.sh, whose PyTorch twins are bench_train_step_torch.py and
+// bench_lm_step_torch.py. Classifiers (the MNIST family): a batch of pixel sequences. Language
+// models: a batch of tgt_len random characters after a memory of mem_len (the steady state of
+// training), gradient clipping as the config asks. Prints one JSON object.
+// Usage: relpos_bench_train_step --config FILE [--batch B] [--vocab V] [--device cpu|cuda]
+//          [--min-time S] [--set key=value ...]
 #include <cstdio>
+#include <functional>
 
 #include "autograd/functions.h"
+#include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "tools/bench/bench_common.h"
+#include "train/clip.h"
 #include "train/config.h"
 #include "train/optimizer.h"
 #include "train/task.h"
@@ -16,6 +22,91 @@
 #include "train/trainer.h"
 
 using namespace relpos;
+
+namespace {
+
+// A step of the model the config describes, and what the JSON line reports about it.
+struct Step {
+  std::function<Tensor()> run;  // forward, loss, backward, update: returns the loss
+  int64_t length = 0;           // tokens per sequence
+  int64_t params = 0;
+};
+
+Step classifier_step(const RunConfig& config, int64_t batch, Device device) {
+  // Sizes as the data would give them: 256 pixel ids and 10 classes for the MNIST family.
+  ModelConfig model_config = config.model;
+  const bool images = config.data.dataset == "mnist" || config.data.dataset == "fashion-mnist";
+  RELPOS_CHECK(images, "bench", "the step bench covers the MNIST-family and LM configs, got '{}'",
+               config.data.dataset);
+  complete_model_config(model_config, config, 256, 10);
+  Generator gen(config.seed);
+  auto model = make_classifier(model_config, gen);
+  model->to(device);
+  model->train();
+  auto optimizer = make_optimizer(model->parameters(), config.optimizer);
+
+  const int64_t content = content_length(config.data);
+  const SpecialTokens special = model->special_tokens();
+  const int64_t length = content + (special.cls_id >= 0) + (special.sep_id >= 0);
+  Tensor tokens = Tensor::empty({batch, length}, DType::i64);
+  Generator data_gen(1);
+  const Tensor pixels = rand({batch, length}, data_gen, 0.0, 256.0);
+  for (int64_t i = 0; i < batch * length; ++i)
+    tokens.data<int64_t>()[i] = static_cast<int64_t>(pixels.data<float>()[i]);
+  for (int64_t b = 0; b < batch; ++b) {
+    if (special.cls_id >= 0) tokens.data<int64_t>()[b * length] = special.cls_id;
+    if (special.sep_id >= 0) tokens.data<int64_t>()[b * length + length - 1] = special.sep_id;
+  }
+  Tensor labels = Tensor::empty({batch}, DType::i64);
+  for (int64_t b = 0; b < batch; ++b) labels.data<int64_t>()[b] = b % 10;
+  ClassifierInputs in;
+  in.tokens = tokens.to(device);
+  in.key_mask = ones({batch, length}, DType::u8).to(device);
+  const Tensor target = labels.to(device);
+  auto run = [model, optimizer, in, target]() {
+    Var loss = cross_entropy(model->forward(in), target);
+    loss.backward();
+    optimizer->step();
+    optimizer->zero_grad();
+    return loss.value();
+  };
+  return {run, length, model->num_parameters()};
+}
+
+Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, Device device) {
+  ModelConfig model_config = config.model;
+  complete_model_config(model_config, config, vocab, 0);
+  Generator gen(config.seed);
+  auto model = make_language_model(model_config, gen);
+  model->to(device);
+  model->train();
+  auto optimizer = make_optimizer(model->parameters(), config.optimizer);
+  const int64_t len = config.data.tgt_len;
+  Generator data_gen(1);
+  auto random_ids = [&](int64_t n) {
+    return cast(rand({batch, n}, data_gen, 0, static_cast<double>(vocab), DType::f64), DType::i64)
+        .to(device);
+  };
+  LmState memory;
+  if (model_config.mem_len > 0) {  // a full memory, as every segment after the first has
+    NoGradGuard no_grad;
+    memory = model->forward(random_ids(model_config.mem_len), {}).state;
+  }
+  const Tensor inputs = random_ids(len), targets = random_ids(len).reshape({batch * len});
+  const double clip = config.train.clip_grad_norm;
+  auto run = [model, optimizer, memory, inputs, targets, clip, batch, len, vocab]() {
+    const LmOutput out = model->forward(inputs, memory);
+    Var loss = cross_entropy(reshape(out.logits, {batch * len, vocab}), targets);
+    loss.backward();
+    if (clip > 0) clip_grad_norm(optimizer->params(), clip);
+    optimizer->step();
+    optimizer->zero_grad();
+    return loss.value();
+  };
+  return {run, len, model->num_parameters()};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -28,56 +119,21 @@ int main(int argc, char** argv) {
     overrides.push_back("device=" + device_name);
     const RunConfig config = load_config(config_path, overrides);
     const int64_t batch = std::stoll(bench::flag_value(argc, argv, "--batch", "8"));
+    const int64_t vocab = std::stoll(bench::flag_value(argc, argv, "--vocab", "204"));
     const double min_time = std::stod(bench::flag_value(argc, argv, "--min-time", "3"));
     const Device device = Device::parse(config.device);
-
-    // Sizes as the data would give them: 256 pixel ids and 10 classes for the MNIST family.
-    ModelConfig model_config = config.model;
-    const bool images = config.data.dataset == "mnist" || config.data.dataset == "fashion-mnist";
-    RELPOS_CHECK(images, "bench", "the step bench covers the MNIST-family configs, got '{}'",
-                 config.data.dataset);
-    complete_model_config(model_config, config, 256, 10);
-    Generator gen(config.seed);
-    auto model = make_classifier(model_config, gen);
-    model->to(device);
-    model->train();
-    auto optimizer = make_optimizer(model->parameters(), config.optimizer);
-
-    const int64_t content = content_length(config.data);
-    const SpecialTokens special = model->special_tokens();
-    const int64_t length = content + (special.cls_id >= 0) + (special.sep_id >= 0);
-    Tensor tokens = Tensor::empty({batch, length}, DType::i64);
-    Generator data_gen(1);
-    const Tensor pixels = rand({batch, length}, data_gen, 0.0, 256.0);
-    for (int64_t i = 0; i < batch * length; ++i)
-      tokens.data<int64_t>()[i] = static_cast<int64_t>(pixels.data<float>()[i]);
-    for (int64_t b = 0; b < batch; ++b) {
-      if (special.cls_id >= 0) tokens.data<int64_t>()[b * length] = special.cls_id;
-      if (special.sep_id >= 0) tokens.data<int64_t>()[b * length + length - 1] = special.sep_id;
-    }
-    Tensor labels = Tensor::empty({batch}, DType::i64);
-    for (int64_t b = 0; b < batch; ++b) labels.data<int64_t>()[b] = b % 10;
-    ClassifierInputs in;
-    in.tokens = tokens.to(device);
-    in.key_mask = ones({batch, length}, DType::u8).to(device);
-    const Tensor target = labels.to(device);
-
-    auto step = [&]() {
-      Var loss = cross_entropy(model->forward(in), target);
-      loss.backward();
-      optimizer->step();
-      optimizer->zero_grad();
-      return loss.value();
-    };
-    const bench::Timing t = bench::time_call(step, device, min_time, 5);
-    const int64_t peak = bench::peak_bytes_of([&] { step(); }, device);
+    const Step step = is_language_modelling(config.data)
+                          ? language_model_step(config, batch, vocab, device)
+                          : classifier_step(config, batch, device);
+    const bench::Timing t = bench::time_call(step.run, device, min_time, 5);
+    const int64_t peak = bench::peak_bytes_of([&] { step.run(); }, device);
     std::printf(
         "{\"impl\": \"relpos\", \"config\": \"%s\", \"batch\": %lld, \"length\": %lld, "
         "\"device\": \"%s\", \"median_ms\": %.3f, \"min_ms\": %.3f, \"runs\": %lld, "
         "\"peak_bytes\": %lld, \"params\": %lld}\n",
-        config.name.c_str(), static_cast<long long>(batch), static_cast<long long>(length),
+        config.name.c_str(), static_cast<long long>(batch), static_cast<long long>(step.length),
         device_name.c_str(), t.median_ms, t.min_ms, static_cast<long long>(t.runs),
-        static_cast<long long>(peak), static_cast<long long>(model->num_parameters()));
+        static_cast<long long>(peak), static_cast<long long>(step.params));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "relpos_bench_train_step: %s\n", e.what());
