@@ -229,6 +229,7 @@ void read_model(Section s, ModelConfig& m) {
   s.read("same_length", m.same_length);
   s.read("untie_r", m.untie_r);
   s.read("tie_weights", m.tie_weights);
+  s.read("recurrent_state", m.recurrent_state);
   std::string dtype = "f32";
   s.read("dtype", dtype);
   RELPOS_CHECK(dtype == "f32" || dtype == "f64", kWho, "model.dtype must be f32 or f64, got '{}'",

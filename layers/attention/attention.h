@@ -4,6 +4,7 @@
 // ending in RELPOS_REGISTER_ATTENTION (docs/adding-attention.md).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,13 @@ struct AttentionOptions {
   Generator& generator() const;
 };
 
+// What a variant carries from one call to the next over consecutive segments of one stream
+// (causal linear attention's running sums): `in` as the previous call left it (empty at a
+// stream's start), `out` filled by this call. Tensors only, detached: no gradient crosses calls.
+struct AttentionCarry {
+  std::map<std::string, Tensor> in, out;
+};
+
 struct AttentionInputs {
   // [B, Lk], u8: nonzero marks a real key, zero a padding key no query may attend.
   // Undefined: every key is real.
@@ -52,6 +60,9 @@ struct AttentionInputs {
   // Causal only: query i sees at most the `window` keys ending at its own position (Transformer-
   // XL's same_length); 0: every earlier key.
   int64_t window = 0;
+  // State carried across the segments of a stream (null: none); variants that cannot carry one
+  // refuse it (AttentionCaps::carries_state).
+  AttentionCarry* carry = nullptr;
 
   // The position of query 0: query_start, or by default Lk - Lq when causal (the ends aligned)
   // and 0 otherwise (both sequences counted from 0, as cross attention in seed 004).
@@ -63,9 +74,10 @@ struct AttentionInputs {
 
 // What a variant offers a positional encoding to work with.
 struct AttentionCaps {
-  bool forms_scores = false;  // builds the [Lq, Lk] logits (takes Positional::score_bias)
-  bool kernelized = false;    // phi(Q) (phi(K)^T V) (takes Positional::kernel_terms)
-  int64_t feature_dim = 0;    // kernelized: the width F of phi(q) (0: not known)
+  bool forms_scores = false;   // builds the [Lq, Lk] logits (takes Positional::score_bias)
+  bool kernelized = false;     // phi(Q) (phi(K)^T V) (takes Positional::kernel_terms)
+  int64_t feature_dim = 0;     // kernelized: the width F of phi(q) (0: not known)
+  bool carries_state = false;  // takes AttentionInputs::carry (the whole past in fixed memory)
 };
 
 class Attention : public Module {

@@ -83,11 +83,12 @@ class LinearAttention final : public Attention {
                  "an attention window ({} keys) is not supported: the prefix sums reach every "
                  "earlier key",
                  in.window);
-    const Features phi = feature_map_->forward(q, k, in);
+    Features phi = feature_map_->forward(q, k, in);
     const Var& phi_q = phi.q;  // [B, H, Lq, F]
     Var phi_k = phi.k;         // [B, H, Lk, F]
     if (in.key_mask.defined()) phi_k = phi_k * Var(key_keep_column(in.key_mask, phi_k.dtype()));
-    Var num, den;  // [B, H, Lq, Dv], [B, H, Lq, 1]
+    const Carried past = carried(in, d, phi, phi_k);  // may move phi.k_shift and phi_k's scale
+    Var num, den;                                     // [B, H, Lq, Dv], [B, H, Lq, 1]
     if (quadratic(d, phi_q.size(3), in.causal)) {
       Var a = matmul(phi_q, phi_k, false, true);  // [B, H, Lq, Lk]
       if (in.causal) {
@@ -107,6 +108,17 @@ class LinearAttention final : public Attention {
       const Var z = sum(phi_k, {2}, true);           // [B, H, 1, F]
       num = matmul(phi_q, kv);
       den = matmul(phi_q, z, false, true);
+    }
+    if (past.sum.defined()) {  // the keys of earlier segments: every query sees them all
+      num = num + matmul(phi_q, Var(past.sum));
+      den = den + matmul(phi_q, Var(past.norm), false, true);
+    }
+    if (in.carry != nullptr) {  // the running sums after this segment, for the next one
+      const Tensor sum_now = matmul(phi_k.value(), v.value(), true, false);  // [B, H, F, Dv]
+      const Tensor norm_now = sum(phi_k.value(), {2}, true);                 // [B, H, 1, F]
+      in.carry->out["sum"] = past.sum.defined() ? add(past.sum, sum_now) : sum_now;
+      in.carry->out["norm"] = past.norm.defined() ? add(past.norm, norm_now) : norm_now;
+      if (phi.k_shift.defined()) in.carry->out["shift"] = phi.k_shift;
     }
     Var term_num, term_den;  // [B, H, Lq, Dv], [B, H, Lq, 1]
     if (in.positional != nullptr) {
@@ -132,11 +144,44 @@ class LinearAttention final : public Attention {
   }
 
   AttentionCaps caps() const override {
-    return {.forms_scores = false, .kernelized = true, .feature_dim = feature_dim_};
+    return {.forms_scores = false,
+            .kernelized = true,
+            .feature_dim = feature_dim_,
+            .carries_state = true};
   }
   std::string name() const override { return "linear"; }
 
  private:
+  // The running sums of earlier segments (in.carry), S = Σ phi(k_j) v_j^T [B, H, F, Dv] and
+  // Σ phi(k_j) [B, H, 1, F], put on one key scale with this segment's features: with the carried
+  // shift c' and this segment's c_k, both move to c = max(c', c_k) (phi_k times e^(c_k - c), the
+  // sums times e^(c' - c), phi.k_shift = c), so together they are the features of one pass over
+  // the whole stream. Undefined sums: no past.
+  struct Carried {
+    Tensor sum, norm;
+  };
+  Carried carried(const AttentionInputs& in, const AttentionDims& d, Features& phi,
+                  Var& phi_k) const {
+    if (in.carry == nullptr) return {};
+    RELPOS_CHECK(
+        in.causal && d.q_len == d.k_len && !in.key_mask.defined() && in.positional == nullptr,
+        "attention linear",
+        "carrying the running sums across segments needs causal self attention over one "
+        "unpadded segment without a positional encoding");
+    const auto& past = in.carry->in;
+    if (past.empty()) return {};
+    Carried c{past.at("sum"), past.at("norm")};
+    const auto shift = past.find("shift");
+    if (shift == past.end() || !phi.k_shift.defined()) return c;
+    const Tensor common = maximum(shift->second, phi.k_shift);  // [B, H, 1, 1]
+    phi_k = phi_k * Var(exp(sub(phi.k_shift, common)));
+    const Tensor old_scale = exp(sub(shift->second, common));
+    c.sum = mul(c.sum, old_scale);
+    c.norm = mul(c.norm, old_scale);
+    phi.k_shift = common;
+    return c;
+  }
+
   // Whether the [Lq, Lk] matrix is the smaller intermediate (seed 003 §IV): Lq Lk against
   // F Dv max(Lq, Lk) for causal prefix sums, F Dv for the bidirectional state.
   bool quadratic(const AttentionDims& d, int64_t features, bool causal) const {

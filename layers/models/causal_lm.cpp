@@ -28,6 +28,14 @@ class CausalLm final : public LmTransformer {
   CausalLm(const ModelConfig& c, Generator& gen)
       : LmTransformer(c, gen, causal_attention_options(c), 1.0, /*final_norm=*/c.norm == "pre") {
     check_context(context());
+    if (!c.recurrent_state) return;
+    const Attention& attention = layers().at<EncoderBlock>(0)->attention().attention();
+    RELPOS_CHECK(attention.caps().carries_state && c.positional.empty() && c.positions == "none",
+                 kWho,
+                 "recurrent_state carries linear attention's running sums over the whole past; it "
+                 "needs attention 'linear' without positional encodings or absolute positions, "
+                 "got attention '{}', positional '{}', positions '{}'",
+                 attention.name(), c.positional.get<std::string>("type", "none"), c.positions);
   }
 
   std::vector<std::string> warnings() const override {
@@ -42,6 +50,9 @@ class CausalLm final : public LmTransformer {
  protected:
   void check_context(const LmContext& context) const override {
     LmTransformer::check_context(context);
+    RELPOS_CHECK(!config().recurrent_state || context.mem_len == 0, kWho,
+                 "recurrent_state already carries the whole past: mem_len must be 0, got {}",
+                 context.mem_len);
     RELPOS_CHECK(context.clamp_len == 0 && !context.same_length, kWho,
                  "clamp_len and same_length are transformer_xl settings; causal_lm has neither "
                  "(got clamp_len {}, same_length {})",

@@ -44,12 +44,14 @@ Var EncoderBlock::forward(const Var& x, const Tensor& key_mask) {
   return ln2_->forward(h + dropout_->forward(mlp_->forward(h)));
 }
 
-Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window) {
+Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window,
+                                 AttentionCarry* carry) {
   // x: [B, L, d], memory: [B, M, d]
   const int64_t mem = memory.defined() ? memory.size(1) : 0, len = x.size(1);
   AttentionInputs in;
   in.causal = true;
   in.window = window;
+  in.carry = carry;
   const Var keys = mem > 0 ? cat({memory, x}, 1) : x;  // [B, M + L, d]
   if (pre_norm_) {
     const Var normed = ln1_->forward(keys);

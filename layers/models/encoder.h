@@ -32,7 +32,9 @@ class EncoderBlock : public Module {
   // Causal, after a memory (Transformer-XL): x [B, L, d] attends [memory; x], memory [B, M, d]
   // (undefined: none) -> [B, L, d]. Each query sees at most `window` keys ending at its own
   // position (0: every earlier one). Pre-LN normalizes memory and segment alike, as TXL.
-  Var forward_causal(const Var& x, const Var& memory, int64_t window = 0);
+  // `carry`: the attention's state across segments (causal linear attention), or null.
+  Var forward_causal(const Var& x, const Var& memory, int64_t window = 0,
+                     AttentionCarry* carry = nullptr);
 
   MultiHeadAttention& attention() { return *attn_; }
 

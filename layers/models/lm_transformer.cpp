@@ -147,7 +147,15 @@ LmOutput LmTransformer::forward(const Tensor& tokens, const LmState& state) {
       out.state[lm_memory_name(i)] = all.slice(1, all.size(1) - keep, all.size(1)).contiguous();
     }
     const int64_t window = context_.same_length ? context_.mem_len : 0;
-    x = layers_->at<EncoderBlock>(i)->forward_causal(x, mem > 0 ? Var(memory) : Var(), window);
+    AttentionCarry
+        carry;  // recurrent_state: the attention's running sums, "layers.<i>.attention.*"
+    const std::string prefix = "layers." + std::to_string(i) + ".attention.";
+    if (config().recurrent_state)
+      for (const auto& [name, t] : state)
+        if (name.rfind(prefix, 0) == 0) carry.in[name.substr(prefix.size())] = t;
+    x = layers_->at<EncoderBlock>(i)->forward_causal(x, mem > 0 ? Var(memory) : Var(), window,
+                                                     config().recurrent_state ? &carry : nullptr);
+    for (const auto& [name, t] : carry.out) out.state[prefix + name] = t;
   }
   if (norm_ != nullptr) x = norm_->forward(x);
   x = dropout_->forward(x);

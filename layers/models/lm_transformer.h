@@ -41,6 +41,7 @@ class LmTransformer : public LanguageModel {
   LmOutput forward(const Tensor& tokens, const LmState& state) override;
   LmContext context() const override { return context_; }
   void set_context(const LmContext& context) override;
+  bool carries_state() const override { return context_.mem_len > 0 || config().recurrent_state; }
 
   const ModuleList& layers() const { return *layers_; }
 

@@ -57,6 +57,8 @@ void check_language_model(const ModelConfig& c) {
   RELPOS_CHECK(c.input == "tokens", kWho, "{} reads token ids: input must be 'tokens', got '{}'",
                c.type, c.input);
   RELPOS_CHECK(!c.tied_blocks, kWho, "{} has no tied blocks (tied_blocks: false)", c.type);
+  RELPOS_CHECK(!c.recurrent_state || c.type == "causal_lm", kWho,
+               "recurrent_state is a causal_lm setting (linear attention's running sums)");
 }
 
 void check_config(const ModelConfig& c) {

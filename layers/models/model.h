@@ -66,6 +66,9 @@ struct ModelConfig {
   bool same_length = false;  // transformer_xl: every query sees exactly mem_len keys
   bool untie_r = false;      // transformer_xl: one u, v pair per layer (default: shared)
   bool tie_weights = true;   // the output layer is the embedding matrix (plus a bias)
+  // causal_lm with linear attention: carry its running sums Σ phi(k) v^T, Σ phi(k) from segment
+  // to segment instead of hidden states: the whole past, exactly, in memory fixed in length.
+  bool recurrent_state = false;
   DType dtype = DType::f32;
 };
 
@@ -141,6 +144,9 @@ class LanguageModel : public Model {
   virtual LmContext context() const = 0;
   // Refuses, saying why, what the model cannot do (e.g. a memory longer than a learned table).
   virtual void set_context(const LmContext& context) = 0;
+  // Whether forward() returns a state worth passing to the next segment (a memory or running
+  // sums); a generator without one re-reads its context instead.
+  virtual bool carries_state() const = 0;
 
  protected:
   explicit LanguageModel(ModelConfig config) : Model(std::move(config)) {}

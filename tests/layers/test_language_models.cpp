@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/functions.h"
+#include "layers/attention/feature_map.h"
 #include "tests/layers/attention_testing.h"
 #include "tests/layers/lm_testing.h"
 
@@ -15,6 +16,7 @@ using test::build_lm;
 using test::columns;
 using test::random_tokens;
 using test::tiny_lm_config;
+using Pairs = std::vector<std::pair<std::string, std::string>>;
 
 namespace {
 
@@ -122,6 +124,51 @@ TEST_CASE(
       at += len;
     }
   }
+}
+
+TEST_CASE(
+    "language models: linear attention's running sums carried across segments equal one pass over "
+    "the whole stream, every feature map, logits far from 0") {
+  // recurrent_state: no window at all; three odd segments against one pass. Scaled inputs move
+  // the exponential maps' key shift from segment to segment, so the carried sums are rescaled.
+  for (const std::string& map : feature_map_registry().names()) {
+    for (double scale : {1.0, 40.0}) {
+      INFO(map << " q, k projections times " << scale);
+      ModelConfig c = tiny_lm_config("causal_lm");
+      Pairs attention{{"type", "linear"}, {"feature_map", map}};
+      if (map == "performer") attention.push_back({"num_features", "4"});
+      c.attention = test::options("model.attention", attention);
+      c.recurrent_state = true;
+      auto model = build_lm(c, 24);
+      model->eval();
+      for (auto& [name, p] : model->named_parameters())  // larger q and k: shifts far from 0
+        if (name.find("q_proj") != std::string::npos || name.find("k_proj") != std::string::npos)
+          p.set_value(mul_scalar(p.value(), scale));
+      const Tensor stream = random_tokens(2, 17, 11, 25);
+      const Tensor whole = logits(*model, stream);
+      LmState state;
+      int64_t at = 0;
+      for (int64_t len : {5, 7, 5}) {
+        const LmOutput out = model->forward(columns(stream, at, at + len), state);
+        CHECK_CLOSE(out.logits.value(), whole.slice(1, at, at + len), 1e-9, 1e-10);
+        state = out.state;
+        at += len;
+      }
+      CHECK(state.count("layers.1.attention.sum") == 1);
+      const int64_t features = map == "dpfp" ? 8 : 4;  // F: dpfp doubles the head size
+      CHECK(state.at("layers.0.attention.sum").shape() == Shape{2, 2, features, 4});
+    }
+  }
+  const auto err = [](ModelConfig c) { return test::error_of([&] { build_lm(c); }); };
+  ModelConfig softmax = tiny_lm_config("causal_lm");
+  softmax.recurrent_state = true;
+  CHECK(err(softmax).find("recurrent_state carries linear attention's running sums") !=
+        std::string::npos);
+  ModelConfig both = tiny_lm_config("causal_lm");
+  both.attention = test::options("model.attention", {{"type", "linear"}});
+  both.recurrent_state = true;
+  both.mem_len = 4;
+  CHECK(err(both).find("mem_len must be 0") != std::string::npos);
 }
 
 TEST_CASE("language models: no position sees the future, every variant, with memory") {

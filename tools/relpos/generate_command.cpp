@@ -147,7 +147,7 @@ int generate_command(const std::vector<std::string>& args) {
                  "the prompt's byte {} (at {}) never occurs in the training text", byte, i);
     ids.push_back(id_of[byte]);
   }
-  const bool memory = model->context().mem_len > 0;
+  const bool memory = model->carries_state();
   const int64_t window = model_config.max_len;  // the longest input without memory
   // Memory: the prompt in segments of at most max_len, then one character per step.
   LmState state;
