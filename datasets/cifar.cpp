@@ -31,6 +31,11 @@ uint8_t rgb_to_gray(uint8_t r, uint8_t g, uint8_t b) {
 void read_cifar10_batch(const std::string& path, std::vector<Example>& out) {
   const std::vector<uint8_t> bytes = read_file_bytes("cifar10", path);
   const int64_t size = static_cast<int64_t>(bytes.size());
+  if (size == 0)
+    read_error("cifar10", path, at_byte(0),
+               fmt::format("no records; a batch holds records of {} bytes (1 label + 3072 pixel "
+                           "bytes)",
+                           kRecord));
   if (size % kRecord != 0)
     read_error("cifar10", path, at_byte(size - size % kRecord),
                fmt::format("incomplete record of {} bytes; each record is {} bytes (1 label + "

@@ -119,11 +119,15 @@ void check_mnist_pair(const std::string& reader, const std::string& images_path,
 }
 
 Dataset read_mnist(const std::string& images_path, const std::string& labels_path,
-                   const std::string& name) {
+                   const std::string& name, int64_t rows, int64_t cols) {
   const std::string reader = name.substr(0, name.find('/'));
   const IdxArray images = read_idx(reader, images_path);
   const IdxArray labels = read_idx(reader, labels_path);
   check_mnist_pair(reader, images_path, images, labels_path, labels);
+  if (rows > 0 && (images.dims[1] != rows || images.dims[2] != cols))
+    read_error(reader, images_path, "header",
+               fmt::format("images are {} x {}; expected {} x {}", images.dims[1], images.dims[2],
+                           rows, cols));
   const int64_t n = images.dims[0];
   const int64_t pixels = images.dims[1] * images.dims[2];  // [rows, cols] in raster order
   Dataset out{name, 256, 10, {}};

@@ -37,8 +37,10 @@ void check_mnist_pair(const std::string& reader, const std::string& images_path,
 // (row by row): vocab_size 256, num_classes 10, and 0 (black) is a real token, not padding.
 // No CLS/SEP ids are added here: a model that wants them asks the DataLoader for them.
 // `name` names the dataset ("mnist/train"); its part before '/' names the reader in errors.
-// Image and label counts must agree (the error names both files).
+// Image and label counts must agree (the error names both files). rows, cols > 0: the geometry
+// the caller relies on (pooling, a grid); images of another size are an error naming the file
+// and the dims found.
 Dataset read_mnist(const std::string& images_path, const std::string& labels_path,
-                   const std::string& name);
+                   const std::string& name, int64_t rows = 0, int64_t cols = 0);
 
 }  // namespace relpos

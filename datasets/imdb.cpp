@@ -23,8 +23,18 @@ std::vector<fs::path> review_files(const fs::path& folder) {
     read_error(kReader, folder.string(), "open",
                "missing folder; expected aclImdb/{train,test}/{pos,neg}/*.txt");
   std::vector<fs::path> files;
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_regular_file(ec) && it->path().extension() == ".txt") files.push_back(it->path());
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".txt") continue;
+    // A *.txt entry that is no readable file (a dangling link, a folder) is a broken download:
+    // refuse it rather than train on a silently smaller split.
+    std::error_code kind;
+    if (!fs::is_regular_file(it->path(), kind))
+      read_error(kReader, it->path().string(), "open",
+                 fs::is_symlink(it->symlink_status(kind))
+                     ? "a link to a missing file (the review it names is not there)"
+                     : "not a regular file");
+    files.push_back(it->path());
+  }
   if (ec) read_error(kReader, folder.string(), "list", "cannot list the folder: " + ec.message());
   if (files.empty()) read_error(kReader, folder.string(), "open", "no *.txt review files");
   std::sort(files.begin(), files.end());

@@ -2,6 +2,8 @@
 // (datasets/listops.h).
 #include "datasets/listops.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <string_view>
 
@@ -63,6 +65,38 @@ std::vector<int32_t> tokenize_lra(const std::string& source) {
   }
   flush();
   return ids;
+}
+
+// The fixed LRA vocabulary is closed: a token outside it (id 16) is an error naming its line and
+// column (1-based byte column of the line) rather than a silent unknown id.
+void check_lra_tokens(std::string_view source, const std::string& path, int64_t line_no) {
+  std::string token;
+  size_t token_start = 0;
+  const auto flush = [&](size_t column) {
+    if (!token.empty() && lra_id(token) == 16) {
+      std::string shown;
+      for (const char c : token)
+        shown += (c >= 0x20 && c < 0x7f) ? std::string(1, c)
+                                         : fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
+      read_error(kReader, path, at_line(line_no) + ", column " + std::to_string(token_start + 1),
+                 "token '" + shown +
+                     "' is not in the ListOps vocabulary ([MIN [MAX [MED [SM ] 0-9, parentheses)");
+    }
+    token.clear();
+    token_start = column + 1;
+  };
+  for (size_t i = 0; i < source.size(); ++i) {
+    const char c = source[i];
+    if (token.empty() && !is_space(c) && c != '(' && c != ')') token_start = i;
+    if (is_space(c)) {
+      flush(i);
+    } else if (c == ']') {
+      token += 'X';
+    } else if (c != '(' && c != ')') {
+      token += c;
+    }
+  }
+  flush(source.size());
 }
 
 // tfds' default Tokenizer: maximal runs of ASCII letters and digits.
@@ -140,6 +174,7 @@ Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_
     if (target.size() != 1 || digit_of(target) < 0)
       read_error(kReader, path, at_line(line_no),
                  "target '" + std::string(target.substr(0, 20)) + "' is not an integer 0-9");
+    if (tokenizer == ListOpsTokenizer::lra) check_lra_tokens(source, path, line_no);
     Example example;
     example.tokens = tokenize_listops(source, tokenizer);
     if (example.tokens.empty())

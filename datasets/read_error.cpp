@@ -32,13 +32,30 @@ std::vector<uint8_t> inflate_gzip(const std::string& reader, const std::string& 
   z.next_in = const_cast<Bytef*>(in.data());
   z.avail_in = static_cast<uInt>(in.size());
   int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
+  // A member ends at Z_STREAM_END; another member may follow (gzip files concatenate), anything
+  // else after the end is refused.
+  for (;;) {
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in == 0) break;
+      const int64_t at = static_cast<int64_t>(in.size() - z.avail_in);
+      if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
+        inflateEnd(&z);
+        read_error(reader, path, "gzip byte " + std::to_string(at),
+                   std::to_string(z.avail_in) +
+                       " bytes after the end of the compressed stream (not another gzip member)");
+      }
+      if (inflateReset(&z) != Z_OK) {
+        inflateEnd(&z);
+        read_error(reader, path, "gzip byte " + std::to_string(at), "zlib reset failed");
+      }
+      rc = Z_OK;
+    }
     z.next_out = chunk.data();
     z.avail_out = static_cast<uInt>(chunk.size());
     rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
       const std::string why = z.msg != nullptr ? z.msg : "truncated or corrupt stream";
-      const int64_t at = static_cast<int64_t>(z.total_in);
+      const auto at = static_cast<int64_t>(in.size() - z.avail_in);
       inflateEnd(&z);
       read_error(reader, path, "gzip byte " + std::to_string(at), why);
     }

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -16,13 +17,32 @@ namespace fs = std::filesystem;
 
 constexpr const char* kWho = "config";
 
+// Refuses a mapping that repeats a key (YAML keeps only the last one), naming both lines.
+void check_unique_keys(const YAML::Node& node, const std::string& origin) {
+  if (node.IsSequence())
+    for (const auto& item : node) check_unique_keys(item, origin);
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const int line = entry.first.Mark().line + 1;
+    const auto [it, fresh] = first_line.emplace(key, line);
+    RELPOS_CHECK(fresh, kWho, "'{}' line {}: key '{}' repeats the one on line {}", origin, line,
+                 key, it->second);
+    check_unique_keys(entry.second, origin);
+  }
+}
+
 YAML::Node load_yaml_file(const fs::path& path) {
   RELPOS_CHECK(fs::is_regular_file(path), kWho, "cannot read '{}': no such file", path.string());
+  YAML::Node node;
   try {
-    return YAML::LoadFile(path.string());
+    node = YAML::LoadFile(path.string());
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, path.string(), e.mark.line + 1, e.msg));
   }
+  check_unique_keys(node, path.string());
+  return node;
 }
 
 // `over` merged into a copy of `base`: mappings key by key (recursively), anything else replaced.
@@ -48,10 +68,16 @@ YAML::Node load_with_bases(const fs::path& path, std::vector<fs::path>& chain) {
   YAML::Node result(YAML::NodeType::Map);
   if (const YAML::Node bases = node["base"]) {
     std::vector<std::string> files;
+    const auto file_name = [&](const YAML::Node& b) {
+      RELPOS_CHECK(b.IsScalar(), kWho,
+                   "'{}' line {}: base must be a file name or a list of file names, got a {}",
+                   path.string(), b.Mark().line + 1, b.IsMap() ? "mapping" : "list");
+      return b.Scalar();
+    };
     if (bases.IsSequence())
-      for (const auto& b : bases) files.push_back(b.as<std::string>());
+      for (const auto& b : bases) files.push_back(file_name(b));
     else
-      files.push_back(bases.as<std::string>());
+      files.push_back(file_name(bases));
     for (const auto& file : files)
       result = merged(result, load_with_bases(path.parent_path() / file, chain));
     node.remove("base");
@@ -73,6 +99,7 @@ void apply_override(YAML::Node& root, const std::string& text) {
     throw Error(
         fmt::format("[{}] override '{}': the value is not valid YAML: {}", kWho, text, e.msg));
   }
+  check_unique_keys(value, "override '" + text + "'");
   std::vector<std::string> keys;
   for (size_t start = 0;;) {
     const auto dot = path.find('.', start);
@@ -365,6 +392,7 @@ RunConfig parse_config(const std::string& yaml_text, const std::string& origin,
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, origin, e.mark.line + 1, e.msg));
   }
+  check_unique_keys(root, origin);
   RELPOS_CHECK(root.IsMap(), kWho, "'{}' must be a mapping at the top level", origin);
   return finish(root, origin, overrides);
 }

@@ -71,8 +71,10 @@ Dataset carve(Dataset all, double fraction, bool tail, const std::string& name) 
 
 Dataset read_mnist_split(const DataConfig& data, const std::string& split) {
   const std::string prefix = split == "test" ? "t10k" : "train";
-  Dataset d = read_mnist(idx_file(data, prefix + "-images-idx3-ubyte"),
-                         idx_file(data, prefix + "-labels-idx1-ubyte"), data.dataset + "/" + split);
+  // Pooling and the models' grids place 28 x 28 images: any other size is refused here.
+  Dataset d =
+      read_mnist(idx_file(data, prefix + "-images-idx3-ubyte"),
+                 idx_file(data, prefix + "-labels-idx1-ubyte"), data.dataset + "/" + split, 28, 28);
   pool_images(d, data.image_pool);
   return d;
 }

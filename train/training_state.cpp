@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/ops.h"
 
 namespace relpos {
 
@@ -96,8 +97,14 @@ void restore_module(Module& module, const CheckpointData& data) {
   std::vector<std::pair<std::string, Var>> params = module.named_parameters();
   const auto saved_params = by_name(data.params, "parameter");
   check_names(names_of(params), saved_params, "parameter");
-  for (const auto& [name, var] : params)
-    check_fits("parameter", name, *saved_params.at(name), var.value());
+  for (const auto& [name, var] : params) {
+    const Tensor& saved = *saved_params.at(name);
+    check_fits("parameter", name, saved, var.value());
+    RELPOS_CHECK(all_finite(saved), "checkpoint",
+                 "parameter '{}' holds NaN or Inf values: the weights diverged before this "
+                 "checkpoint was written",
+                 name);
+  }
 
   const std::vector<std::pair<std::string, Tensor*>> buffers = module.buffer_slots();
   const auto saved_buffers = by_name(data.buffers, "buffer");

@@ -101,6 +101,12 @@ TEST_CASE("cifar: incomplete records, labels above 9, missing files and bad spli
             ": byte 3073: incomplete record of 100 bytes; each record is 3073 bytes (1 label + "
             "3072 pixel bytes), so the file size must be a multiple of 3073");
 
+  write_file_atomic(batch, {});  // an empty batch file is a broken download, not zero records
+  CHECK(error_of([&] { read_cifar10_batch(batch, out); }) ==
+        "[cifar10] " + batch +
+            ": byte 0: no records; a batch holds records of 3073 bytes (1 label + 3072 pixel "
+            "bytes)");
+
   write_file_atomic(batch, concat({record(1, 0, 0, 0), record(10, 0, 0, 0)}));
   CHECK(error_of([&] { read_cifar10_batch(batch, out); }) ==
         "[cifar10] " + batch + ": byte 3073: label 10 of record 1; expected 0 to 9");

@@ -1,5 +1,7 @@
 // IDX files and the MNIST reader: raw and gzip files written by the test read back exactly; every
 // malformed header, payload, count or label is refused with the file, byte offset and expectation.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <random>
 #include <string>
@@ -110,6 +112,22 @@ TEST_CASE("idx: read_mnist gives pixel tokens in raster order, 0 a real token, l
   CHECK(d.examples[1].label == 0);
   CHECK(d.examples[2].label == 4);
   CHECK(d.examples[1].tokens2.empty());
+}
+
+TEST_CASE("idx: read_mnist refuses images of another geometry than the caller's, naming dims") {
+  // The MNIST path pools and places 28 x 28 images (pooling once read outside 14 x 14 ones).
+  const FixtureDir dir;
+  write_idx(dir.file("labels"), {2}, {1, 2});
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{14, 14}, {28, 27}, {56, 56}}) {
+    INFO(rows << " x " << cols);
+    write_idx(dir.file("images"), {2, rows, cols},
+              std::vector<uint8_t>(static_cast<size_t>(2 * rows * cols), 7));
+    CHECK(error_of([&] {
+            read_mnist(dir.file("images"), dir.file("labels"), "mnist/train", 28, 28);
+          }) == fmt::format("[mnist] {}: header: images are {} x {}; expected 28 x 28",
+                            dir.file("images"), rows, cols));
+    CHECK(read_mnist(dir.file("images"), dir.file("labels"), "mnist/train").examples.size() == 2);
+  }
 }
 
 TEST_CASE("idx: read_mnist refuses count mismatch, labels above 9 and wrong dims") {

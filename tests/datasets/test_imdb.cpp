@@ -73,6 +73,14 @@ TEST_CASE("text: imdb errors name the missing folder, the empty folder and the e
   CHECK(error_of([&] { read_imdb(root.string(), "test"); }) ==
         "[imdb] " + (acl / "test" / "pos" / "3_8.txt").string() + ": byte 0: empty review");
 
+  // A review that is a link to nothing is a broken download, not a smaller split.
+  write_text(acl / "test" / "pos" / "3_8.txt", "fine");
+  fs::create_symlink(root / "gone.txt", acl / "test" / "pos" / "4_9.txt");
+  CHECK(error_of([&] { read_imdb(root.string(), "test"); }) ==
+        "[imdb] " + (acl / "test" / "pos" / "4_9.txt").string() +
+            ": open: a link to a missing file (the review it names is not there)");
+  fs::remove(acl / "test" / "pos" / "4_9.txt");
+
   CHECK(error_of([&] { read_imdb(root.string(), "valid"); }) ==
         "[imdb] unknown split 'valid'; known: test, train");
   CHECK(error_of([&] { read_imdb(root.string(), "test", 0); }) ==

@@ -243,6 +243,17 @@ TEST_CASE("listops: reader errors name the file, the line and what was expected"
   CHECK(error_for(head + "[MAX 1 ]\t10\n") == "line 2: target '10' is not an integer 0-9");
   CHECK(error_for(head + "[MAX 1 ]\t\n") == "line 2: target '' is not an integer 0-9");
   CHECK(error_for(head + "( )\t4\n") == "line 2: empty source (no tokens before the tab)");
+  // The fixed LRA vocabulary is closed: a token outside it names its line and column.
+  const std::string not_in =
+      "' is not in the ListOps vocabulary ([MIN [MAX [MED [SM ] 0-9, parentheses)";
+  CHECK(error_for(head + "[MAX 1 ]\t1\n( [FOO 2 3 ] )\t1\n") ==
+        "line 3, column 3: token '[FOO" + not_in);
+  std::string with_nul = head + "[MAX 1 ";
+  with_nul.push_back('\0');
+  with_nul += " ]\t1\n";
+  CHECK(error_for(with_nul) == "line 2, column 8: token '\\x00" + not_in);
+  CHECK(error_for(head + "[MIN \xff ]\t1\n") == "line 2, column 6: token '\\xff" + not_in);
+  CHECK(error_for(head + "[MAX 12 ]\t1\n") == "line 2, column 6: token '12" + not_in);
   CHECK(error_for(head + std::string(kListOpsMaxLineBytes + 1, '1') + "\t1\n")
             .find("line 2: line of 1048579 bytes, longer than the limit of 1048576") == 0);
   CHECK(error_of([&] {

@@ -43,3 +43,26 @@ TEST_CASE("data files: plain and gzip read the same bytes; bad files name path a
         std::string::npos);
   for (const std::string& p : {plain, gz, truncated}) std::filesystem::remove(p);
 }
+
+TEST_CASE("data files: bytes after a gzip stream are refused; concatenated members read whole") {
+  const std::vector<uint8_t> a(5000, 3), b(700, 9);
+  std::vector<uint8_t> joined = test::gzip_bytes(a);
+  const std::vector<uint8_t> second = test::gzip_bytes(b);
+  joined.insert(joined.end(), second.begin(), second.end());
+  const std::string two = temp_path("two_members.gz");
+  write_file_atomic(two, joined);
+  std::vector<uint8_t> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  CHECK(read_file_bytes("test", two) == both);
+
+  std::vector<uint8_t> trailing = test::gzip_bytes(a);
+  const size_t end = trailing.size();
+  trailing.insert(trailing.end(), {'j', 'u', 'n', 'k'});
+  const std::string junk = temp_path("trailing.gz");
+  write_file_atomic(junk, trailing);
+  CHECK(test::error_of([&] { read_file_bytes("mnist", junk); }) ==
+        "[mnist] " + junk + ": gzip byte " + std::to_string(end) +
+            ": 4 bytes after the end of the compressed stream (not another gzip member)");
+  std::filesystem::remove(two);
+  std::filesystem::remove(junk);
+}

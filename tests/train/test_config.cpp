@@ -113,6 +113,25 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(e.find("valid keys of 'model'") != std::string::npos);
     CHECK(e.find("num_layers") != std::string::npos);
   }
+  SUBCASE("a repeated key names both lines (YAML would keep only the last)") {
+    const std::string twice =
+        dir.write("twice.yaml",
+                  "model:\n  num_layers: 1\n  num_layers: 2\ndata: {dataset: mnist}\n"
+                  "optimizer: {type: adamw, lr: 1.0e-3}\ntrain: {steps: 10}\n");
+    CHECK(load_error(twice, {}) ==
+          "[config] '" + twice + "' line 3: key 'num_layers' repeats the one on line 2");
+    CHECK(load_error(good, {"model={num_layers: 1, num_layers: 2}"}) ==
+          "[config] 'override 'model={num_layers: 1, num_layers: 2}'' line 1: key 'num_layers' "
+          "repeats the one on line 1");
+    CHECK(test::error_of([] { parse_config("a: 1\na: 2\n", "text"); }) ==
+          "[config] 'text' line 2: key 'a' repeats the one on line 1");
+  }
+  SUBCASE("base must name files") {
+    const std::string mapped = dir.write("mapped.yaml", "base: {a: 1}\n");
+    CHECK(load_error(mapped, {}) ==
+          "[config] '" + mapped +
+              "' line 1: base must be a file name or a list of file names, got a mapping");
+  }
   SUBCASE("unknown top-level key") {
     const std::string e = load_error(good, {"trian.steps=2"});
     CHECK(e.find("unknown key 'trian'") != std::string::npos);

@@ -2,6 +2,7 @@
 // and Adam continue bit-identically, and mismatched checkpoints are refused by message.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 
 #include "autograd/functions.h"
@@ -68,6 +69,15 @@ TEST_CASE("checkpoint: restoring refuses shape and dtype mismatches, missing and
   dtype.params[1].second = dtype.params[1].second.to(DType::f64);
   CHECK(restore_error(dtype) ==
         "[checkpoint] parameter 'fc1.bias' is f64 in the checkpoint, the model expects f32");
+
+  // Diverged weights are refused by name (`relpos eval` once printed `loss nan` and exited 0).
+  CheckpointData diverged = good;
+  Tensor bad = diverged.params[1].second.clone();
+  bad.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  diverged.params[1].second = bad;
+  CHECK(restore_error(diverged) ==
+        "[checkpoint] parameter 'fc1.bias' holds NaN or Inf values: the weights diverged before "
+        "this checkpoint was written");
 
   CheckpointData unknown = good;
   unknown.params.emplace_back("fc3.weight", test::random_tensor({2, 2}, DType::f32, 9));
