@@ -85,6 +85,12 @@ struct RunConfig {
 
 // Reads `path` with its bases and the `--set` overrides ("a.b=value").
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// The keys whose values differ between two resolved configs, as "train.steps: 12 -> 24" (a key
+// only one has: "<none>" on the other side), in key order, leaving out keys that do not change
+// what a run computes: name, device, train.out, train.log_every, eval.*, debug.*, data.dir,
+// data.prefetch. A resumed run refuses these changes unless told to allow them.
+std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after);
+
 // Parses resolved YAML text (e.g. from a checkpoint); `origin` names it in errors.
 RunConfig parse_config(const std::string& yaml_text, const std::string& origin,
                        const std::vector<std::string>& overrides = {});

@@ -33,7 +33,9 @@ void write_predictions(const std::string& path,
                        const std::vector<std::pair<std::string, Tensor>>& datasets) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  std::error_code made;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), made);
+  RELPOS_CHECK(!made, "predictions", "cannot create the folder of '{}': {}", path, made.message());
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   H5QuietErrors quiet;
   {

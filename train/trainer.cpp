@@ -5,8 +5,13 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -66,6 +71,8 @@ struct Trainer::State {
   void record(const JsonObject& event) {
     metrics_file << event.str() << '\n';
     metrics_file.flush();
+    RELPOS_CHECK(metrics_file.good(), "train", "cannot write '{}': {}",
+                 (dir / "metrics.jsonl").string(), std::strerror(errno));
   }
   double wall_s() const {
     return previous_wall_s + std::chrono::duration<double>(Clock::now() - started).count();
@@ -87,6 +94,49 @@ std::shared_ptr<spdlog::logger> make_logger(const fs::path& file, bool verbose) 
   return logger;
 }
 
+// Writes `text` to `path`, checking every step: a full disk stops the run with the path.
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  RELPOS_CHECK(out.good(), "train", "cannot write '{}': {}", path.string(), std::strerror(errno));
+}
+
+// The metrics.jsonl records up to `step` (a resumed run drops what came after its checkpoint,
+// so no event is recorded twice); records without a step are kept.
+void truncate_metrics(const fs::path& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const size_t at = line.find("\"step\": ");
+    if (at != std::string::npos && std::stoll(line.substr(at + 8)) > step) continue;
+    kept += line + "\n";
+  }
+  in.close();
+  write_text(path, kept);
+}
+
+// Metrics under "<prefix>.<name>" (floats) and "<prefix>.count" (int) of a checkpoint.
+void save_metrics(CheckpointData& data, const std::string& prefix, const Metrics& m) {
+  for (const auto& [name, value] : m.values) data.floats[prefix + "." + name] = value;
+  data.ints[prefix + ".count"] = m.count;
+}
+// The task's metrics in evaluate()'s order (the loss first).
+Metrics load_metrics(const CheckpointData& data, const std::string& prefix, const Task& task) {
+  Metrics m;
+  m.unit = task.unit();
+  std::vector<std::string> names = task.metric_names();
+  std::stable_partition(names.begin(), names.end(), [](const auto& n) { return n == "loss"; });
+  for (const std::string& name : names) {
+    const auto it = data.floats.find(prefix + "." + name);
+    m.values.emplace_back(name, it != data.floats.end() ? it->second : 0.0);
+  }
+  const auto count = data.ints.find(prefix + ".count");
+  m.count = count != data.ints.end() ? count->second : 0;
+  return m;
+}
+
 }  // namespace
 
 Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique<State>()) {
@@ -99,12 +149,16 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
                "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
 
   s.dir = c.train.out;
-  fs::create_directories(s.dir / "checkpoints");
+  std::error_code made;
+  fs::create_directories(s.dir / "checkpoints", made);
+  RELPOS_CHECK(!made, "train", "cannot create the run directory '{}': {}", s.dir.string(),
+               made.message());
+  // Temporary checkpoints of an interrupted write (checkpoint.h) are never needed again.
+  for (const auto& entry : fs::directory_iterator(s.dir / "checkpoints", made))
+    if (entry.path().filename().string().find(".h5.tmp.") != std::string::npos)
+      fs::remove(entry.path(), made);
   s.log = make_logger(s.dir / "log.txt", s.options.verbose);
-  {
-    std::ofstream yaml(s.dir / "config.yaml");
-    yaml << c.yaml;
-  }
+  write_text(s.dir / "config.yaml", c.yaml);
 
   s.task = make_task(c, s.device);
   s.metric = selection_metric(c, *s.task);
@@ -135,14 +189,23 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
                                                      : std::numeric_limits<double>::quiet_NaN();
     s.previous_wall_s = ckpt.floats.count("wall_time_s") ? ckpt.floats.at("wall_time_s") : 0.0;
     s.train_time_s = ckpt.floats.count("train_time_s") ? ckpt.floats.at("train_time_s") : 0.0;
-    if (ckpt.texts.count("config") && ckpt.texts.at("config") != c.yaml)
-      s.log->warn("note: the configuration differs from the one '{}' was trained with",
-                  s.options.resume);
+    if (ckpt.texts.count("config") && ckpt.texts.at("config") != c.yaml) {
+      const std::vector<std::string> changes = trajectory_changes(ckpt.texts.at("config"), c.yaml);
+      RELPOS_CHECK(changes.empty() || s.options.allow_config_change, "train",
+                   "'{}' was trained with another configuration ({}); resuming would change the "
+                   "run's course: pass --allow-config-change to continue anyway",
+                   s.options.resume, fmt::join(changes, "; "));
+      if (!changes.empty())
+        s.log->warn("note: resuming with a changed configuration: {}", fmt::join(changes, "; "));
+    }
     RELPOS_CHECK(s.step <= s.total_steps, "train", "'{}' is at step {}, past this run's {} steps",
                  s.options.resume, s.step, s.total_steps);
     // Position the training stream where the run stood, then its carried state (LM memory).
     s.task->seek(s.epoch, s.batch_in_epoch);
     s.task->restore_state(ckpt);
+    s.best_val = load_metrics(ckpt, "val_best", *s.task);
+    s.last_val = load_metrics(ckpt, "val_last", *s.task);
+    truncate_metrics(s.dir / "metrics.jsonl", s.step);
   } else {
     s.task->seek(0, 0);
   }
@@ -175,6 +238,8 @@ RunSummary Trainer::run() {
                    {"wall_time_s", s.wall_s()},
                    {"train_time_s", s.train_time_s}};
     data.texts = {{"config", c.yaml}, {"relpos_version", RELPOS_VERSION}};
+    save_metrics(data, "val_best", s.best_val);
+    save_metrics(data, "val_last", s.last_val);
     write_checkpoint(path.string(), data);
   };
 
@@ -183,7 +248,16 @@ RunSummary Trainer::run() {
 
   // Validation, checkpoints, patience; returns false when the run should stop.
   auto validate = [&]() {
-    const Metrics e = s.task->evaluate("val", c.eval.max_batches);
+    Metrics e;
+    try {
+      e = s.task->evaluate("val", c.eval.max_batches);
+    } catch (const Error& error) {
+      throw Error(fmt::format("[train] validation at step {}: {}", s.step, error.what()));
+    }
+    RELPOS_CHECK(std::isfinite(e.get("loss")), "train",
+                 "validation at step {}: the val loss is {}; the model diverged (rerun with "
+                 "debug.detect_anomaly: true to name the op)",
+                 s.step, e.get("loss"));
     s.last_val = e;
     const double value = e.get(s.metric);
     const bool improved =
@@ -347,10 +421,7 @@ RunSummary Trainer::run() {
                                   .add("peak_memory_bytes", r.peak_memory_bytes)
                                   .add("parameters", r.parameters)
                                   .str();
-  {
-    std::ofstream out(s.dir / "summary.json");
-    out << summary << '\n';
-  }
+  write_text(s.dir / "summary.json", summary + "\n");
   s.log->info("done: test {} (last), {} (best, step {}), {:.1f} s, peak {:.1f} MB -> {}",
               describe_metrics(r.test_last), describe_metrics(r.test_best), r.best_step,
               r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir);

@@ -24,6 +24,10 @@ struct TrainerOptions {
   // End this session after this update as an interruption would, saving checkpoints/last.h5
   // (no validation, no test, no summary); 0: run to the end.
   int64_t stop_at_step = 0;
+  // Resume even when the configuration differs from the checkpoint's in keys that change what
+  // the run computes (steps, model, optimizer, ...); otherwise such a resume is refused, naming
+  // the keys.
+  bool allow_config_change = false;
 };
 
 struct RunSummary {

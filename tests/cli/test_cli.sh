@@ -88,10 +88,33 @@ else
   echo "SKIPPED: h5py checks (no h5py in $python)"
 fi
 
-# Resume a finished run's checkpoint into a longer run.
+# Resume a finished run's checkpoint into a longer run: refused without --allow-config-change
+# (it changes the schedule), naming the key; then allowed, and the summary keeps the best
+# validation of before the resume.
+expect_status 2 "train --resume, more steps" -- "$relpos" train "$tmp/tiny.yaml" \
+  --set train.steps=6 --resume "$tmp/run/checkpoints/last.h5" --quiet
+grep -q "another configuration (train.steps: 4 -> 6)" "$tmp/err" ||
+  fail "resume with changed steps does not name the key: $(cat "$tmp/err")"
 expect_status 0 "train --resume" -- "$relpos" train "$tmp/tiny.yaml" --set train.steps=6 \
-  --resume "$tmp/run/checkpoints/last.h5" --quiet
+  --resume "$tmp/run/checkpoints/last.h5" --allow-config-change --quiet
 grep -q '"steps": 6' "$tmp/run/summary.json" || fail "resumed run did not reach step 6"
+"$python" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["val_best"]["examples"] > 0, s["val_best"]
+steps = [json.loads(l).get("step") for l in open(sys.argv[2])]
+evals = [json.loads(l)["step"] for l in open(sys.argv[2]) if json.loads(l)["event"] == "eval"]
+assert len(evals) == len(set(evals)), f"validation records repeated: {evals}"
+' "$tmp/run/summary.json" "$tmp/run/metrics.jsonl" ||
+  fail "after resume, summary.json or metrics.jsonl lost or repeated records"
+# A run directory or predictions file under a regular file: a clear error, exit 2.
+touch "$tmp/plain_file"
+expect_status 2 "run dir under a file" -- "$relpos" train "$tmp/tiny.yaml" \
+  --out "$tmp/plain_file/run" --quiet
+expect_error_line "run dir under a file" "relpos: \[train\] cannot create the run directory"
+expect_status 2 "predictions under a file" -- "$relpos" eval "$tmp/run/checkpoints/last.h5" \
+  --predictions "$tmp/plain_file/p.h5"
+expect_error_line "predictions under a file" "relpos: \[predictions\] cannot create the folder"
 
 # User errors: exit 2, one line.
 expect_status 2 "unknown config key" -- "$relpos" train "$tmp/tiny.yaml" --set model.layers=2

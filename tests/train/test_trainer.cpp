@@ -157,11 +157,22 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
   const std::string resume_from =
       (fs::path(split.train.out) / "checkpoints" / "last_at_5.h5").string();
   fs::copy_file(fs::path(split.train.out) / "checkpoints" / "last.h5", resume_from);
+  // A record written after the checkpoint (as by a run killed later) is dropped on resume,
+  // and a stale temporary checkpoint is removed.
+  std::ofstream(fs::path(split.train.out) / "metrics.jsonl", std::ios::app)
+      << "{\"event\": \"train\", \"step\": 99}\n";
+  const fs::path stale = fs::path(split.train.out) / "checkpoints" / "last.h5.tmp.4242";
+  std::ofstream(stale) << "half a checkpoint";
   TrainerOptions resumed;
   resumed.resume = resume_from;
   const RunSummary second = train(split, resumed);
   CHECK(second.finished);
   CHECK(second.steps == 12);
+  CHECK(read_text(fs::path(split.train.out) / "metrics.jsonl").find("\"step\": 99") ==
+        std::string::npos);
+  CHECK_FALSE(fs::exists(stale));
+  // The validations before the interruption count: the best is the straight run's.
+  CHECK(second.best_val.count > 0);
   const CheckpointData a = last_checkpoint(straight), b = last_checkpoint(split);
   check_same_params(a, b);
   REQUIRE(a.optimizer.size() == b.optimizer.size());
@@ -214,6 +225,15 @@ TEST_CASE("trainer: a non-finite loss stops the run with its step, and anomaly m
   CHECK(plain.find("[train]") == 0);
   CHECK(plain.find("at step") != std::string::npos);
   CHECK(plain.find("detect_anomaly") != std::string::npos);
+
+  // Diverged weights met first by a validation: the error names it and its step.
+  // (lr 1e300 makes the first update's f32 weights infinite; validation meets NaN logits.)
+  const std::vector<std::string> validate_first{"optimizer={type: sgd, lr: 1.0e300}",
+                                                "schedule={type: constant}", "train.steps=50",
+                                                "train.eval_every=1"};
+  const std::string in_validation =
+      test::error_of([&] { train(tiny_config(scratch, data, "val_nan", validate_first)); });
+  CHECK(in_validation.find("[train] validation at step 1: the val loss is ") == 0);
 
   auto with_anomaly = explode;
   with_anomaly.push_back("debug.detect_anomaly=true");

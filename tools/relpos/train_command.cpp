@@ -11,12 +11,13 @@ namespace relpos::cli {
 
 constexpr const char* kTrainUsage =
     "usage: relpos train CONFIG.yaml [--set key.path=value]... [--out DIR] [--device cpu|cuda]\n"
-    "                    [--resume CHECKPOINT] [--quiet]\n"
+    "                    [--resume CHECKPOINT] [--allow-config-change] [--quiet]\n"
     "Trains the model of CONFIG, writing config.yaml, metrics.jsonl, log.txt,\n"
     "checkpoints/{last,best}.h5 and summary.json to the run directory (train.out, default\n"
     "runs/<name>). --set overrides any key (value read as YAML: --set "
     "model.positional.grid=[14,14]);\n"
-    "--resume continues a run from its checkpoint.\n";
+    "--resume continues a run from its checkpoint; a configuration that changes its course\n"
+    "(steps, model, optimizer, ...) is refused unless --allow-config-change.\n";
 
 int train_command(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
@@ -42,6 +43,8 @@ int train_command(const std::vector<std::string>& args) {
       options.resume = value();
     else if (a == "--quiet")
       options.verbose = false;
+    else if (a == "--allow-config-change")
+      options.allow_config_change = true;
     else if (a.rfind("--", 0) == 0)
       throw Error(fmt::format("[train] unknown option '{}'\n{}", a, kTrainUsage));
     else if (config_path.empty())
