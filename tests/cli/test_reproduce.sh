@@ -75,6 +75,22 @@ grep -q "data missing: \[data\] no folder" "$tmp/rep1/table.md" ||
   fail "missing data not reported in the table: $(cat "$tmp/rep1/table.md")"
 grep -q "63.37 ± 1.4\|61.64 ± 0.82" "$tmp/rep1/table.md" || fail "the paper's value is missing"
 
+# --runs reports the runs it is given and trains nothing: table3 over the table2 grid finds no
+# Table 1 cell there and says so for each, without starting one.
+"$relpos" reproduce table3 --scale tiny --data-dir "$tmp/data" --runs "$tmp/rep" \
+  --out "$tmp/rep3" --only lra/listops/original_none >"$tmp/out6" 2>"$tmp/err6" ||
+  fail "table3 --runs failed"
+grep -q "not run: no finished run in" "$tmp/rep3/table.md" ||
+  fail "table3 --runs does not report the missing runs: $(cat "$tmp/rep3/table.md")"
+[[ ! -e $tmp/rep/lra ]] || fail "table3 --runs trained a Table 1 cell"
+# No GPU: --device cuda is refused before any cell runs.
+if ! nvidia-smi >/dev/null 2>&1; then
+  "$relpos" reproduce table2 --device cuda --out "$tmp/rep_cuda" >/dev/null 2>"$tmp/err7"
+  [[ $? -eq 2 ]] || fail "reproduce --device cuda without a GPU: not exit 2"
+  grep -q "no CUDA device is visible" "$tmp/err7" || fail "reproduce --device cuda: $(cat "$tmp/err7")"
+  [[ ! -e $tmp/rep_cuda ]] || fail "reproduce --device cuda without a GPU made its output folder"
+fi
+
 # User errors.
 "$relpos" reproduce table9 >/dev/null 2>"$tmp/err4"; [[ $? -eq 2 ]] || fail "unknown table: not exit 2"
 "$relpos" reproduce table2 --scale huge >/dev/null 2>"$tmp/err5"; [[ $? -eq 2 ]] || fail "bad scale: not exit 2"

@@ -36,8 +36,9 @@ constexpr const char* kUsage =
     "that was interrupted from its last checkpoint. --data-dir holds one folder per dataset\n"
     "(mnist, listops, imdb, aan, cifar10; default data/). --only keeps the cells whose name\n"
     "(e.g. lra/text/linear_sikf_fastrpb) contains PATTERN (figure3: a list of bench variants).\n"
-    "--runs DIR holds the cells' run directories (default: --out; for table3, the table1\n"
-    "grid of the same scale, runs/reproduce/table1-<scale>, whose runs it reports).\n"
+    "--runs DIR reports the cells' run directories found in DIR and trains nothing (without\n"
+    "it: --out, whose missing cells are trained; for table3, the table1 grid of the same\n"
+    "scale, runs/reproduce/table1-<scale>).\n"
     "figure3 runs `relpos bench attention` (tiny: N 256-1024, small: to 8K, paper: to 16K)\n"
     "and draws OUT/figure3.png with tools/plots.py. Scales: paper = the paper's\n"
     "hyperparameters; small = its architectures, 1,000 updates (LRA) or 3 epochs (MNIST);\n"
@@ -47,6 +48,7 @@ struct Options {
   std::string table, scale = "tiny", device = "cpu", data_dir = "data", out, only,
                      configs = "configs";
   std::string runs;  // where the cells' run directories are: --out, or table1's grid for table3
+  bool report_only = false;  // --runs given: report what is there, train nothing
   int64_t seeds = 1;
   bool resume = false;
 };
@@ -126,9 +128,10 @@ Options parse(const std::vector<std::string>& args) {
       o.only = value();
     else if (a == "--configs")
       o.configs = value();
-    else if (a == "--runs")
+    else if (a == "--runs") {
       o.runs = value();
-    else if (a == "--resume")
+      o.report_only = true;
+    } else if (a == "--resume")
       o.resume = true;
     else if (a.rfind("--", 0) == 0)
       throw Error(fmt::format("[reproduce] unknown option '{}' (see relpos reproduce --help)", a));
@@ -141,6 +144,12 @@ Options parse(const std::vector<std::string>& args) {
   RELPOS_CHECK(o.scale == "tiny" || o.scale == "small" || o.scale == "paper", "reproduce",
                "unknown scale '{}'; known: tiny, small, paper", o.scale);
   RELPOS_CHECK(o.seeds >= 1, "reproduce", "--seeds must be >= 1, got {}", o.seeds);
+  RELPOS_CHECK(o.device == "cpu" || o.device == "cuda", "reproduce",
+               "--device must be cpu or cuda, got '{}'", o.device);
+  RELPOS_CHECK(o.device == "cpu" || cuda_available(), "reproduce",
+               "--device cuda: no CUDA device is visible (use --device cpu)");
+  RELPOS_CHECK(!o.report_only || fs::is_directory(o.runs), "reproduce",
+               "--runs '{}' is not a folder of run directories", o.runs);
   if (o.out.empty()) o.out = "runs/reproduce/" + o.table + "-" + o.scale;
   // Table 3 reports the Table 1 runs: by default it reads (and completes) that grid.
   if (o.runs.empty()) o.runs = o.table == "table3" ? "runs/reproduce/table1-" + o.scale : o.out;
@@ -150,6 +159,11 @@ Options parse(const std::vector<std::string>& args) {
 // Trains one cell x seed into `dir` unless it is finished there.
 RunOutcome run_cell(const Cell& cell, int64_t seed, const Options& o, const fs::path& dir) {
   if (fs::exists(dir / "summary.json")) return read_summary(dir / "summary.json");
+  if (o.report_only) {
+    RunOutcome r;
+    r.problem = "not run: no finished run in " + dir.string();
+    return r;
+  }
   try {
     const RunConfig paper = load_config(cell.config);
     std::vector<std::string> overrides = scale_overrides(
