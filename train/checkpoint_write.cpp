@@ -75,8 +75,16 @@ class Writer {
                        ? H5Screate(H5S_SCALAR)
                        : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
                    H5Sclose);
+    // Non-empty arrays are one chunk with HDF5's Fletcher32 checksum (h5py reads it as it
+    // reads any dataset), so a damaged file is reported as damage, naming the dataset.
+    H5Handle create(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    if (!create.valid()) error("cannot set up dataset '" + where + "'");
+    if (!shape.empty() && shape_numel(shape) > 0 &&
+        (H5Pset_chunk(create.get(), static_cast<int>(dims.size()), dims.data()) < 0 ||
+         H5Pset_fletcher32(create.get()) < 0))
+      error("cannot set up the checksum of dataset '" + where + "'");
     H5Handle data(space.valid() ? H5Dcreate2(group, name.c_str(), file, space.get(), H5P_DEFAULT,
-                                             H5P_DEFAULT, H5P_DEFAULT)
+                                             create.get(), H5P_DEFAULT)
                                 : -1,
                   H5Dclose);
     if (!data.valid()) error("cannot create dataset '" + where + "'");

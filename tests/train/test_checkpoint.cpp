@@ -152,6 +152,30 @@ TEST_CASE("checkpoint: missing, non-HDF5, truncated and /params-less files are r
         "[checkpoint] '" + no_params + "': no /params group (not a relpos checkpoint)");
 }
 
+TEST_CASE("checkpoint: bytes damaged inside a dataset are reported as damage, naming it") {
+  // A parameter of a recognizable pattern; its bytes are found in the file and one is flipped.
+  test::ScratchDir dir;
+  CheckpointData data = small_checkpoint();
+  std::vector<float> marker(64);
+  for (size_t i = 0; i < marker.size(); ++i) marker[i] = 1000.0f + static_cast<float>(i);
+  data.params.emplace_back("marker", Tensor::from_vector(marker, {8, 8}));
+  const std::string path = dir.file("damaged.h5");
+  write_checkpoint(path, data);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::string pattern(reinterpret_cast<const char*>(marker.data()) + 40, 16);
+  const size_t at = bytes.find(pattern);
+  REQUIRE(at != std::string::npos);
+  bytes[at + 3] = static_cast<char>(bytes[at + 3] ^ 0x10);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  CHECK(read_error_of(path) == "[checkpoint] '" + path +
+                                   "': dataset '/params/marker' cannot be read (truncated or "
+                                   "damaged file)");
+}
+
 TEST_CASE("checkpoint: a dataset of a type relpos lacks is refused by name") {
   test::ScratchDir dir;
   const std::string path = dir.file("u16.h5");
