@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/ops.h"
 
 namespace relpos::test {
@@ -64,3 +66,10 @@ void check_cuda_matches_cpu(const std::string& what,
                             double atol = 1e-6);
 
 }  // namespace relpos::test
+
+// doctest's INFO with the message formatted at once by fmt: INFO captures its expression by
+// reference in a lambda, which clang before 16 refuses for structured bindings
+// (`for (auto [lq, lk] : ...)`), so test loops over bindings use this one.
+#define RELPOS_INFO(...)                                                            \
+  const std::string DOCTEST_CAT(relpos_info_, __LINE__) = fmt::format(__VA_ARGS__); \
+  INFO(DOCTEST_CAT(relpos_info_, __LINE__))

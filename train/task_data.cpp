@@ -71,10 +71,11 @@ Dataset carve(Dataset all, double fraction, bool tail, const std::string& name) 
 
 Dataset read_mnist_split(const DataConfig& data, const std::string& split) {
   const std::string prefix = split == "test" ? "t10k" : "train";
+  // Looked up in this order, so a folder missing both names the images file.
+  const std::string images = idx_file(data, prefix + "-images-idx3-ubyte");
+  const std::string labels = idx_file(data, prefix + "-labels-idx1-ubyte");
   // Pooling and the models' grids place 28 x 28 images: any other size is refused here.
-  Dataset d =
-      read_mnist(idx_file(data, prefix + "-images-idx3-ubyte"),
-                 idx_file(data, prefix + "-labels-idx1-ubyte"), data.dataset + "/" + split, 28, 28);
+  Dataset d = read_mnist(images, labels, data.dataset + "/" + split, 28, 28);
   pool_images(d, data.image_pool);
   return d;
 }

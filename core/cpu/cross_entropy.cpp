@@ -78,7 +78,8 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& target, int64_t 
         continue;
       }
       const T* row = x + n * C;
-      const auto [m, sum] = max_and_sum_exp(row, C);
+      const auto [row_max, sum] = max_and_sum_exp(row, C);
+      const T m = row_max;  // a plain variable: clang cannot capture a binding in `omp simd`
       const T scale = static_cast<T>(g[n]) / sum;  // row_grad * softmax = scale * exp(x - m)
 #pragma omp simd
       for (int64_t i = 0; i < C; ++i) out[i] = scale * exp_fast(row[i] - m);

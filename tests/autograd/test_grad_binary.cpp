@@ -21,7 +21,7 @@ TEST_CASE("grad: add, sub, mul, div with broadcasting reduce to each input's sha
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{3, 5}, {3, 5}}, {{3, 5}, {5}}, {{4, 1, 3}, {5, 1}}, {{1}, {2, 3}}, {{}, {3}}};
   for (const auto& [sa, sb] : cases) {
-    INFO("shapes " << shape_str(sa) << " and " << shape_str(sb));
+    RELPOS_INFO("shapes {} and {}", shape_str(sa), shape_str(sb));
     const Tensor a = rnd(sa, 1), b = rnd(sb, 2);
     check_grad([](const std::vector<Var>& v) { return add(v[0], v[1]); }, {a, b});
     check_grad([](const std::vector<Var>& v) { return sub(v[0], v[1]); }, {a, b});

@@ -25,7 +25,7 @@ TEST_CASE("grad: rfft gradcheck for even and odd n, n > L, n = L, n < L") {
   for (const auto& [length, ns] : cases) {
     const Tensor x = rnd({3, length}, 20 + length);
     for (int64_t n : ns) {
-      INFO("L " << length << " n " << n);
+      RELPOS_INFO("L {} n {}", length, n);
       const auto f = [n](const std::vector<Var>& v) { return rfft(v[0], n); };
       check_grad(f, {x});
       if (n != 1) check_noncontiguous_grad(f, {x});  // size-1 dim: strided_copy is contiguous

@@ -155,7 +155,7 @@ TEST_CASE("grad: dropout in eval mode or with p = 0 is the identity and draws no
   const Tensor x = rnd(kShape, 13);
   const Tensor g = rnd(kShape, 14);
   for (const auto& [p, training] : {std::pair{0.5, false}, std::pair{0.0, true}}) {
-    INFO("p " << p << " training " << training);
+    RELPOS_INFO("p {} training {}", p, training);
     Generator gen(7);
     Var v(x, true);
     const Var y = dropout(v, p, gen, training);

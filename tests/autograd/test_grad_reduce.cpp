@@ -182,9 +182,9 @@ TEST_CASE("grad: reductions accept a broadcast (stride-0) incoming gradient") {
       {"logsumexp", [](const Var& v, const auto& d, bool k) { return logsumexp(v, d, k); }},
   };
   for (const auto& [name, f] : fns) {
-    INFO(name);
-    const auto result =
-        gradcheck([&](const std::vector<Var>& v) { return sum(f(v[0], {1}, false), {0}); }, {x});
+    RELPOS_INFO("{}", name);
+    const auto result = gradcheck(
+        [&f = f](const std::vector<Var>& v) { return sum(f(v[0], {1}, false), {0}); }, {x});
     CHECK_MESSAGE(result.ok, result.detail);
   }
 }

@@ -156,7 +156,7 @@ TEST_CASE("grad: pointwise backward in f32 matches the f64 gradient") {
       {"pow", [](const Var& v) { return pow(abs(v), 1.5); }},
   };
   for (const auto& [name, f] : fns) {
-    INFO(name);
+    RELPOS_INFO("{}", name);
     const Tensor g32 = grad_at(f, x32);
     CHECK(g32.dtype() == DType::f32);
     CHECK_CLOSE(g32, cast(grad_at(f, x64), DType::f32), 1e-5, 1e-6);

@@ -136,8 +136,8 @@ TEST_CASE("grad: select and diagonal gradcheck, negative dims, indices and offse
   for (const auto& [dim, index] : {std::pair<int64_t, int64_t>{0, 2}, {1, 0}, {-1, -3}}) {
     check_view(
         fmt::format("select dim {} index {}", dim, index),
-        [dim, index](const Var& v) { return select(v, dim, index); },
-        [dim, index](const Tensor& t) { return t.select(dim, index); }, x);
+        [dim = dim, index = index](const Var& v) { return select(v, dim, index); },
+        [dim = dim, index = index](const Tensor& t) { return t.select(dim, index); }, x);
   }
   struct Case {
     int64_t offset, d0, d1;

@@ -58,7 +58,7 @@ TEST_CASE("binary: add/sub/mul/div/maximum/minimum match the naive formula with 
   for (const BinaryCase& c : binary_cases())
     for (DType dt : {DType::f32, DType::f64})
       for (const auto& [sa, sb] : kShapePairs) {
-        INFO(c.name << " " << dtype_name(dt) << " " << shape_str(sa) << " " << shape_str(sb));
+        RELPOS_INFO("{} {} {} {}", c.name, dtype_name(dt), shape_str(sa), shape_str(sb));
         const Tensor a = test::random_tensor(sa, dt, 21, -2, 2);
         const Tensor b = test::random_tensor(sb, dt, 22, -2, 2);
         const Shape shape = broadcast_shapes(sa, sb, "test");

@@ -87,7 +87,7 @@ TEST_CASE("reduce: sum, mean, max, logsumexp equal plain loops for every dim set
     const Tensor x = test::random_tensor({3, 5, 7, 2}, dt, 101, -2, 2);
     for (const auto& [dims, pass] : dim_sets)
       for (bool keepdim : {false, true}) {
-        INFO(dtype_name(dt) << " dims " << shape_str(pass) << " keepdim " << keepdim);
+        RELPOS_INFO("{} dims {} keepdim {}", dtype_name(dt), shape_str(pass), keepdim);
         // Contiguous, strided, and a dense permutation (reduced in memory order, no copy).
         for (const Tensor& in : {x, test::strided_copy(x), x.permute({2, 0, 3, 1})})
           check_reductions(in, dims, pass, keepdim, rtol, atol);
@@ -102,7 +102,7 @@ TEST_CASE("reduce: large inputs take the threaded paths and still equal plain lo
       {{33, 4099}, {1}},    {{203, 1001}, {}},      {{4099, 33}, {0}},       {{3, 70001}, {0}},
       {{2, 9001, 17}, {1}}, {{50, 301, 7}, {0, 2}}, {{300, 3, 600}, {0, 2}}, {{7, 5, 3000}, {1}}};
   for (const auto& [shape, dims] : cases) {
-    INFO(shape_str(shape) << " dims " << shape_str(dims));
+    RELPOS_INFO("{} dims {}", shape_str(shape), shape_str(dims));
     const Tensor x = test::random_tensor(shape, DType::f32, 111, -2, 2);
     check_reductions(x, dims, dims, false, 2e-6, 1e-5);  // as above; sums of 1e5 terms: atol
   }
@@ -255,7 +255,7 @@ TEST_CASE(
   using V = std::vector<Tensor>;
   for (DType dt : {DType::f32, DType::f64})
     for (const auto& [shape, dims] : cases) {
-      INFO(dtype_name(dt) << " " << shape_str(shape) << " dims " << shape_str(dims));
+      RELPOS_INFO("{} {} dims {}", dtype_name(dt), shape_str(shape), shape_str(dims));
       const Tensor x = test::random_tensor(shape, dt, 161, -3, 3);
       // Both backends sum in f64 and differ only in the order of the additions, so f32 results
       // are within an ulp or two (rtol 2e-6); atol covers sums that cancel to near 0. logsumexp
@@ -303,7 +303,7 @@ TEST_CASE("argmax: CUDA matches CPU exactly: ties pick the first index, NaN wins
       {{5000, 37}, 1}, {{2, 9001, 17}, 1}, {{4, 5, 6}, -1},  {{7, 1, 3}, 1}};
   for (DType dt : {DType::f32, DType::f64, DType::i64, DType::u8})
     for (const auto& [shape, dim] : cases) {
-      INFO(dtype_name(dt) << " " << shape_str(shape) << " dim " << dim);
+      RELPOS_INFO("{} {} dim {}", dtype_name(dt), shape_str(shape), dim);
       const Tensor x = cast(test::random_indices(shape, 3, 181), dt);
       const int64_t d = dim;
       test::check_cuda_matches_cpu(

@@ -119,7 +119,7 @@ TEST_CASE("idx: read_mnist refuses images of another geometry than the caller's,
   const FixtureDir dir;
   write_idx(dir.file("labels"), {2}, {1, 2});
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{14, 14}, {28, 27}, {56, 56}}) {
-    INFO(rows << " x " << cols);
+    RELPOS_INFO("{} x {}", rows, cols);
     write_idx(dir.file("images"), {2, rows, cols},
               std::vector<uint8_t>(static_cast<size_t>(2 * rows * cols), 7));
     CHECK(error_of([&] {

@@ -87,7 +87,7 @@ void check_softmax_with_score_bias(Positional& positional, const NaiveBias& naiv
     for (bool causal : {false, true}) {
       for (bool masked : {false, true}) {
         if (causal && lq > lk) continue;  // causal queries end with their keys (after a memory)
-        INFO("Lq " << lq << " Lk " << lk << " causal " << causal << " masked " << masked);
+        RELPOS_INFO("Lq {} Lk {} causal {} masked {}", lq, lk, causal, masked);
         const Tensor q = random_tensor({B, H, lq, D}, DType::f64, 2);
         const Tensor k = random_tensor({B, H, lk, D}, DType::f64, 3);
         const Tensor v = random_tensor({B, H, lk, Dv}, DType::f64, 4);

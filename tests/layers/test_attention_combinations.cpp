@@ -65,7 +65,7 @@ std::string try_combination(const Variant& variant, const std::string& positiona
     sum(y * y).backward();
     CHECK_MESSAGE(all_finite(y.value()), variant.label << " + " << positional);
     for (const auto& [name, p] : layer.named_parameters()) {
-      INFO(variant.label << " + " << positional << ": " << name);
+      RELPOS_INFO("{} + {}: {}", variant.label, positional, name);
       REQUIRE(p.grad().defined());
       CHECK(all_finite(p.grad()));
     }
@@ -141,7 +141,7 @@ TEST_CASE(
           add_scalar(test::random_tensor({B, H, L, D}, DType::f64, 2), k_offset * scale);
       const Tensor v = test::random_tensor({B, H, L, D}, DType::f64, 3);
       for (bool causal : {false, true}) {
-        INFO(map << " offsets q " << q_offset << " k " << k_offset << " causal " << causal);
+        RELPOS_INFO("{} offsets q {} k {} causal {}", map, q_offset, k_offset, causal);
         const AttentionInputs in{test::padding_mask(L, {1, 0}), causal, nullptr};
         const Tensor got = attend(*attention, shaw.get(), Var(q), Var(k), Var(v), in).value();
 

@@ -42,8 +42,7 @@ TEST_CASE("softmax: equals explicit loops, odd lengths, Lq != Lk, padding, causa
     for (bool causal : {false, true}) {
       for (bool masked : {false, true}) {
         for (bool biased : {false, true}) {
-          INFO("Lq " << lq << " Lk " << lk << " causal " << causal << " masked " << masked
-                     << " bias " << biased);
+          RELPOS_INFO("Lq {} Lk {} causal {} masked {} bias {}", lq, lk, causal, masked, biased);
           const Tensor q = test::random_tensor({B, H, lq, D}, f64, 1);
           const Tensor k = test::random_tensor({B, H, lk, D}, f64, 2);
           const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 3);

@@ -103,7 +103,7 @@ TEST_CASE("fastrpb: causal queries after a memory get the last Lq rows of the de
   const int64_t B = 2, H = 3, D = 4;
   for (auto [lq, lk] : {std::pair<int64_t, int64_t>{5, 7}, {3, 11}, {1, 9}, {7, 7}}) {
     for (bool masked : {false, true}) {
-      INFO("Lq " << lq << " Lk " << lk << " masked " << masked);
+      RELPOS_INFO("Lq {} Lk {} masked {}", lq, lk, masked);
       auto pos = build(fastrpb_options(false, 0, 0), H, 16, f64, 14);
       const Tensor v = test::random_tensor({B, H, lk, D}, f64, 15);
       AttentionInputs in;
@@ -121,7 +121,7 @@ TEST_CASE("fastrpb: special tokens get zero rows and take no part, front and bac
   for (auto [front, back] : {std::pair<int64_t, int64_t>{1, 0}, {0, 1}, {2, 1}})
     for (bool causal : {false, true})
       for (bool masked : {false, true}) {
-        INFO("front " << front << " back " << back << " causal " << causal << " masked " << masked);
+        RELPOS_INFO("front {} back {} causal {} masked {}", front, back, causal, masked);
         auto pos = build(fastrpb_options(false, front, back), 2, 13, f64, 13);
         const Tensor v = test::random_tensor({2, 2, L, 3}, f64, 14);
         AttentionInputs in;
@@ -146,8 +146,8 @@ TEST_CASE("fastrpb2d: equals the dense 2-D distance tensor, non-square grids, pa
     for (bool symmetric : {false, true})
       for (bool masked : {false, true})
         for (int64_t special : {0, 1}) {
-          INFO("grid " << rows << "x" << cols << " symmetric " << symmetric << " masked " << masked
-                       << " special tokens " << special);
+          RELPOS_INFO("grid {}x{} symmetric {} masked {} special tokens {}", rows, cols, symmetric,
+                      masked, special);
           auto pos =
               build(fastrpb2d_options(symmetric, rows, cols, special, special), H, 0, f64, 15);
           const int64_t len = rows * cols + 2 * special;

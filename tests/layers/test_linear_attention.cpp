@@ -91,9 +91,8 @@ TEST_CASE(
       for (auto [lq, lk] : {std::pair<int64_t, int64_t>{7, 7}, {5, 9}, {9, 4}}) {
         for (bool causal : {false, true}) {
           for (bool masked : {false, true}) {
-            INFO(naive.name << " nu " << naive.nu << " " << mc.options.size() << " options "
-                            << algorithm << " Lq " << lq << " Lk " << lk << " causal " << causal
-                            << " masked " << masked);
+            RELPOS_INFO("{} nu {} {} options {} Lq {} Lk {} causal {} masked {}", naive.name,
+                        naive.nu, mc.options.size(), algorithm, lq, lk, causal, masked);
             const Tensor q = test::random_tensor({B, H, lq, D}, f64, 1);
             const Tensor k = test::random_tensor({B, H, lk, D}, f64, 2);
             const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 3);
@@ -140,8 +139,8 @@ TEST_CASE(
         const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 44);
         for (bool causal : {false, true}) {
           for (bool with_terms : {false, true}) {
-            INFO(map.back().second << " " << algorithm << " offsets q " << q_offset << " k "
-                                   << k_offset << " causal " << causal << " terms " << with_terms);
+            RELPOS_INFO("{} {} offsets q {} k {} causal {} terms {}", map.back().second, algorithm,
+                        q_offset, k_offset, causal, with_terms);
             const AttentionInputs in{test::padding_mask(lk, {0, 2}), causal,
                                      with_terms ? &terms : nullptr};
             const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();

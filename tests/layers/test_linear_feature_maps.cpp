@@ -101,7 +101,7 @@ TEST_CASE(
       {{{"feature_map", "dpfp"}, {"nu", "7"}}, 2 * D * 7},  // nu = 2D - 1, the largest
       {{{"feature_map", "performer"}, {"num_features", "9"}}, 9}};
   for (const auto& [kv, width] : maps) {
-    INFO(kv.back().first << " " << kv.back().second);
+    RELPOS_INFO("{} {}", kv.back().first, kv.back().second);
     const auto map = build_map(kv, D);
     CHECK(map->feature_dim(D) == width);
     const Features phi = map->forward(Var(q), Var(k), {test::padding_mask(5, {0, 2})});

@@ -37,12 +37,12 @@ TEST_CASE("models: f64 parameter gradients match central differences") {
     model->zero_grad();
     out.backward(r);
     for (auto& [name, p] : model->named_parameters()) {
-      INFO(name);
+      RELPOS_INFO("{}", name);
       const Tensor p0 = p.value().clone();
       const Tensor analytic = p.grad().defined() ? p.grad() : zeros_like(p0);
       const int64_t n = p0.numel();
       for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
-        const auto at = [&](double delta) {
+        const auto at = [&, &p = p](double delta) {
           Tensor moved = p0.clone();
           moved.data<double>()[k] += delta;
           p.set_value(moved);

@@ -132,7 +132,7 @@ TEST_CASE("module: zero_grad clears the gradient of every parameter") {
   CHECK(with_grad == 9);  // block 2's 7 and the head's 2
   model.zero_grad();
   for (const auto& [name, p] : model.named_parameters()) {
-    INFO(name);
+    RELPOS_INFO("{}", name);
     CHECK_FALSE(p.grad().defined());
   }
 }
@@ -214,7 +214,7 @@ TEST_CASE("module: to(device) keeps the member and the registry the same Var") {
   }
   model.to(Device::cuda());
   for (const auto& [name, p] : model.named_parameters()) {
-    INFO(name);
+    RELPOS_INFO("{}", name);
     CHECK(p.device() == Device::cuda());
     CHECK(p.requires_grad());
     CHECK(p.is_leaf());

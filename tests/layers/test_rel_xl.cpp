@@ -131,7 +131,7 @@ TEST_CASE("rel_xl: clamp_len gives distances above it the embedding of clamp_len
 
 TEST_CASE("rel_xl: rel_shift moves row i left by Lq - 1 - i (App. B)") {
   for (auto [lq, lk] : {std::pair<int64_t, int64_t>{3, 5}, {4, 4}, {1, 3}}) {
-    INFO("Lq " << lq << " Lk " << lk);
+    RELPOS_INFO("Lq {} Lk {}", lq, lk);
     const Tensor x = test::random_tensor({2, lq, lk}, f64, 8);  // a batch of two matrices
     const auto in = x.to_vector<double>();
     const auto out = rel_shift(Var(x)).value().contiguous().to_vector<double>();

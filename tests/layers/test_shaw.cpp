@@ -80,8 +80,8 @@ TEST_CASE("shaw: score_bias equals the clipped-distance loops, odd lengths, Lq !
       // Non-causal from 0 or from query_start 3; causal after a memory of Lk - Lq keys.
       for (const auto& [causal, start] : {std::pair{false, -1}, {false, 3}, {true, -1}}) {
         if (causal && lq > lk) continue;
-        INFO("window " << window << " Lq " << lq << " Lk " << lk << " causal " << causal
-                       << " query_start " << start);
+        RELPOS_INFO("window {} Lq {} Lk {} causal {} query_start {}", window, lq, lk, causal,
+                    start);
         const Tensor q = test::random_tensor({2, 3, lq, 5}, f64, 1);
         AttentionInputs in;
         in.causal = causal;
@@ -111,8 +111,8 @@ TEST_CASE("shaw: kernel_terms equal dense S_rel·V and S_rel·1, both algorithms
       for (const auto& [causal, start] : {std::pair{false, -1}, {false, 2}, {true, -1}}) {
         for (bool masked : {false, true}) {
           if (causal && lq > lk) continue;  // causal queries end with the keys (after a memory)
-          INFO("window " << window << " Lq " << lq << " Lk " << lk << " causal " << causal
-                         << " query_start " << start << " masked " << masked);
+          RELPOS_INFO("window {} Lq {} Lk {} causal {} query_start {} masked {}", window, lq, lk,
+                      causal, start, masked);
           const Tensor phi_q = test::random_tensor({B, H, lq, D}, f64, 5, 0, 1);
           const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 6);
           AttentionInputs in;

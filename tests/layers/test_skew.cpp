@@ -109,7 +109,7 @@ TEST_CASE(
         in.query_start = start;
         const int64_t offset = in.query_offset(lq, lk);
         if (offset < 0 || offset + lq > t3 || lk > t3) continue;
-        INFO("t3 " << t3 << " Lq " << lq << " Lk " << lk << " query 0 at " << offset);
+        RELPOS_INFO("t3 {} Lq {} Lk {} query 0 at {}", t3, lq, lk, offset);
         const Tensor q = test::random_tensor({2, 3, lq, 5}, f64, 2);
         CHECK_CLOSE(skew->score_bias(Var(q), lk, in).value(),
                     naive_skew_scores(q, skew->weight().value(), lk, offset), 1e-12, 1e-12);

@@ -81,7 +81,7 @@ TEST_CASE(
           c.grid.empty() ? std::vector<std::pair<int64_t, int64_t>>{{7, 7}, {4, 9}, {9, 5}}
                          : std::vector<std::pair<int64_t, int64_t>>{{15, 15}};
       for (auto [lq, lk] : lengths) {
-        INFO(c.what << " gated " << gated << " Lq " << lq << " Lk " << lk);
+        RELPOS_INFO("{} gated {} Lq {} Lk {}", c.what, gated, lq, lk);
         const Tensor q = test::random_tensor({2, 2, lq, 3}, f64, 1);
         const Tensor k = test::random_tensor({2, 2, lk, 3}, f64, 2);
         AttentionInputs causal, shifted;

@@ -251,7 +251,7 @@ TEST_CASE("trainer: missing data says how to get it") {
   fs::create_directories(scratch.path / "empty");
   const RunConfig empty = tiny_config(scratch, (scratch.path / "empty").string(), "empty");
   const std::string in_empty = test::error_of([&] { train(empty); });
-  CHECK(in_empty.find("-idx1-ubyte[.gz] not found in '") != std::string::npos);
+  CHECK(in_empty.find("train-images-idx3-ubyte[.gz] not found in '") != std::string::npos);
   CHECK(in_empty.find("relpos data prepare mnist") != std::string::npos);
   const std::string e = test::error_of([&] { train(config); });
   CHECK(e.find("[data] no folder '") == 0);
