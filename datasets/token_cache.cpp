@@ -40,7 +40,7 @@ std::optional<SourceStamp> stamp_of(const std::string& path) {
 }
 
 [[noreturn]] void write_failed(const std::string& path, const std::string& what) {
-  fail("token_cache", "{}: cannot write the cache: {}", path, what);
+  fail("token_cache", "{}: cannot write the cache: {}{}", path, what, hdf5_system_error());
 }
 
 template <typename T>
@@ -177,7 +177,8 @@ void write_token_cache(const std::string& cache_path, const Dataset& dataset,
       static_cast<size_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   const std::string temp = cache_path + ".tmp-" + std::to_string(unique);
   try {
-    H5Handle file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    const H5Handle access = checksummed_file_access("token_cache");
+    H5Handle file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose);
     if (!file.valid()) write_failed(temp, "create");
     std::vector<int32_t> tokens;
     std::vector<int64_t> offsets, labels;
@@ -214,6 +215,7 @@ std::optional<Dataset> load_cached(const std::string& cache_path, const std::str
   const std::optional<SourceStamp> stamp = stamp_of(source_path);
   if (!stamp) return std::nullopt;
   const H5QuietErrors quiet;
+  if (const auto why = unchecksummed_format(cache_path)) Reader{cache_path, -1}.error("file", *why);
   H5Handle file(H5Fopen(cache_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   const Reader reader{cache_path, file.get()};
   if (!file.valid()) reader.error("file", "an HDF5 file that opens (not HDF5, or truncated)");

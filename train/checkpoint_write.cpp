@@ -41,8 +41,9 @@ class Writer {
  public:
   explicit Writer(const std::string& path) : path_(path) {}
 
+  // After a failed HDF5 call, the reason names the system's error too (no space left, ...).
   [[noreturn]] void error(const std::string& reason) const {
-    fail("checkpoint", "cannot write '{}': {}", path_, reason);
+    fail("checkpoint", "cannot write '{}': {}{}", path_, reason, hdf5_system_error());
   }
 
   // A group under `parent` that remembers the order its links were created in.
@@ -169,25 +170,24 @@ class Writer {
       attribute(file, name, H5T_NATIVE_INT64, &value, &seen);
     for (const auto& [name, value] : data.floats)
       attribute(file, name, H5T_NATIVE_DOUBLE, &value, &seen);
-    // Variable-length UTF-8: h5py returns these as str.
-    H5Handle text(H5Tcopy(H5T_C_S1), H5Tclose);
-    if (!text.valid() || H5Tset_size(text.get(), H5T_VARIABLE) < 0 ||
-        H5Tset_cset(text.get(), H5T_CSET_UTF8) < 0)
-      error("cannot make the string type");
+    // Fixed-length, NUL-terminated UTF-8, stored inside the checksummed object header (a
+    // variable-length string would go to HDF5's global heap, which has no checksum); h5py
+    // returns them as bytes.
     for (const auto& [name, value] : data.texts) {
       if (value.find('\0') != std::string::npos)
         error("text attribute '" + name + "' contains a NUL character");
-      const char* chars = value.c_str();
-      attribute(file, name, text.get(), &chars, &seen);
+      H5Handle text(H5Tcopy(H5T_C_S1), H5Tclose);
+      if (!text.valid() || H5Tset_size(text.get(), value.size() + 1) < 0 ||
+          H5Tset_strpad(text.get(), H5T_STR_NULLTERM) < 0 ||
+          H5Tset_cset(text.get(), H5T_CSET_UTF8) < 0)
+        error("cannot make the string type of attribute '" + name + "'");
+      attribute(file, name, text.get(), value.c_str(), &seen);
     }
   }
 
   // The whole file, closed (flushed) on return.
   void file(const std::string& temp, const CheckpointData& data) const {
-    H5Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-    // Strong: H5Fclose closes the file even if an id were left open, so it is complete on disk.
-    if (!access.valid() || H5Pset_fclose_degree(access.get(), H5F_CLOSE_STRONG) < 0)
-      error("cannot set up file access");
+    const H5Handle access = checksummed_file_access("checkpoint");
     H5Handle file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose);
     if (!file.valid()) error("cannot create the temporary file '" + temp + "'");
     tensors(file.get(), "params", data.params);

@@ -22,9 +22,10 @@ void write_dataset(hid_t file, const char* name, const Tensor& t, hid_t file_typ
       H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
       H5Dclose);
   const Tensor c = t.contiguous();
-  RELPOS_CHECK(data.valid() && H5Dwrite(data.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                        c.raw_data()) >= 0,
-               "predictions", "cannot write dataset '{}' to '{}'", name, path);
+  RELPOS_CHECK(
+      data.valid() &&
+          H5Dwrite(data.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, c.raw_data()) >= 0,
+      "predictions", "cannot write dataset '{}' to '{}'{}", name, path, hdf5_system_error());
 }
 
 }  // namespace
@@ -39,8 +40,9 @@ void write_predictions(const std::string& path,
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   H5QuietErrors quiet;
   {
-    H5Handle file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    RELPOS_CHECK(file.valid(), "predictions", "cannot create '{}'", path);
+    const H5Handle access = checksummed_file_access("predictions");
+    H5Handle file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose);
+    RELPOS_CHECK(file.valid(), "predictions", "cannot create '{}'{}", temp, hdf5_system_error());
     try {
       for (const auto& [name, t] : datasets) {
         RELPOS_CHECK(t.defined(), "predictions", "dataset '{}' is empty", name);
@@ -55,12 +57,21 @@ void write_predictions(const std::string& path,
       }
     } catch (...) {
       file.reset();
-      fs::remove(temp);
+      fs::remove(temp, made);
       throw;
     }
-    RELPOS_CHECK(file.reset(), "predictions", "cannot finish writing '{}'", path);
+    if (!file.reset()) {
+      const std::string reason = hdf5_system_error();
+      fs::remove(temp, made);
+      fail("predictions", "cannot finish writing '{}'{}", path, reason);
+    }
   }
-  fs::rename(temp, target);
+  std::error_code renamed;
+  fs::rename(temp, target, renamed);
+  if (renamed) {
+    fs::remove(temp, made);
+    fail("predictions", "cannot rename '{}' onto '{}': {}", temp, path, renamed.message());
+  }
 }
 
 }  // namespace relpos

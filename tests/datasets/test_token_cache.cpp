@@ -125,8 +125,8 @@ TEST_CASE("token_cache: not HDF5, truncated or damaged caches are errors naming 
   write_text(cache, "this is not an HDF5 file at all");
   CHECK(error_of(cache, source) ==
         "[token_cache] " + cache +
-            ": file: an HDF5 file that opens (not HDF5, or truncated) (delete the cache to "
-            "rebuild it)");
+            ": file: not an HDF5 file (no HDF5 signature at byte 0) (delete the cache to rebuild "
+            "it)");
 
   Dataset big = sample(false);
   big.examples[1].tokens.assign(200000, 7);

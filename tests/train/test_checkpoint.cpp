@@ -45,10 +45,14 @@ std::string read_error_of(const std::string& path) {
   return test::error_of([&] { read_checkpoint(path); });
 }
 
-// Writes an HDF5 file with the C API, as another tool might: `fill` adds to the root group.
+// Writes an HDF5 file with the C API, as another tool might: `fill` adds to the root group. The
+// format is 1.10's (checksummed metadata) unless `old_format`, HDF5's default (superblock 0).
 template <typename F>
-void write_raw_hdf5(const std::string& path, F fill) {
-  H5Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+void write_raw_hdf5(const std::string& path, F fill, bool old_format = false) {
+  const H5Handle access = checksummed_file_access("test");
+  H5Handle file(
+      H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, old_format ? H5P_DEFAULT : access.get()),
+      H5Fclose);
   REQUIRE(file.valid());
   fill(file.get());
   REQUIRE(file.reset());
@@ -133,7 +137,39 @@ TEST_CASE("checkpoint: missing, non-HDF5, truncated and /params-less files are r
 
   const std::string text = dir.file("text.h5");
   std::ofstream(text) << "this is not HDF5\n";
-  CHECK(read_error_of(text) == "[checkpoint] '" + text + "': not an HDF5 file");
+  CHECK(read_error_of(text) ==
+        "[checkpoint] '" + text + "': not an HDF5 file (no HDF5 signature at byte 0)");
+
+  // HDF5's default format has no metadata checksums, and its parser crashes on some damaged
+  // files of it (found by tests/fuzz/fuzz_checkpoint): refused before HDF5 reads it.
+  const std::string old = dir.file("old.h5");
+  write_raw_hdf5(
+      old,
+      [](hid_t file) {
+        H5Handle(H5Gcreate2(file, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+      },
+      true);
+  CHECK(read_error_of(old) ==
+        "[checkpoint] '" + old +
+            "': an HDF5 file in the format of before HDF5 1.10 (superblock version 0), whose "
+            "metadata has no checksums; relpos reads the checksummed format it writes (from "
+            "h5py: h5py.File(path, 'w', libver='latest'))");
+
+  // A variable-length string lives in the unchecksummed global heap, whose reader crashed on a
+  // damaged byte (tests/fuzz/fuzz_checkpoint): refused unread, naming the attribute.
+  const std::string vlen = dir.file("vlen.h5");
+  write_raw_hdf5(vlen, [](hid_t file) {
+    H5Handle(H5Gcreate2(file, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+    const H5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    REQUIRE(H5Tset_size(type.get(), H5T_VARIABLE) >= 0);
+    const H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    const H5Handle attribute(
+        H5Acreate2(file, "config", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    const char* text = "model: {}";
+    REQUIRE(H5Awrite(attribute.get(), type.get(), &text) >= 0);
+  });
+  CHECK(read_error_of(vlen).rfind(
+            "[checkpoint] '" + vlen + "': attribute 'config' is a variable-length string", 0) == 0);
 
   const std::string truncated = dir.file("truncated.h5");
   write_checkpoint(truncated, small_checkpoint());
@@ -176,6 +212,32 @@ TEST_CASE("checkpoint: bytes damaged inside a dataset are reported as damage, na
                                    "damaged file)");
 }
 
+TEST_CASE("checkpoint: damaged metadata (a link name, the superblock) is refused, not parsed") {
+  // Every piece of metadata carries a checksum in the format relpos writes: a flipped byte in a
+  // link name (the /params group's object header) or in the superblock is damage HDF5 reports.
+  test::ScratchDir dir;
+  CheckpointData data = small_checkpoint();
+  data.params.emplace_back("a_recognizable_link_name", Tensor::scalar(1.0));
+  const std::string path = dir.file("damaged.h5");
+  write_checkpoint(path, data);
+  std::string whole;
+  {
+    std::ifstream in(path, std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t name_at = whole.find("a_recognizable_link_name");
+  REQUIRE(name_at != std::string::npos);
+  for (const size_t at : {name_at + 5, size_t{20}}) {
+    RELPOS_INFO("byte {}", at);
+    std::string bytes = whole;
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x04);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    const std::string e = read_error_of(path);
+    CHECK_MESSAGE(e.rfind("[checkpoint] '" + path + "': ", 0) == 0, e);
+    CHECK_MESSAGE(e.find("(truncated or damaged file)") != std::string::npos, e);
+  }
+}
+
 TEST_CASE("checkpoint: a dataset of a type relpos lacks is refused by name") {
   test::ScratchDir dir;
   const std::string path = dir.file("u16.h5");
@@ -201,7 +263,7 @@ TEST_CASE("checkpoint: write failures name the file and leave no temporary file"
   const std::string nowhere = dir.file("no_such_folder/last.h5");
   CHECK(test::error_of([&] { write_checkpoint(nowhere, CheckpointData{}); }) ==
         "[checkpoint] cannot write '" + nowhere + "': cannot create the temporary file '" +
-            nowhere + ".tmp." + std::to_string(::getpid()) + "'");
+            nowhere + ".tmp." + std::to_string(::getpid()) + "': No such file or directory");
 
   const std::string path = dir.file("bad_name.h5");
   CheckpointData bad = small_checkpoint();
