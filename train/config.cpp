@@ -4,7 +4,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -33,11 +36,35 @@ void check_unique_keys(const YAML::Node& node, const std::string& origin) {
   }
 }
 
+// A config file's text: a regular file, or a pipe such as /dev/stdin; at most kMaxConfigBytes,
+// so a device that never ends (/dev/zero) is refused rather than read forever.
+constexpr std::streamsize kMaxConfigBytes = 16 << 20;
+
+std::string read_config_text(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  RELPOS_CHECK(fs::exists(status), kWho, "cannot read '{}': no such file", path.string());
+  RELPOS_CHECK(!fs::is_directory(status), kWho, "cannot read '{}': it is a folder, not a file",
+               path.string());
+  std::ifstream in(path, std::ios::binary);
+  RELPOS_CHECK(in.good(), kWho, "cannot read '{}': {}", path.string(), std::strerror(errno));
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    RELPOS_CHECK(static_cast<std::streamsize>(text.size()) <= kMaxConfigBytes, kWho,
+                 "'{}' is longer than {} MB: not a configuration", path.string(),
+                 kMaxConfigBytes >> 20);
+  }
+  RELPOS_CHECK(!in.bad(), kWho, "cannot read '{}': {}", path.string(), std::strerror(errno));
+  return text;
+}
+
 YAML::Node load_yaml_file(const fs::path& path) {
-  RELPOS_CHECK(fs::is_regular_file(path), kWho, "cannot read '{}': no such file", path.string());
+  const std::string text = read_config_text(path);
   YAML::Node node;
   try {
-    node = YAML::LoadFile(path.string());
+    node = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, path.string(), e.mark.line + 1, e.msg));
   }
@@ -58,7 +85,10 @@ YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
 
 // The file with its `base:` chain resolved (a cycle is an error).
 YAML::Node load_with_bases(const fs::path& path, std::vector<fs::path>& chain) {
-  const fs::path canonical = fs::weakly_canonical(path);
+  // A pipe (/dev/stdin) has no canonical name: its absolute path stands in.
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(path, ec);
+  if (ec) canonical = fs::absolute(path, ec);
   for (const auto& seen : chain)
     RELPOS_CHECK(seen != canonical, kWho, "'{}' includes itself through base:", path.string());
   chain.push_back(canonical);

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Hostile input through the real command line: malformed data files of every reader, configs
+# that YAML accepts but relpos must not, damaged and diverged checkpoints, and a disk that fills
+# up during training. Every case must end with exit status 2 and one line on stderr that names
+# the file (or key) and the cause; never a crash, a silent success or an "internal error".
+# Usage: test_bad_input.sh RELPOS_BINARY
+set -uo pipefail
+relpos=$1
+tmp=$(mktemp -d)
+mounts=()
+cleanup() {
+  for m in "${mounts[@]}"; do umount "$m" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+python=/usr/bin/python3
+failures=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# refused DESCRIPTION PATTERN -- COMMAND...: exit 2, one line on stderr matching PATTERN (grep -E).
+refused() {
+  local what=$1 pattern=$2
+  shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [[ $got -ne 2 ]]; then
+    fail "$what: exit $got, expected 2"
+    sed 's/^/  | /' "$tmp/err" >&2
+    return
+  fi
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  [[ $lines -eq 1 ]] || fail "$what: $lines lines on stderr, expected 1: $(cat "$tmp/err")"
+  grep -qE -- "$pattern" "$tmp/err" || fail "$what: stderr '$(cat "$tmp/err")' lacks /$pattern/"
+  grep -q "internal error" "$tmp/err" && fail "$what: reported as an internal error"
+}
+
+# --- MNIST: IDX files of the wrong geometry, and gzip with trailing bytes -------------------
+# write_idx FILE KIND [DIMS...]: KIND images (pixel ramp) or labels (0..9), gzip when FILE ends .gz
+write_idx() {
+  "$python" - "$@" <<'PY'
+import gzip, struct, sys
+path, kind, dims = sys.argv[1], sys.argv[2], [int(d) for d in sys.argv[3:]]
+n = 1
+for d in dims:
+    n *= d
+body = bytes((i * 7) % 256 for i in range(n)) if kind == "images" else bytes(i % 10 for i in range(n))
+data = struct.pack(">BBBB", 0, 0, 8, len(dims)) + b"".join(struct.pack(">I", d) for d in dims) + body
+open(path, "wb").write(gzip.compress(data) if path.endswith(".gz") else data)
+PY
+}
+mnist_config() {  # mnist_config DIR -> a tiny pixel classifier on DIR, pooled 4x4
+  cat <<YAML
+model: {num_layers: 1, num_heads: 2, model_dim: 8, mlp_dim: 16, input: pixels,
+        positions: learned, cls: vector, pooling: cls, attention: {type: softmax}}
+data: {dataset: mnist, dir: $1, image_pool: 4, batch_size: 4}
+optimizer: {type: adam, lr: 0.001}
+train: {steps: 1, out: $tmp/run_mnist}
+YAML
+}
+for dims in "14 14" "28 27" "56 56"; do
+  set -- $dims
+  d=$tmp/mnist_$1x$2
+  mkdir -p "$d"
+  write_idx "$d/train-images-idx3-ubyte" images 16 "$1" "$2"
+  write_idx "$d/train-labels-idx1-ubyte" labels 16
+  write_idx "$d/t10k-images-idx3-ubyte" images 8 "$1" "$2"
+  write_idx "$d/t10k-labels-idx1-ubyte" labels 8
+  mnist_config "$d" >"$tmp/mnist.yaml"
+  refused "mnist images $1x$2" \
+    "^relpos: \[mnist\] $d/train-images-idx3-ubyte: header: images are $1 x $2; expected 28 x 28$" \
+    -- "$relpos" train "$tmp/mnist.yaml" --quiet
+done
+
+d=$tmp/mnist_gz
+mkdir -p "$d"
+write_idx "$d/train-images-idx3-ubyte.gz" images 16 28 28
+printf 'junk' >>"$d/train-images-idx3-ubyte.gz"
+write_idx "$d/train-labels-idx1-ubyte" labels 16
+write_idx "$d/t10k-images-idx3-ubyte" images 8 28 28
+write_idx "$d/t10k-labels-idx1-ubyte" labels 8
+mnist_config "$d" >"$tmp/mnist.yaml"
+refused "bytes after a gzip stream" \
+  "^relpos: \[mnist\] $d/train-images-idx3-ubyte.gz: gzip byte [0-9]+: 4 bytes after the end of the compressed stream" \
+  -- "$relpos" train "$tmp/mnist.yaml" --quiet
+
+# --- CIFAR-10: an empty batch -------------------------------------------------------------
+d=$tmp/cifar/cifar-10-batches-bin
+mkdir -p "$d"
+"$python" -c '
+import sys
+record = bytes([3]) + bytes(range(256)) * 12
+for name in ["data_batch_1", "data_batch_2", "data_batch_4", "data_batch_5", "test_batch"]:
+    open(f"{sys.argv[1]}/{name}.bin", "wb").write(record * 2)
+open(f"{sys.argv[1]}/data_batch_3.bin", "wb").close()
+' "$d"
+cat >"$tmp/cifar.yaml" <<YAML
+model: {num_layers: 1, num_heads: 2, model_dim: 8, mlp_dim: 16, cls: vector, pooling: cls,
+        attention: {type: softmax}}
+data: {dataset: cifar10, dir: $tmp/cifar, batch_size: 2}
+optimizer: {type: adam, lr: 0.001}
+train: {steps: 1, out: $tmp/run_cifar}
+YAML
+refused "empty CIFAR batch" "^relpos: \[cifar10\] $d/data_batch_3.bin: byte 0: no records" \
+  -- "$relpos" train "$tmp/cifar.yaml" --quiet
+
+# --- ListOps: tokens outside the closed vocabulary ----------------------------------------
+"$relpos" data prepare listops --out "$tmp/listops" --train 64 --val 16 --test 16 \
+  --min_length 10 --max_length 60 --seed 1 >/dev/null 2>&1 || fail "data prepare listops"
+cp -r "$tmp/listops" "$tmp/listops_good"
+cat >"$tmp/listops.yaml" <<YAML
+model: {num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, positions: sinusoidal, pooling: mean,
+        attention: {type: linear, feature_map: elu1}, positional: {type: fastrpb}}
+data: {dataset: listops, dir: $tmp/listops, max_len: 64, batch_size: 8}
+optimizer: {type: adam, lr: 0.01}
+train: {steps: 2, eval_every: 2, out: $tmp/run}
+YAML
+for token in '[FOO' $'\x01' $'\xff'; do
+  printf 'Source\tTarget\n[MAX 1 2 ]\t2\n( %s 3 ] )\t1\n' "$token" >"$tmp/listops/basic_train.tsv"
+  refused "listops token $(printf '%q' "$token")" \
+    "^relpos: \[listops\] $tmp/listops/basic_train.tsv: line 3, column 3: token '.*' is not in the ListOps vocabulary" \
+    -- "$relpos" train "$tmp/listops.yaml" --quiet
+done
+cp "$tmp/listops_good/basic_train.tsv" "$tmp/listops/basic_train.tsv"
+
+# --- IMDB: a review that is a dangling link -----------------------------------------------
+for split in train test; do
+  for label in pos neg; do
+    mkdir -p "$tmp/imdb/aclImdb/$split/$label"
+    echo "a $label review" >"$tmp/imdb/aclImdb/$split/$label/0_5.txt"
+  done
+done
+ln -s "$tmp/imdb/gone.txt" "$tmp/imdb/aclImdb/train/pos/1_9.txt"
+cat >"$tmp/imdb.yaml" <<YAML
+model: {num_layers: 1, num_heads: 2, model_dim: 8, mlp_dim: 16, attention: {type: softmax}}
+data: {dataset: imdb, dir: $tmp/imdb, max_len: 32, batch_size: 2, val_fraction: 0}
+optimizer: {type: adam, lr: 0.001}
+train: {steps: 1, out: $tmp/run_imdb}
+YAML
+refused "dangling IMDB link" \
+  "^relpos: \[imdb\] $tmp/imdb/aclImdb/train/pos/1_9.txt: open: a link to a missing file" \
+  -- "$relpos" train "$tmp/imdb.yaml" --quiet
+
+# --- Configs YAML accepts and relpos must not ---------------------------------------------
+printf 'model:\n  num_layers: 1\n  num_layers: 2\n' >"$tmp/twice.yaml"
+refused "a key given twice" \
+  "^relpos: \[config\] '$tmp/twice.yaml' line 3: key 'num_layers' repeats the one on line 2" \
+  -- "$relpos" train "$tmp/twice.yaml"
+printf 'base: {a: 1}\n' >"$tmp/base_map.yaml"
+refused "base that is a mapping" \
+  "^relpos: \[config\] '$tmp/base_map.yaml' line 1: base must be a file name or a list of file names" \
+  -- "$relpos" train "$tmp/base_map.yaml"
+
+# A config from a pipe is read; a device that never ends and a folder are refused.
+"$relpos" train /dev/stdin --set train.steps=1 --out "$tmp/run_stdin" --quiet <"$tmp/listops.yaml" \
+  >/dev/null 2>"$tmp/err" || fail "a config on /dev/stdin: $(cat "$tmp/err")"
+refused "a config that never ends" "^relpos: \[config\] '/dev/zero' is longer than 16 MB" \
+  -- "$relpos" train /dev/zero
+refused "a folder as config" "^relpos: \[config\] cannot read '$tmp': it is a folder" \
+  -- "$relpos" train "$tmp"
+
+# --- Checkpoints: diverged weights, damaged bytes -----------------------------------------
+"$relpos" train "$tmp/listops.yaml" --quiet >/dev/null 2>"$tmp/train_err" ||
+  fail "the tiny ListOps run failed: $(cat "$tmp/train_err")"
+checkpoint=$tmp/run/checkpoints/last.h5
+if "$python" -c "import h5py" 2>/dev/null; then
+  cp "$checkpoint" "$tmp/nan.h5"
+  "$python" -c '
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["params/encoder.norm.weight"]
+    v = d[()]
+    v[1] = float("nan")
+    d[...] = v
+' "$tmp/nan.h5" || fail "h5py could not write the NaN checkpoint"
+  refused "eval of NaN weights" \
+    "^relpos: \[checkpoint\] parameter 'encoder.norm.weight' holds NaN or Inf values" \
+    -- "$relpos" eval "$tmp/nan.h5"
+else
+  echo "SKIPPED: NaN checkpoint case (no h5py in $python)"
+fi
+size=$(stat -c %s "$checkpoint")
+cp "$checkpoint" "$tmp/damaged.h5"
+# 4 KB of flipped bits in the middle of the file.
+"$python" -c '
+import sys
+path, size = sys.argv[1], int(sys.argv[2])
+b = bytearray(open(path, "rb").read())
+for i in range(size // 2 - 2048, size // 2 + 2048):
+    b[i] ^= 0x5A
+open(path, "wb").write(b)
+' "$tmp/damaged.h5" "$size"
+refused "4 KB damaged in a checkpoint" "^relpos: \[checkpoint\] '$tmp/damaged.h5': .*(damaged|truncated)" \
+  -- "$relpos" eval "$tmp/damaged.h5"
+for at in 9 100 $((size - 100)); do  # the superblock, the root header, the file's end
+  cp "$checkpoint" "$tmp/flipped.h5"
+  printf '\x7f' | dd of="$tmp/flipped.h5" bs=1 seek="$at" conv=notrunc status=none
+  refused "a checkpoint byte changed at $at" "^relpos: \[checkpoint\] '$tmp/flipped.h5': " \
+    -- "$relpos" eval "$tmp/flipped.h5"
+done
+
+# --- A disk that fills up during training -------------------------------------------------
+# A small tmpfs as the run directory, at sizes that run out while writing config.yaml, log.txt,
+# metrics.jsonl or a checkpoint. Needs root (mount); skipped visibly otherwise.
+if [[ $(id -u) -eq 0 ]] && mkdir -p "$tmp/full" && mount -t tmpfs -o size=4k tmpfs "$tmp/full" 2>/dev/null; then
+  mounts+=("$tmp/full")
+  umount "$tmp/full"
+  for kb in 4 8 16 32 64 96 128 192 320; do
+    mount -t tmpfs -o size=${kb}k tmpfs "$tmp/full"
+    "$relpos" train "$tmp/listops.yaml" --out "$tmp/full/run" --set train.steps=4 --quiet \
+      >"$tmp/out" 2>"$tmp/err"
+    status=$?
+    if [[ $status -eq 0 ]]; then
+      :  # everything fit
+    elif [[ $status -ne 2 ]]; then
+      fail "disk full at ${kb} KB: exit $status, expected 2: $(cat "$tmp/err")"
+    else
+      grep -q "No space left on device" "$tmp/err" ||
+        fail "disk full at ${kb} KB does not say so: $(cat "$tmp/err")"
+      grep -q "$tmp/full/run" "$tmp/err" || fail "disk full at ${kb} KB names no file: $(cat "$tmp/err")"
+      grep -q "infinite loop" "$tmp/err" && fail "disk full at ${kb} KB: HDF5 complains at exit"
+      [[ $(wc -l <"$tmp/err") -eq 1 ]] || fail "disk full at ${kb} KB: not one line: $(cat "$tmp/err")"
+    fi
+    # Whatever was written whole is readable: a checkpoint that exists evaluates.
+    for c in "$tmp"/full/run/checkpoints/*.h5; do
+      [[ -f $c ]] || continue
+      "$relpos" eval "$c" >/dev/null 2>"$tmp/eval_err" ||
+        fail "disk full at ${kb} KB left an unreadable $c: $(cat "$tmp/eval_err")"
+    done
+    ls "$tmp"/full/run/checkpoints/*.tmp.* >/dev/null 2>&1 &&
+      fail "disk full at ${kb} KB left a temporary checkpoint"
+    umount "$tmp/full"
+  done
+else
+  echo "SKIPPED: disk-full cases (mounting a small tmpfs needs root)"
+fi
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures bad-input check(s) failed" >&2
+  exit 1
+fi
+echo "bad input: all checks passed"
