@@ -13,6 +13,7 @@ packages=(
   doctest-dev zlib1g-dev libgomp1
   python3-h5py  # the tests read checkpoints back with h5py, as a user without relpos would
   python3-matplotlib  # tools/plots.py: the figures of `relpos reproduce` (tested by ctest plots)
+  clang libclang-rt-dev libomp-dev  # the asan and fuzz presets (clang, libFuzzer, OpenMP)
 )
 for arg in "$@"; do
   case "$arg" in
