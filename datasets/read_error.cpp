@@ -80,18 +80,4 @@ std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::strin
   return is_gzip(bytes) ? inflate_gzip(reader, path, bytes) : bytes;
 }
 
-void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    RELPOS_CHECK(f.good(), "data", "cannot write {}", tmp);
-    f.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-    RELPOS_CHECK(f.good(), "data", "writing {} failed", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  RELPOS_CHECK(!ec, "data", "cannot rename {} to {}: {}", tmp, path, ec.message());
-}
-
 }  // namespace relpos

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_write.h"  // write_file_atomic, for the writers beside the readers
 
 namespace relpos {
 
@@ -25,9 +26,5 @@ inline std::string at_line(int64_t line) {
 // The whole file as bytes; a name ending in ".gz" (or gzip magic bytes) is inflated with zlib.
 // Missing, unreadable or corrupt-gzip files are errors naming the path.
 std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::string& path);
-
-// Writes bytes to path through a temporary file in the same folder and a rename, so a reader
-// never sees half a file.
-void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
 
 }  // namespace relpos

@@ -21,6 +21,7 @@
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "core/error.h"
+#include "core/file_write.h"
 #include "train/checkpoint.h"
 #include "train/clip.h"
 #include "train/json.h"
@@ -114,10 +115,7 @@ std::shared_ptr<spdlog::logger> make_logger(const fs::path& file, bool verbose) 
 
 // Writes `text` to `path`, checking every step: a full disk stops the run with the path.
 void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  RELPOS_CHECK(out.good(), "train", "cannot write '{}': {}", path.string(), std::strerror(errno));
+  write_file_atomic("train", path.string(), text);
 }
 
 // The metrics.jsonl records up to `step` (a resumed run drops what came after its checkpoint,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "tools/bench/attention_bench.h"
 #include "tools/relpos/commands.h"
 #include "train/json.h"
@@ -170,9 +171,7 @@ int bench_attention(const std::vector<std::string>& args) {
       json_quote(o.device.str()), o.batch, o.heads, o.dim, threads, joined);
   if (json) std::fputs(object.c_str(), stdout);
   if (!json_out.empty()) {
-    std::ofstream file(json_out);
-    file << object;
-    RELPOS_CHECK(file.good(), "bench", "cannot write '{}'", json_out);
+    write_file_atomic("bench", json_out, object);
   }
   return 0;
 }

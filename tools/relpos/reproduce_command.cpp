@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "tools/relpos/commands.h"
 #include "tools/relpos/reproduce.h"
 #include "train/config.h"
@@ -245,7 +246,7 @@ int reproduce_command(const std::vector<std::string>& args) {
                                         : "ours: accuracy % (best val ckpt)";
   const std::string last_label =
       table3 ? "" : (f1 ? "ours: macro-F1 % (last)" : "ours: accuracy % (last)");
-  std::ofstream md(out / "table.md"), csv(out / "table.csv");
+  std::ostringstream md, csv;                                // written whole, checked, at the end
   std::map<std::string, std::vector<std::string>> problems;  // reason -> cells
   md << fmt::format("# {} reproduced: scale {}, device {}, {} seed(s), {}\n\n", o.table, o.scale,
                     o.device, o.seeds, date);
@@ -308,6 +309,8 @@ int reproduce_command(const std::vector<std::string>& args) {
     for (const auto& [reason, names] : problems)
       md << "- " << names.size() << " cell(s), e.g. `" << names.front() << "`: " << reason << "\n";
   }
+  write_file_atomic("reproduce", (out / "table.md").string(), md.str());
+  write_file_atomic("reproduce", (out / "table.csv").string(), csv.str());
   std::printf("%s: %zu cells, %lld run(s) trained now -> %s, %s\n", o.table.c_str(), rows.size(),
               static_cast<long long>(trained), (out / "table.md").string().c_str(),
               (out / "table.csv").string().c_str());

@@ -1,0 +1,45 @@
+// Checked, atomic whole-file writes (core/file_write.h) through POSIX calls, whose errno is the
+// reason reported.
+#include "core/file_write.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace relpos {
+
+namespace {
+
+// The errno of a failed call, saved before cleanup can change it.
+[[noreturn]] void failed(const std::string& component, const std::string& path,
+                         const std::string& temp, int error, int fd) {
+  if (fd >= 0) ::close(fd);
+  ::unlink(temp.c_str());
+  fail(component, "cannot write '{}': {}", path, std::strerror(error));
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& component, const std::string& path,
+                       std::string_view bytes) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(component, "cannot write '{}': {}", path, std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) failed(component, path, temp, errno, fd);
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) failed(component, path, temp, errno, fd);
+  if (::close(fd) != 0) failed(component, path, temp, errno, -1);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) failed(component, path, temp, errno, -1);
+}
+
+}  // namespace relpos

@@ -1,0 +1,24 @@
+// Writing whole files the way every file relpos writes must be written: through a temporary file
+// in the same folder, each write, the fsync and the close checked, then renamed over the target,
+// so a reader sees the old file or the new one, whole; a failure (a full disk, a missing folder,
+// no permission) throws "[component] cannot write '<path>': <the system's reason>" and leaves no
+// temporary file behind.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace relpos {
+
+void write_file_atomic(const std::string& component, const std::string& path,
+                       std::string_view bytes);
+
+// The same for bytes of the data tools (component "data").
+inline void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+  write_file_atomic("data", path,
+                    std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+}  // namespace relpos
