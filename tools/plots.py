@@ -283,6 +283,8 @@ def read_bench(path):
         variant, length = r.get("variant"), r.get("length", r.get("n"))
         if variant is None or length is None:
             raise UserError(f"'{path}': result {i} lacks 'variant' or 'length'")
+        if r.get("skipped"):  # not run at this length (not buildable, or over a size limit)
+            continue
         rows.append({"variant": variant, "length": int(length), "oom": bool(r.get("oom", False)),
                      "forward_ms": r.get("forward_ms"),
                      "forward_backward_ms": r.get("forward_backward_ms", r.get("median_ms")),

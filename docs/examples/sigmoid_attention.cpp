@@ -1,6 +1,8 @@
 // sigmoid attention (Ramapuram et al. 2024, "Theory, Analysis, and Best Practices for Sigmoid
-// Self-Attention", eq. 2): Y = sigmoid(Q·Kᵀ/sqrt(D) + b) V with b = -log(Lk) unless the option
-// `bias` sets it. Each weight stands alone (no normalization over keys); blocked pairs weigh 0.
+// Self-Attention", eq. 2): Y = sigmoid(Q·Kᵀ/sqrt(D) + b) V with b = -log(n), n the layer's
+// max_len (the keys of this call when it is not known), unless the option `bias` sets it. A fixed
+// n keeps a token's output the same however a stream is cut into segments. Each weight stands
+// alone (no normalization over keys); blocked pairs weigh 0.
 #include <cmath>
 
 #include "autograd/functions.h"
@@ -13,7 +15,8 @@ namespace {
 class SigmoidAttention final : public Attention {
  public:
   explicit SigmoidAttention(const AttentionOptions& opt)
-      : bias_(opt.options.get<double>("bias", NAN)) {}
+      : bias_(opt.options.get<double>(
+            "bias", opt.max_len > 0 ? -std::log(static_cast<double>(opt.max_len)) : NAN)) {}
 
   // q: [B, H, Lq, D], k: [B, H, Lk, D], v: [B, H, Lk, Dv] -> [B, H, Lq, Dv]
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
@@ -31,7 +34,7 @@ class SigmoidAttention final : public Attention {
   std::string name() const override { return "sigmoid"; }
 
  private:
-  double bias_;  // NaN: -log(Lk)
+  double bias_;  // NaN: -log(Lk) of each call
 };
 
 }  // namespace

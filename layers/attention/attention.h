@@ -78,6 +78,7 @@ struct AttentionCaps {
   bool kernelized = false;     // phi(Q) (phi(K)^T V) (takes Positional::kernel_terms)
   int64_t feature_dim = 0;     // kernelized: the width F of phi(q) (0: not known)
   bool carries_state = false;  // takes AttentionInputs::carry (the whole past in fixed memory)
+  bool causal_only = false;    // refuses causal = false (its positions exist for earlier keys only)
 };
 
 class Attention : public Module {

@@ -17,9 +17,11 @@ class FastRpb2d final : public Positional {
  public:
   explicit FastRpb2d(const AttentionOptions& opt)
       : options_(read_toeplitz_bias_options(opt, kName)) {
-    const std::vector<int64_t> grid = opt.options.get_list<int64_t>("grid", {});
+    const std::vector<int64_t> grid = opt.options.get_list<int64_t>("grid", square_grid(opt));
     RELPOS_CHECK(grid.size() == 2 && grid[0] > 0 && grid[1] > 0, kName,
-                 "grid must be [rows, cols] with positive sizes, got [{}]", fmt::join(grid, ", "));
+                 "grid must be [rows, cols] with positive sizes, got [{}] (the default, a square "
+                 "of the layer's content tokens, needs a square number of them)",
+                 fmt::join(grid, ", "));
     rows_ = grid[0];
     cols_ = grid[1];
     weight_ = Var(init_toeplitz_weights(options_.symmetric, opt.num_heads, std::max(rows_, cols_),
@@ -29,6 +31,16 @@ class FastRpb2d final : public Positional {
   }
 
   std::string name() const override { return "fastrpb2d"; }
+
+  // The default grid: a square of the layer's content tokens (max_len without the special
+  // tokens) when they make one; {} otherwise, so `grid` must be given.
+  std::vector<int64_t> square_grid(const AttentionOptions& opt) const {
+    const int64_t content = opt.max_len - options_.front - options_.back;
+    int64_t side = 0;
+    while ((side + 1) * (side + 1) <= content) ++side;
+    if (content <= 0 || side * side != content) return {};
+    return {side, side};
+  }
   // Special rows get no term: with a leading special token (CLS) its row is never changed.
   bool reaches_leading_special_rows() const override { return options_.front == 0; }
 

@@ -27,7 +27,9 @@ class RelXlAttention final : public Attention {
   explicit RelXlAttention(const AttentionOptions& opt);
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override;
-  AttentionCaps caps() const override { return {.forms_scores = true, .kernelized = false}; }
+  AttentionCaps caps() const override {
+    return {.forms_scores = true, .kernelized = false, .causal_only = true};
+  }
   std::string name() const override { return "rel_xl"; }
 
   // Distances above `clamp_len` use its embedding from now on (0: no clamp); evaluation may

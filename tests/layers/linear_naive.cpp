@@ -3,86 +3,133 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace relpos::test {
 namespace {
 
-// One (b, h) slice of rows: row(i)[d] for i < len, d < width.
-struct Rows {
-  const double* base;
-  int64_t width;
-  const double* row(int64_t i) const { return base + i * width; }
-};
-
-// phi of one row x[0..D) for the elementwise and dpfp maps.
-std::vector<double> phi_row(const NaiveFeatureMap& map, const double* x, int64_t D) {
-  std::vector<double> out;
-  if (map.name == "sikf") {
-    for (int64_t d = 0; d < D; ++d) out.push_back(std::exp(x[d]));
-  } else if (map.name == "elu1") {
-    for (int64_t d = 0; d < D; ++d) out.push_back(x[d] > 0 ? x[d] + 1 : std::exp(x[d]));
-  } else if (map.name == "relu") {
-    for (int64_t d = 0; d < D; ++d) out.push_back(std::max(x[d], 0.0) + map.relu_eps);
-  } else {  // dpfp: r = [relu(x), relu(-x)], phi_(i, j) = r_j r_((j + i) mod 2D)
-    std::vector<double> r(2 * D);
-    for (int64_t d = 0; d < D; ++d) {
-      r[d] = std::max(x[d], 0.0);
-      r[D + d] = std::max(-x[d], 0.0);
-    }
-    for (int64_t i = 1; i <= map.nu; ++i)
-      for (int64_t j = 0; j < 2 * D; ++j) out.push_back(r[j] * r[(j + i) % (2 * D)]);
-  }
-  return out;
+std::map<std::string, NaiveFeatureMapTwin>& twins() {
+  static std::map<std::string, NaiveFeatureMapTwin> all;
+  return all;
 }
 
-// performer's exponent W x^ - |x^|^2 / 2 of one row, x^ = x D^(-1/4).
-std::vector<double> performer_exponent(const std::vector<double>& w, int64_t m, const double* x,
-                                       int64_t D) {
-  const double scale = std::pow(static_cast<double>(D), -0.25);
-  double half_sq = 0;
-  for (int64_t d = 0; d < D; ++d) half_sq += 0.5 * (x[d] * scale) * (x[d] * scale);
-  std::vector<double> a(m);
-  for (int64_t r = 0; r < m; ++r) {
-    double dot = 0;
-    for (int64_t d = 0; d < D; ++d) dot += w[r * D + d] * x[d] * scale;
-    a[r] = dot - half_sq;
-  }
-  return a;
+// An elementwise map: phi(x)_d = f(x_d), F = D.
+NaivePhi elementwise(std::function<double(double)> f) {
+  return [f](const double* x, int64_t D, int64_t) {
+    std::vector<double> out(D);
+    for (int64_t d = 0; d < D; ++d) out[d] = f(x[d]);
+    return out;
+  };
 }
+
+// The built-in maps' twins (a map added later registers its own from its test file).
+RELPOS_REGISTER_NAIVE_FEATURE_MAP("elu1", NaiveFeatureMapTwin{[](const Options&, const Attention&) {
+                                    return elementwise(
+                                        [](double x) { return x > 0 ? x + 1 : std::exp(x); });
+                                  }});
+
+RELPOS_REGISTER_NAIVE_FEATURE_MAP("relu", NaiveFeatureMapTwin{
+                                              [](const Options& o, const Attention&) {
+                                                const double eps = o.get<double>("relu_eps", 1e-3);
+                                                return elementwise([eps](double x) {
+                                                  return std::max(x, 0.0) + eps;
+                                                });
+                                              },
+                                              {{}, {{"relu_eps", "0.05"}}}});
+
+// sikf: exp(x), whichever shift guards it (both compute the unshifted formula).
+RELPOS_REGISTER_NAIVE_FEATURE_MAP("sikf", NaiveFeatureMapTwin{[](const Options&, const Attention&) {
+                                                                return elementwise([](double x) {
+                                                                  return std::exp(x);
+                                                                });
+                                                              },
+                                                              {{}, {{"sikf_shift", "mean"}}}});
+
+// dpfp: r = [relu(x), relu(-x)], phi_(i, j) = r_j r_((j + i) mod 2D), i = 1..nu.
+RELPOS_REGISTER_NAIVE_FEATURE_MAP("dpfp", NaiveFeatureMapTwin{
+                                              [](const Options& o, const Attention&) -> NaivePhi {
+                                                const int64_t nu = o.get<int64_t>("nu", 1);
+                                                return [nu](const double* x, int64_t D, int64_t) {
+                                                  std::vector<double> r(2 * D), out;
+                                                  for (int64_t d = 0; d < D; ++d) {
+                                                    r[d] = std::max(x[d], 0.0);
+                                                    r[D + d] = std::max(-x[d], 0.0);
+                                                  }
+                                                  for (int64_t i = 1; i <= nu; ++i)
+                                                    for (int64_t j = 0; j < 2 * D; ++j)
+                                                      out.push_back(r[j] * r[(j + i) % (2 * D)]);
+                                                  return out;
+                                                };
+                                              },
+                                              {{}, {{"nu", "3"}}}});
+
+// performer (FAVOR+): exp(W x^ - |x^|^2 / 2) / sqrt(m), x^ = x D^(-1/4), W the drawn projection.
+// 12 features for D = 5: blocks of 5, 5 and 2 rows; 4 keeps a head of 4 (hosts shaw).
+RELPOS_REGISTER_NAIVE_FEATURE_MAP(
+    "performer",
+    NaiveFeatureMapTwin{[](const Options&, const Attention& built) -> NaivePhi {
+                          const Tensor projection = projection_of(built);
+                          const int64_t m = projection.size(0);
+                          const auto w = projection.to(DType::f64).to_vector<double>();
+                          return [w, m](const double* x, int64_t D, int64_t) {
+                            const double scale = std::pow(static_cast<double>(D), -0.25);
+                            double half_sq = 0;
+                            for (int64_t d = 0; d < D; ++d)
+                              half_sq += 0.5 * (x[d] * scale) * (x[d] * scale);
+                            std::vector<double> out(m);
+                            for (int64_t r = 0; r < m; ++r) {
+                              double dot = 0;
+                              for (int64_t d = 0; d < D; ++d) dot += w[r * D + d] * x[d] * scale;
+                              out[r] = std::exp(dot - half_sq) / std::sqrt(static_cast<double>(m));
+                            }
+                            return out;
+                          };
+                        },
+                        {{{"num_features", "4"}, {"redraw_interval", "0"}},
+                         {{"num_features", "12"}, {"redraw_interval", "0"}}}});
 
 }  // namespace
 
-std::pair<Tensor, Tensor> naive_feature_map(const NaiveFeatureMap& map, const Tensor& q,
-                                            const Tensor& k, const AttentionInputs& in) {
+bool register_naive_feature_map(const std::string& name, NaiveFeatureMapTwin twin) {
+  if (!twins().emplace(name, std::move(twin)).second)
+    throw Error("[test] naive feature map '" + name + "' is registered twice");
+  return true;
+}
+
+const NaiveFeatureMapTwin& naive_feature_map_twin(const std::string& map) {
+  const auto it = twins().find(map);
+  if (it == twins().end())
+    throw Error("[test] feature map '" + map +
+                "' has no naive twin: register one in its test file with "
+                "RELPOS_REGISTER_NAIVE_FEATURE_MAP (tests/layers/linear_naive.h)");
+  return it->second;
+}
+
+Kv map_options(const std::string& map, const Kv& extra) {
+  Kv kv{{"feature_map", map}};
+  kv.insert(kv.end(), extra.begin(), extra.end());
+  return kv;
+}
+
+std::pair<Tensor, Tensor> naive_feature_map(const Kv& options, const Attention& built,
+                                            const Tensor& q, const Tensor& k,
+                                            const AttentionInputs& in) {
+  const Options opt = test::options("attention", options);
+  const NaivePhi phi =
+      naive_feature_map_twin(opt.get<std::string>("feature_map", "elu1")).make(opt, built);
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2), D = q.size(3);
+  const int64_t q_start = in.query_offset(Lq, Lk);
   const auto qv = q.to(DType::f64).to_vector<double>(), kv = k.to(DType::f64).to_vector<double>();
   std::vector<uint8_t> keep(B * Lk, 1);
   if (in.key_mask.defined()) keep = in.key_mask.to(Device::cpu()).to_vector<uint8_t>();
-  std::vector<double> w;
-  int64_t m = 0;
-  if (map.name == "performer") {
-    w = map.projection.to(DType::f64).to_vector<double>();
-    m = map.projection.size(0);
-  }
   std::vector<double> phi_q, phi_k;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
-      const Rows qs{&qv[(b * H + h) * Lq * D], D}, ks{&kv[(b * H + h) * Lk * D], D};
-      if (map.name == "performer") {
-        // exp(W x^ - |x^|^2 / 2) / sqrt(m); padding keys zeroed (dropped by the attention).
-        const double norm = 1.0 / std::sqrt(static_cast<double>(m));
-        for (int64_t i = 0; i < Lq; ++i)
-          for (double x : performer_exponent(w, m, qs.row(i), D))
-            phi_q.push_back(std::exp(x) * norm);
-        for (int64_t j = 0; j < Lk; ++j)
-          for (double x : performer_exponent(w, m, ks.row(j), D))
-            phi_k.push_back(keep[b * Lk + j] ? std::exp(x) * norm : 0.0);
-      } else {
-        for (int64_t i = 0; i < Lq; ++i)
-          for (double x : phi_row(map, qs.row(i), D)) phi_q.push_back(x);
-        for (int64_t j = 0; j < Lk; ++j)
-          for (double x : phi_row(map, ks.row(j), D)) phi_k.push_back(x);
-      }
+      for (int64_t i = 0; i < Lq; ++i)
+        for (double x : phi(&qv[((b * H + h) * Lq + i) * D], D, q_start + i)) phi_q.push_back(x);
+      for (int64_t j = 0; j < Lk; ++j)
+        for (double x : phi(&kv[((b * H + h) * Lk + j) * D], D, j))
+          phi_k.push_back(keep[b * Lk + j] ? x : 0.0);
     }
   const int64_t F = static_cast<int64_t>(phi_q.size()) / (B * H * Lq);
   return {Tensor::from_vector(phi_q, {B, H, Lq, F}), Tensor::from_vector(phi_k, {B, H, Lk, F})};
@@ -125,12 +172,12 @@ Tensor naive_linear_attention(const Tensor& phi_q, const Tensor& phi_k, const Te
   return Tensor::from_vector(out, {B, H, Lq, Dv});
 }
 
-std::shared_ptr<Attention> make_linear(
-    const std::vector<std::pair<std::string, std::string>>& extra, int64_t heads, int64_t head_dim,
-    DType dtype) {
-  std::vector<std::pair<std::string, std::string>> kv{{"type", "linear"}};
+std::shared_ptr<Attention> make_linear(const Kv& extra, int64_t heads, int64_t head_dim,
+                                       DType dtype, int64_t max_len) {
+  Kv kv{{"type", "linear"}};
   kv.insert(kv.end(), extra.begin(), extra.end());
-  return make_attention(attention_options(options("attention", kv), heads, head_dim, 0, dtype));
+  return make_attention(
+      attention_options(options("attention", kv), heads, head_dim, max_len, dtype));
 }
 
 Tensor projection_of(const Attention& attention) {

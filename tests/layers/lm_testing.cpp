@@ -1,8 +1,9 @@
 // Language-model test helpers (tests/layers/lm_testing.h).
 #include "tests/layers/lm_testing.h"
 
-#include "layers/attention/feature_map.h"
+#include "layers/attention/catalog.h"
 #include "tests/layers/attention_testing.h"
+#include "tests/layers/linear_naive.h"
 
 namespace relpos::test {
 
@@ -38,33 +39,31 @@ Tensor columns(const Tensor& tokens, int64_t from, int64_t to) {
 
 const std::vector<LmVariant>& lm_variants() {
   static const std::vector<LmVariant> all = [] {
-    std::vector<LmVariant> v = {
-        {"transformer_xl", "transformer_xl", {}, {}},
-        {"softmax + shaw", "causal_lm", {{"type", "softmax"}}, {{"type", "shaw"}, {"window", "3"}}},
-        {"softmax + skew", "causal_lm", {{"type", "softmax"}}, {{"type", "skew"}}},
-        {"softmax + fastrpb", "causal_lm", {{"type", "softmax"}}, {{"type", "fastrpb"}}},
-        {"softmax + sinspe",
-         "causal_lm",
-         {{"type", "softmax"}},
-         {{"type", "sinspe"}, {"num_realizations", "4"}, {"num_sines", "2"}}},
-        {"softmax + convspe",
-         "causal_lm",
-         {{"type", "softmax"}},
-         {{"type", "convspe"}, {"num_realizations", "4"}, {"kernel_size", "3"}}},
-    };
-    // Linear attention with every feature map of the registry, alone and with FastRPB; the
-    // maps that keep the head size also with shaw (linear cost).
-    for (const std::string& map : feature_map_registry().names()) {
-      std::vector<std::pair<std::string, std::string>> attention{{"type", "linear"},
-                                                                 {"feature_map", map}};
-      if (map == "performer") attention.push_back({"num_features", "4"});
-      v.push_back({"linear " + map, "causal_lm", attention, {}});
-      v.push_back({"linear " + map + " + fastrpb", "causal_lm", attention, {{"type", "fastrpb"}}});
-      if (map != "dpfp")
-        v.push_back({"linear " + map + " + shaw",
-                     "causal_lm",
-                     attention,
-                     {{"type", "shaw"}, {"window", "2"}}});
+    std::vector<LmVariant> v = {{"transformer_xl", "transformer_xl", {}, {}}};
+    // causal_lm with every registered variant in its causal form (kernelized ones with each
+    // feature map in its twin's first, small case), alone and with every registered encoding;
+    // what causal_lm refuses to build is left out (its refusals have their own test).
+    for (const AttentionSetup& host : attention_setups(false)) {
+      if (!host.causal) continue;
+      const std::string type = host.attention.get<std::string>("type", "");
+      Kv attention{{"type", type}};
+      if (host.attention.has("feature_map")) {
+        const std::string map = host.attention.get<std::string>("feature_map", "");
+        attention = map_options(map, naive_feature_map_twin(map).cases.front());
+        attention.insert(attention.begin(), {"type", type});
+      }
+      std::vector<std::string> encodings{""};
+      for (const std::string& name : positional_names()) encodings.push_back(name);
+      for (const std::string& positional : encodings) {
+        LmVariant lm{host.name + (positional.empty() ? "" : " + " + positional), "causal_lm",
+                     attention, positional.empty() ? Kv{} : Kv{{"type", positional}}};
+        try {
+          build_lm(variant_config(lm, DType::f64));
+        } catch (const Error&) {
+          continue;
+        }
+        v.push_back(lm);
+      }
     }
     return v;
   }();

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "autograd/functions.h"
+#include "layers/attention/catalog.h"
 #include "layers/attention/feature_map.h"
 #include "tests/layers/attention_testing.h"
+#include "tests/layers/linear_naive.h"
 #include "tests/layers/lm_testing.h"
 
 using namespace relpos;
@@ -131,12 +133,13 @@ TEST_CASE(
     "the whole stream, every feature map, logits far from 0") {
   // recurrent_state: no window at all; three odd segments against one pass. Scaled inputs move
   // the exponential maps' key shift from segment to segment, so the carried sums are rescaled.
-  for (const std::string& map : feature_map_registry().names()) {
+  for (const std::string& map : feature_map_names()) {
     for (double scale : {1.0, 40.0}) {
       INFO(map << " q, k projections times " << scale);
       ModelConfig c = tiny_lm_config("causal_lm");
-      Pairs attention{{"type", "linear"}, {"feature_map", map}};
-      if (map == "performer") attention.push_back({"num_features", "4"});
+      test::Kv attention = test::map_options(map, test::naive_feature_map_twin(map).cases.front());
+      const int64_t features = test::make_linear(attention, 2, 4)->caps().feature_dim;
+      attention.insert(attention.begin(), {"type", "linear"});
       c.attention = test::options("model.attention", attention);
       c.recurrent_state = true;
       auto model = build_lm(c, 24);
@@ -155,7 +158,6 @@ TEST_CASE(
         at += len;
       }
       CHECK(state.count("layers.1.attention.sum") == 1);
-      const int64_t features = map == "dpfp" ? 8 : 4;  // F: dpfp doubles the head size
       CHECK(state.at("layers.0.attention.sum").shape() == Shape{2, 2, features, 4});
     }
   }

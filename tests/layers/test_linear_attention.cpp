@@ -1,7 +1,11 @@
 // linear attention against explicit loops for every feature map (odd lengths, Lq != Lk, padding,
 // causal aligned at the ends, all three algorithms), f64 gradchecks, memory linear in N, the
 // positional kernel-terms hook, refused options, and CPU ≡ CUDA.
+#include <fmt/ranges.h>
+
 #include "autograd/functions.h"
+#include "layers/attention/catalog.h"
+#include "layers/attention/feature_map.h"
 #include "tests/layers/linear_naive.h"
 
 using namespace relpos;
@@ -9,29 +13,15 @@ using namespace relpos;
 namespace {
 
 constexpr DType f64 = DType::f64;
-using Kv = std::vector<std::pair<std::string, std::string>>;
+using test::Kv;
 
-// A map's options in the attention mapping, and the same map for the naive twin.
-struct MapCase {
-  Kv options;
-  test::NaiveFeatureMap naive;
-};
-
-std::vector<MapCase> map_cases() {
-  test::NaiveFeatureMap relu_05("relu"), dpfp_3("dpfp");
-  relu_05.relu_eps = 0.05;
-  dpfp_3.nu = 3;
-  return {{{}, test::NaiveFeatureMap("elu1")},  // the default map
-          {{{"feature_map", "relu"}}, test::NaiveFeatureMap("relu")},
-          {{{"feature_map", "relu"}, {"relu_eps", "0.05"}}, relu_05},
-          {{{"feature_map", "sikf"}}, test::NaiveFeatureMap("sikf")},
-          // The shift only guards exp: both compute the unshifted formula.
-          {{{"feature_map", "sikf"}, {"sikf_shift", "mean"}}, test::NaiveFeatureMap("sikf")},
-          {{{"feature_map", "dpfp"}}, test::NaiveFeatureMap("dpfp")},
-          {{{"feature_map", "dpfp"}, {"nu", "3"}}, dpfp_3},
-          // 12 features for D = 5: blocks of 5, 5 and 2 rows.
-          {{{"feature_map", "performer"}, {"num_features", "12"}, {"redraw_interval", "0"}},
-           test::NaiveFeatureMap("performer")}};
+// Every registered feature map in each of its twin's test cases, as attention mappings.
+std::vector<Kv> every_map_case() {
+  std::vector<Kv> out;
+  for (const std::string& name : feature_map_names())
+    for (const Kv& extra : test::naive_feature_map_twin(name).cases)
+      out.push_back(test::map_options(name, extra));
+  return out;
 }
 
 Kv with(Kv kv, const std::string& key, const std::string& value) {
@@ -83,16 +73,15 @@ TEST_CASE(
     "linear attention: equals explicit loops for every feature map, algorithm, mask and "
     "causality") {
   const int64_t B = 3, H = 2, D = 5, Dv = 3;
-  for (const MapCase& mc : map_cases()) {
+  for (const Kv& map : every_map_case())
     for (const std::string algorithm : {"auto", "linear", "quadratic"}) {
-      const auto attn = test::make_linear(with(mc.options, "algorithm", algorithm), H, D);
-      test::NaiveFeatureMap naive = mc.naive;
-      if (naive.name == "performer") naive.projection = test::projection_of(*attn);
+      const Kv options = with(map, "algorithm", algorithm);
+      const auto attn = test::make_linear(options, H, D, f64, 16);
       for (auto [lq, lk] : {std::pair<int64_t, int64_t>{7, 7}, {5, 9}, {9, 4}}) {
         for (bool causal : {false, true}) {
           for (bool masked : {false, true}) {
-            RELPOS_INFO("{} nu {} {} options {} Lq {} Lk {} causal {} masked {}", naive.name,
-                        naive.nu, mc.options.size(), algorithm, lq, lk, causal, masked);
+            RELPOS_INFO("{} Lq {} Lk {} causal {} masked {}", fmt::join(options, " "), lq, lk,
+                        causal, masked);
             const Tensor q = test::random_tensor({B, H, lq, D}, f64, 1);
             const Tensor k = test::random_tensor({B, H, lk, D}, f64, 2);
             const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 3);
@@ -101,14 +90,13 @@ TEST_CASE(
             // Row 2 has every key padded: its queries see nothing and output zeros.
             if (masked) in.key_mask = test::padding_mask(lk, {0, 2, lk});
             const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();
-            const auto [phi_q, phi_k] = test::naive_feature_map(naive, q, k, in);
+            const auto [phi_q, phi_k] = test::naive_feature_map(options, *attn, q, k, in);
             // Sums of at most Lk·F products of O(1) terms in f64: 1e-10 leaves ample room.
             CHECK_CLOSE(got, test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6), 1e-10, 1e-12);
           }
         }
       }
     }
-  }
 }
 
 TEST_CASE(
@@ -127,13 +115,13 @@ TEST_CASE(
        {Kv{{"feature_map", "sikf"}}, Kv{{"feature_map", "sikf"}, {"sikf_shift", "mean"}},
         Kv{{"feature_map", "performer"}, {"num_features", "4"}}}) {
     for (const std::string algorithm : {"linear", "quadratic"}) {
-      const auto attn = test::make_linear(with(map, "algorithm", algorithm), H, D);
-      test::NaiveFeatureMap naive(map[0].second == "sikf" ? "sikf" : "performer");
-      if (naive.name == "performer") naive.projection = test::projection_of(*attn);
+      const Kv options = with(map, "algorithm", algorithm);
+      const auto attn = test::make_linear(options, H, D);
+      const bool performer = map[0].second == "performer";
       for (auto [q_offset, k_offset] : offsets) {
         // performer's exponent W x^ - |x^|^2 / 2 is quadratic in x: smaller offsets reach the
         // same range.
-        const double scale = naive.name == "performer" ? 0.35 : 1.0;
+        const double scale = performer ? 0.35 : 1.0;
         const Tensor q = add_scalar(test::random_tensor({B, H, lq, D}, f64, 42), q_offset * scale);
         const Tensor k = add_scalar(test::random_tensor({B, H, lk, D}, f64, 43), k_offset * scale);
         const Tensor v = test::random_tensor({B, H, lk, Dv}, f64, 44);
@@ -144,7 +132,7 @@ TEST_CASE(
             const AttentionInputs in{test::padding_mask(lk, {0, 2}), causal,
                                      with_terms ? &terms : nullptr};
             const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();
-            const auto [phi_q, phi_k] = test::naive_feature_map(naive, q, k, in);
+            const auto [phi_q, phi_k] = test::naive_feature_map(options, *attn, q, k, in);
             const auto [num, den] = with_terms ? terms.naive(phi_q) : std::pair<Tensor, Tensor>{};
             const Tensor want = test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6, num, den);
             // Relative to the case's largest output (outputs reach 1e-10 where the sums are far
@@ -166,10 +154,10 @@ TEST_CASE("linear attention: padding keys' values reach neither the output nor t
   // The same inputs with 1000 in every padding row: exp(1000) would overflow were it not masked.
   const Tensor padding = eq(mask, zeros({1}, DType::u8)).reshape({2, 1, lk, 1});
   const Tensor k_big = masked_fill(k, padding, 1000.0), v_big = masked_fill(v, padding, 1000.0);
-  for (const MapCase& mc : map_cases()) {
-    const auto attn = test::make_linear(mc.options, 2, 4);
+  for (const Kv& map : every_map_case()) {
+    const auto attn = test::make_linear(map, 2, 4, f64, 8);
     for (bool causal : {false, true}) {
-      INFO(mc.naive.name << " causal " << causal);
+      INFO(map[0].second << " causal " << causal);
       const AttentionInputs in{mask, causal, nullptr};
       const Var kv(k_big, true), vv(v_big, true);
       const Var out = attn->forward(Var(q), kv, vv, in);
@@ -189,18 +177,11 @@ TEST_CASE(
                             test::random_tensor({2, 2, 8, 4}, f64, 23)};
   const Tensor k = test::random_tensor({2, 2, 6, 4}, f64, 5);
   const Tensor v = test::random_tensor({2, 2, 6, 3}, f64, 6);
-  const Kv maps[] = {
-      {{"feature_map", "elu1"}},
-      {{"feature_map", "relu"}},
-      {{"feature_map", "sikf"}},
-      {{"feature_map", "sikf"}, {"sikf_shift", "mean"}},
-      {{"feature_map", "dpfp"}, {"nu", "2"}},
-      // The stabilizers are constants the result does not depend on (eps
-      // included), so their missing gradient is exact: default eps.
-      {{"feature_map", "performer"}, {"num_features", "6"}, {"redraw_interval", "0"}}};
-  for (const Kv& map : maps) {
+  // The stabilizers of the exponential maps are constants the result does not depend on (eps
+  // included), so their missing gradient is exact.
+  for (const Kv& map : every_map_case()) {
     for (const std::string algorithm : {"linear", "quadratic"}) {
-      const auto attn = test::make_linear(with(map, "algorithm", algorithm), 2, 4);
+      const auto attn = test::make_linear(with(map, "algorithm", algorithm), 2, 4, f64, 8);
       for (const Tensor& q : queries) {
         for (bool causal : {false, true}) {
           INFO(map[0].second << " " << map.size() << " options " << algorithm << " Lq " << q.size(2)
@@ -255,14 +236,15 @@ TEST_CASE("linear attention: positional kernel terms are added to numerator and 
   FixedKernelTerms terms(test::random_tensor({B, H, lq, Dv}, f64, 13),
                          test::random_tensor({B, H, lq, 1}, f64, 14, 0.5, 2));
   for (const std::string algorithm : {"linear", "quadratic"}) {
-    const auto attn = test::make_linear({{"algorithm", algorithm}, {"feature_map", "dpfp"}}, H, D);
+    const Kv options{{"algorithm", algorithm}, {"feature_map", "dpfp"}};
+    const auto attn = test::make_linear(options, H, D);
     CHECK(attn->caps().kernelized);
     CHECK_FALSE(attn->caps().forms_scores);
     for (bool causal : {false, true}) {
       INFO(algorithm << " causal " << causal);
       const AttentionInputs in{test::padding_mask(lk, {0, 3}), causal, &terms};
       const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();
-      const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("dpfp"), q, k, in);
+      const auto [phi_q, phi_k] = test::naive_feature_map(options, *attn, q, k, in);
       CHECK_CLOSE(terms.seen_phi_q, phi_q, 1e-12, 1e-14);
       CHECK_CLOSE(got,
                   test::naive_linear_attention(phi_q, phi_k, v, in, 1e-6, terms.num_, terms.den_),
@@ -281,7 +263,8 @@ TEST_CASE("linear attention: bad options and shapes are refused by message") {
     return test::error_of([&] { test::make_linear(kv, 2, head_dim); });
   };
   CHECK(err({{"feature_map", "elu"}}) ==
-        "[feature_map] unknown feature_map 'elu'; known: dpfp, elu1, performer, relu, sikf");
+        fmt::format("[feature_map] unknown feature_map 'elu'; known: {}",
+                    fmt::join(feature_map_registry().names(), ", ")));
   CHECK(err({{"feature_map", "dpfp"}, {"nu", "8"}}) ==
         "[feature_map dpfp] nu must be in [1, 2 * head_dim) = [1, 8), got 8");
   CHECK(err({{"feature_map", "dpfp"}, {"nu", "0"}}) ==
@@ -316,13 +299,12 @@ TEST_CASE("linear attention: CUDA matches CPU for every feature map (same perfor
   const Tensor k = test::random_tensor({2, 2, 40, 5}, DType::f32, 18, -0.5, 0.5);
   const Tensor v = test::random_tensor({2, 2, 40, 3}, DType::f32, 19, -0.5, 0.5);
   const Tensor mask = test::padding_mask(40, {3, 0});
-  for (const MapCase& mc : map_cases()) {
-    const auto linear =
-        test::make_linear(with(mc.options, "algorithm", "linear"), 2, 5, DType::f32);
+  for (const Kv& map : every_map_case()) {
+    const auto linear = test::make_linear(with(map, "algorithm", "linear"), 2, 5, DType::f32, 40);
     const auto quadratic =
-        test::make_linear(with(mc.options, "algorithm", "quadratic"), 2, 5, DType::f32);
+        test::make_linear(with(map, "algorithm", "quadratic"), 2, 5, DType::f32, 40);
     test::check_cuda_matches_cpu(
-        "linear attention, " + mc.naive.name,
+        "linear attention, " + map[0].second,
         [&](const std::vector<Tensor>& x) {
           std::vector<Tensor> out;
           for (Attention* attn : {linear.get(), quadratic.get()})

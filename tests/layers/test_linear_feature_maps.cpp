@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/functions.h"
+#include "layers/attention/catalog.h"
 #include "layers/attention/feature_map.h"
 #include "tests/layers/linear_naive.h"
 
@@ -46,7 +47,7 @@ TEST_CASE("linear attention: sikf under a +800 shift of q and k per (b, h) is fi
         attn->forward(Var(shifted(q, 800)), Var(shifted(k, 800)), Var(v), in).value();
     // Every score grows by e^(1600 + 14 (b H + h)), so eps's share, eps e^(-1600 - ...), is 0
     // in f64: the exact result is the unshifted formula of q, k without eps.
-    const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("sikf"), q, k, in);
+    const auto [phi_q, phi_k] = test::naive_feature_map({{"feature_map", "sikf"}}, *attn, q, k, in);
     CHECK_CLOSE(moved, test::naive_linear_attention(phi_q, phi_k, v, in, 0.0), 1e-10, 1e-12);
   }
 }
@@ -58,13 +59,13 @@ TEST_CASE("linear attention: sikf max shift stays finite and exact where the mea
   const Tensor k = test::random_tensor({1, 2, 6, 4}, f64, 5);
   const Tensor v = test::random_tensor({1, 2, 6, 3}, f64, 6);
   const AttentionInputs in{test::padding_mask(6, {2}), true, nullptr};
-  const Tensor got = test::make_linear({{"feature_map", "sikf"}}, 2, 4)
-                         ->forward(Var(q), Var(k), Var(v), in)
-                         .value();
+  const auto attn = test::make_linear({{"feature_map", "sikf"}}, 2, 4);
+  const Tensor got = attn->forward(Var(q), Var(k), Var(v), in).value();
   // The unshifted formula overflows here; each query's scores exceed e^(max q - 1), so eps's
   // share is below 1e-300 and the result is that of q less its row max, without eps.
   const Tensor q_low = sub(q, max(q, {3}, true));
-  const auto [phi_q, phi_k] = test::naive_feature_map(test::NaiveFeatureMap("sikf"), q_low, k, in);
+  const auto [phi_q, phi_k] =
+      test::naive_feature_map({{"feature_map", "sikf"}}, *attn, q_low, k, in);
   CHECK_CLOSE(got, test::naive_linear_attention(phi_q, phi_k, v, in, 0.0), 1e-10, 1e-12);
   const Tensor mean = test::make_linear({{"feature_map", "sikf"}, {"sikf_shift", "mean"}}, 2, 4)
                           ->forward(Var(q), Var(k), Var(v), in)
@@ -88,22 +89,19 @@ TEST_CASE("linear attention: sikf mean shift (the reference's) and max shift agr
 }
 
 TEST_CASE(
-    "linear attention: every feature map is non-negative, feature_dim wide; dpfp F = 2 D nu") {
+    "linear attention: every feature map is non-negative and feature_dim wide; dpfp F = 2 D nu") {
   const int64_t D = 4;
   const Tensor q = test::random_tensor({2, 2, 3, D}, f64, 10, -3, 3);
   const Tensor k = test::random_tensor({2, 2, 5, D}, f64, 11, -3, 3);
-  const std::vector<std::pair<Kv, int64_t>> maps = {
-      {{{"feature_map", "elu1"}}, D},
-      {{{"feature_map", "relu"}}, D},
-      {{{"feature_map", "sikf"}}, D},
-      {{{"feature_map", "dpfp"}}, 2 * D},
-      {{{"feature_map", "dpfp"}, {"nu", "3"}}, 2 * D * 3},
-      {{{"feature_map", "dpfp"}, {"nu", "7"}}, 2 * D * 7},  // nu = 2D - 1, the largest
-      {{{"feature_map", "performer"}, {"num_features", "9"}}, 9}};
-  for (const auto& [kv, width] : maps) {
+  std::vector<Kv> maps;
+  for (const std::string& name : feature_map_names())
+    for (const Kv& extra : test::naive_feature_map_twin(name).cases)
+      maps.push_back(test::map_options(name, extra));
+  maps.push_back({{"feature_map", "dpfp"}, {"nu", "7"}});  // nu = 2D - 1, the largest
+  for (const Kv& kv : maps) {
     RELPOS_INFO("{} {}", kv.back().first, kv.back().second);
     const auto map = build_map(kv, D);
-    CHECK(map->feature_dim(D) == width);
+    const int64_t width = map->feature_dim(D);
     const Features phi = map->forward(Var(q), Var(k), {test::padding_mask(5, {0, 2})});
     CHECK(phi.q.shape() == Shape{2, 2, 3, width});
     CHECK(phi.k.shape() == Shape{2, 2, 5, width});
@@ -112,6 +110,9 @@ TEST_CASE(
       CHECK(*std::min_element(values.begin(), values.end()) >= 0);
     }
   }
+  for (const int64_t nu : {1, 3, 7})
+    CHECK(build_map({{"feature_map", "dpfp"}, {"nu", std::to_string(nu)}}, D)->feature_dim(D) ==
+          2 * D * nu);
 }
 
 TEST_CASE("linear attention: performer W has orthogonal rows within blocks of D, chi(D) lengths") {

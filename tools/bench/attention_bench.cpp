@@ -8,6 +8,8 @@
 #include <new>
 #include <optional>
 
+#include <fmt/ranges.h>
+
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
@@ -16,35 +18,7 @@
 namespace relpos::bench {
 
 const std::vector<AttentionVariant>& attention_variants() {
-  static const std::vector<AttentionVariant> table = {
-      {"softmax", {{"type", "softmax"}}, {}, false, true},
-      {"softmax_causal", {{"type", "softmax"}}, {}, true, true},
-      {"linear_elu1", {{"type", "linear"}, {"feature_map", "elu1"}}, {}},
-      {"linear_relu", {{"type", "linear"}, {"feature_map", "relu"}}, {}},
-      {"linear_sikf", {{"type", "linear"}, {"feature_map", "sikf"}}, {}},
-      {"linear_dpfp", {{"type", "linear"}, {"feature_map", "dpfp"}, {"nu", "1"}}, {}},
-      {"linear_performer",
-       {{"type", "linear"}, {"feature_map", "performer"}, {"num_features", "64"}},
-       {}},
-      {"linear_elu1_causal", {{"type", "linear"}, {"feature_map", "elu1"}}, {}, true},
-      {"linear_sikf_fastrpb",
-       {{"type", "linear"}, {"feature_map", "sikf"}},
-       {{"type", "fastrpb"}, {"max_len", "{n}"}}},
-      {"linear_sikf_sinspe",
-       {{"type", "linear"}, {"feature_map", "sikf"}},
-       {{"type", "sinspe"}, {"num_realizations", "64"}, {"num_sines", "10"}}},
-      {"linear_sikf_convspe",
-       {{"type", "linear"}, {"feature_map", "sikf"}},
-       {{"type", "convspe"}, {"num_realizations", "64"}, {"kernel_size", "128"}}},
-      {"linear_elu1_shaw",
-       {{"type", "linear"}, {"feature_map", "elu1"}, {"algorithm", "linear"}},
-       {{"type", "shaw"}, {"window", "8"}, {"algorithm", "linear"}}},
-      {"linear_sikf_shaw",  // relpos only (no twin in bench_attention_torch.py)
-       {{"type", "linear"}, {"feature_map", "sikf"}, {"algorithm", "linear"}},
-       {{"type", "shaw"}, {"window", "8"}, {"algorithm", "linear"}}},
-      {"softmax_skew", {{"type", "softmax"}}, {{"type", "skew"}, {"max_len", "{n}"}}, false, true},
-      {"rel_xl", {{"type", "rel_xl"}}, {}, true, true},
-  };
+  static const std::vector<AttentionVariant> table = attention_setups();
   return table;
 }
 
@@ -54,9 +28,9 @@ std::vector<const AttentionVariant*> select_variants(const std::vector<std::stri
     const bool known = std::any_of(attention_variants().begin(), attention_variants().end(),
                                    [&](const AttentionVariant& v) { return name == v.name; });
     if (known) continue;
-    std::string names;
-    for (const AttentionVariant& v : attention_variants()) names += std::string(" ") + v.name;
-    fail("bench", "unknown variant '{}'; known:{}", name, names);
+    std::vector<std::string> names;
+    for (const AttentionVariant& v : attention_variants()) names.push_back(v.name);
+    fail("bench", "unknown variant '{}'; known: {}", name, fmt::join(names, ", "));
   }
   for (const AttentionVariant& v : attention_variants())
     if (filter.empty() || std::find(filter.begin(), filter.end(), v.name) != filter.end())
@@ -78,12 +52,6 @@ std::vector<int64_t> parse_lengths(const std::string& text) {
 }
 
 namespace {
-
-Options options_for(const char* where, const OptionPairs& pairs, int64_t n) {
-  Options opt(where);
-  for (const auto& [key, value] : pairs) opt.set(key, value == "{n}" ? std::to_string(n) : value);
-  return opt;
-}
 
 // Whether an error is a failed allocation: the CPU and CUDA allocators' own, or one inside
 // cuBLAS / cuFFT / the CUDA runtime (core/cuda/check.h passes their status names on).
@@ -109,13 +77,21 @@ AttentionResult measure(const AttentionVariant& variant, int64_t n, const Attent
   r.variant = &variant;
   r.length = n;
   // As MultiHeadAttention: the encoding first, since a q/k rewrite (SPE) sets the size the
-  // variant is built for.
-  AttentionOptions opt{
-      options_for("positional", variant.positional, n), H, D, H * D, n, DType::f32, &gen};
-  auto positional = make_positional(opt);
-  opt.options = options_for("attention", variant.attention, n);
-  if (positional) opt.head_dim = positional->qk_dim(D);
-  auto attention = make_attention(opt);
+  // variant is built for. Sizes come from the length (max_len = n).
+  AttentionOptions opt{variant.positional, H, D, H * D, n, DType::f32, &gen};
+  std::shared_ptr<Positional> positional;
+  std::shared_ptr<Attention> attention;
+  try {
+    positional = make_positional(opt);
+    opt.options = variant.attention;
+    if (positional) opt.head_dim = positional->qk_dim(D);
+    attention = make_attention(opt);
+    if (positional) positional->check_host(*attention);
+  } catch (const Error& e) {
+    r.status = AttentionResult::Status::skipped;
+    r.reason = std::string("not built at this length: ") + e.what();
+    return r;
+  }
   attention->to(device);
   if (positional) positional->to(device);
   const Tensor q = randn({B, H, n, D}, gen, 0, 0.5, DType::f32, device);  // [B, H, N, D]

@@ -1,7 +1,10 @@
-// The attention benchmark shared by relpos_bench_attention and `relpos bench attention`: the
-// variant table (names identical in bench_attention_torch.py) and the measurement of one variant
-// at one length — forward and forward+backward medians and the allocator's peak bytes — with
-// running out of memory (a failed allocation, or a peak over a given limit) reported as a result.
+// The attention benchmark shared by relpos_bench_attention and `relpos bench attention`: every
+// registered configuration (layers/attention/catalog.h: each variant and feature map, causal too,
+// and each positional encoding in each host that takes it; names as bench_attention_torch.py's
+// where it has a twin) and the measurement of one at one length — forward and forward+backward
+// medians and the allocator's peak bytes — with running out of memory (a failed allocation, or a
+// peak over a given limit) reported as a result, and a configuration that cannot be built at a
+// length (a 2-D encoding at a non-square length) reported as skipped.
 #pragma once
 
 #include <cstdint>
@@ -11,19 +14,15 @@
 #include <vector>
 
 #include "core/device.h"
+#include "layers/attention/catalog.h"
 #include "tools/bench/bench_common.h"
 
 namespace relpos::bench {
 
-using OptionPairs = std::vector<std::pair<std::string, std::string>>;
+// What one benchmark row runs (its name is --filter's).
+using AttentionVariant = AttentionSetup;
 
-struct AttentionVariant {
-  const char* name;  // --filter; identical in bench_attention_torch.py where it has a twin
-  OptionPairs attention, positional;  // "{n}" in a value is replaced by the sequence length
-  bool causal = false;
-  bool quadratic = false;  // N^2 time and memory (softmax scores); else O(N) memory
-};
-
+// The registered configurations, enumerated once.
 const std::vector<AttentionVariant>& attention_variants();
 
 // The variants named in `filter` in table order (all of them when it is empty); throws

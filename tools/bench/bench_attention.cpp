@@ -24,7 +24,7 @@ int main(int argc, char** argv) try {
   using bench::flag_value;
   if (bench::has_flag(argc, argv, "--list")) {
     for (const bench::AttentionVariant& v : bench::attention_variants())
-      std::printf("%s\n", v.name);
+      std::printf("%s\n", v.name.c_str());
     return 0;
   }
   const bool json = bench::has_flag(argc, argv, "--json");
@@ -51,7 +51,7 @@ int main(int argc, char** argv) try {
         static_cast<long long>(o.dim), omp_get_max_threads(), "variant", "N", "median ms", "min ms",
         "runs", "peak MB");
   bench::run_attention_bench(o, variants, [&](const bench::AttentionResult& r) {
-    const char* name = r.variant->name;
+    const char* name = r.variant->name.c_str();
     const auto n = static_cast<long long>(r.length);
     const bench::Timing& t = r.forward_backward;
     if (r.status != bench::AttentionResult::Status::measured) {

@@ -66,19 +66,21 @@ std::string json_number(double value) {
   return fmt::format("{:.4f}", value);
 }
 
+// One result; an OOM or skipped one has null timings, its flag set and the reason.
 std::string result_json(const bench::AttentionResult& r) {
   const bool oom = r.status == bench::AttentionResult::Status::oom;
+  const bool skipped = r.status == bench::AttentionResult::Status::skipped;
   std::string s =
       fmt::format("{{\"variant\": {}, \"length\": {}, ", json_quote(r.variant->name), r.length);
-  if (oom)
+  if (oom || skipped)
     s += fmt::format("\"forward_ms\": null, \"forward_backward_ms\": null, \"peak_bytes\": {}, ",
                      r.peak_bytes > 0 ? std::to_string(r.peak_bytes) : "null");
   else
     s += fmt::format("\"forward_ms\": {}, \"forward_backward_ms\": {}, \"peak_bytes\": {}, ",
                      json_number(r.forward.median_ms), json_number(r.forward_backward.median_ms),
                      r.peak_bytes);
-  s += fmt::format("\"oom\": {}", oom ? "true" : "false");
-  if (oom) s += ", \"reason\": " + json_quote(r.reason);
+  s += fmt::format("\"oom\": {}, \"skipped\": {}", oom, skipped);
+  if (oom || skipped) s += ", \"reason\": " + json_quote(r.reason);
   return s + "}";
 }
 
@@ -99,7 +101,7 @@ int bench_attention(const std::vector<std::string>& args) {
       return 0;
     } else if (a == "--list") {
       for (const bench::AttentionVariant& v : bench::attention_variants())
-        std::printf("%s\n", v.name);
+        std::printf("%s\n", v.name.c_str());
       return 0;
     } else if (a == "--lengths") {
       o.lengths = bench::parse_lengths(value());
@@ -145,18 +147,22 @@ int bench_attention(const std::vector<std::string>& args) {
     std::printf("%-22s %7s %11s %11s %10s\n", "variant", "N", "fwd ms", "fwd+bwd ms", "peak MB");
   std::vector<std::string> results;
   bench::run_attention_bench(o, variants, [&](const bench::AttentionResult& r) {
-    const char* name = r.variant->name;
+    const char* name = r.variant->name.c_str();
     const auto n = static_cast<long long>(r.length);
     const bool oom = r.status == bench::AttentionResult::Status::oom;
-    if (oom) std::fprintf(stderr, "%s N %lld: OOM: %s\n", name, n, r.reason.c_str());
+    const bool measured = r.status == bench::AttentionResult::Status::measured;
+    if (!measured)
+      std::fprintf(stderr, "%s N %lld: %s: %s\n", name, n, oom ? "OOM" : "skipped",
+                   r.reason.c_str());
     if (json || !json_out.empty()) results.push_back(result_json(r));
     if (json) {
-      if (!oom)
+      if (measured)
         std::fprintf(stderr, "%s N %lld: fwd %.3f ms, fwd+bwd %.3f ms, peak %.1f MB\n", name, n,
                      r.forward.median_ms, r.forward_backward.median_ms,
                      static_cast<double>(r.peak_bytes) / (1 << 20));
-    } else if (oom) {
-      std::printf("%-22s %7lld %11s %11s %10s\n", name, n, "OOM", "OOM", "OOM");
+    } else if (!measured) {
+      const char* what = oom ? "OOM" : "skipped";
+      std::printf("%-22s %7lld %11s %11s %10s\n", name, n, what, what, what);
     } else {
       std::printf("%-22s %7lld %11.3f %11.3f %10.1f\n", name, n, r.forward.median_ms,
                   r.forward_backward.median_ms, static_cast<double>(r.peak_bytes) / (1 << 20));

@@ -13,5 +13,9 @@ int eval_command(const std::vector<std::string>& args);
 int generate_command(const std::vector<std::string>& args);
 int reproduce_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int list_command(const std::vector<std::string>& args);
+
+// The registered attention variants, feature maps, positional encodings and models, a line each.
+std::string registered_names_help();
 
 }  // namespace relpos::cli

@@ -1,6 +1,6 @@
 // relpos: the command line (DESIGN §7): train, eval, generate, reproduce, bench attention, data
-// prepare. Exit status: 0 on success, 2 on a user error (one clear line on stderr), never a stack
-// dump.
+// prepare, list. Exit status: 0 on success, 2 on a user error (one clear line on stderr), never a
+// stack dump.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "       relpos reproduce table1|table2|table3|figure3 [--scale tiny|small|paper] ...\n"
     "       relpos data prepare NAME --out DIR [--key value ...]\n"
     "       relpos bench attention [--lengths 1024,2048,...] [--device cpu|cuda] [--json] ...\n"
+    "       relpos list [--combinations]\n"
     "       relpos --version\n"
     "       relpos COMMAND --help\n"
     "datasets: listops, mnist, fashion-mnist, moby-dick (made here); enwik8, text8 (--from the\n"
@@ -30,7 +31,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-      std::fputs(kUsage, args.empty() ? stderr : stdout);
+      std::FILE* out = args.empty() ? stderr : stdout;
+      std::fputs(kUsage, out);
+      std::fputs(relpos::cli::registered_names_help().c_str(), out);
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
     if (args[0] == "reproduce") return relpos::cli::reproduce_command(rest);
     if (args[0] == "data") return relpos::cli::data_command({args.begin() + 1, args.end()});
     if (args[0] == "bench") return relpos::cli::bench_command(rest);
+    if (args[0] == "list") return relpos::cli::list_command(rest);
     std::fprintf(stderr, "relpos: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return 2;
   } catch (const relpos::Error& e) {

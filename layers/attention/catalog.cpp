@@ -1,0 +1,101 @@
+// The registered attention configurations (layers/attention/catalog.h).
+#include "layers/attention/catalog.h"
+
+#include "autograd/grad_mode.h"
+#include "core/ops.h"
+#include "layers/attention/feature_map.h"
+#include "layers/attention/multi_head.h"
+
+namespace relpos {
+
+namespace {
+
+// The size each configuration is probed at: small, a square 4 x 4 grid for 2-D encodings.
+constexpr int64_t kProbeDim = 8, kProbeHeads = 2, kProbeLen = 16;
+
+std::vector<std::string> without_fixtures(std::vector<std::string> names) {
+  std::erase_if(names, [](const std::string& n) { return n.rfind("test_", 0) == 0; });
+  return names;
+}
+
+AttentionCaps caps_of(const Options& attention) {
+  AttentionOptions opt;
+  opt.options = attention;
+  opt.num_heads = kProbeHeads;
+  opt.head_dim = kProbeDim / kProbeHeads;
+  opt.model_dim = kProbeDim;
+  opt.max_len = kProbeLen;
+  return make_attention(opt)->caps();
+}
+
+}  // namespace
+
+std::vector<std::string> attention_names() {
+  return without_fixtures(attention_registry().names());
+}
+std::vector<std::string> feature_map_names() {
+  return without_fixtures(feature_map_registry().names());
+}
+std::vector<std::string> positional_names() {
+  return without_fixtures(positional_registry().names());
+}
+
+std::string setup_refusal(const AttentionSetup& setup, int64_t model_dim, int64_t num_heads,
+                          int64_t max_len) {
+  MultiHeadAttentionConfig c;
+  c.model_dim = model_dim;
+  c.num_heads = num_heads;
+  c.max_len = max_len;
+  c.attention = setup.attention;
+  c.positional = setup.positional;
+  try {
+    MultiHeadAttention layer(c);
+    // One forward pass too: some refusals come with the inputs (causality, lengths).
+    const NoGradGuard no_grad;
+    Generator gen(0);
+    layer.forward(Var(randn({1, max_len, model_dim}, gen)), Tensor(), setup.causal);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<AttentionSetup> attention_setups(bool with_positional) {
+  std::vector<AttentionSetup> alone, causal, hosted;
+  for (const std::string& variant : attention_names()) {
+    Options base("attention");
+    base.set("type", variant);
+    const AttentionCaps caps = caps_of(base);
+    std::vector<AttentionSetup> forms;
+    if (caps.kernelized) {
+      for (const std::string& map : feature_map_names())
+        forms.push_back({variant + "_" + map, base.with("feature_map", map)});
+    } else {
+      forms.push_back({variant, base});
+    }
+    for (AttentionSetup& s : forms) {
+      s.quadratic = caps.forms_scores;
+      s.causal = caps.causal_only;
+      if (!setup_refusal(s, kProbeDim, kProbeHeads, kProbeLen).empty()) continue;
+      alone.push_back(s);
+      if (caps.causal_only) continue;
+      AttentionSetup c = s;
+      c.name += "_causal";
+      c.causal = true;
+      causal.push_back(c);
+    }
+  }
+  if (with_positional)
+    for (const std::string& name : positional_names())
+      for (const AttentionSetup& host : alone) {
+        AttentionSetup s = host;
+        s.name += "_" + name;
+        s.positional = s.positional.with("type", name);  // copies share state: a new one
+        if (setup_refusal(s, kProbeDim, kProbeHeads, kProbeLen).empty()) hosted.push_back(s);
+      }
+  alone.insert(alone.end(), causal.begin(), causal.end());
+  alone.insert(alone.end(), hosted.begin(), hosted.end());
+  return alone;
+}
+
+}  // namespace relpos
