@@ -38,6 +38,11 @@ class FeatureMap : public Module {
   virtual Features forward(const Var& q, const Var& k, const AttentionInputs& in) = 0;
   // F for head dim D.
   virtual int64_t feature_dim(int64_t head_dim) const = 0;
+  // Whether phi depends on the token's position (AttentionInputs: query i at query_offset + i,
+  // key j at j), as cosFormer's re-weighting does. Positions restart with every call, so such a
+  // map cannot have its keys' features carried over a stream (linear attention's
+  // recurrent state); within one call, with padding or a memory, they are exact.
+  virtual bool uses_positions() const { return false; }
 };
 
 using FeatureMapRegistry = Registry<FeatureMap, const AttentionOptions&>;

@@ -147,7 +147,7 @@ class LinearAttention final : public Attention {
     return {.forms_scores = false,
             .kernelized = true,
             .feature_dim = feature_dim_,
-            .carries_state = true};
+            .carries_state = !feature_map_->uses_positions()};
   }
   std::string name() const override { return "linear"; }
 
@@ -168,6 +168,10 @@ class LinearAttention final : public Attention {
         "attention linear",
         "carrying the running sums across segments needs causal self attention over one "
         "unpadded segment without a positional encoding");
+    RELPOS_CHECK(!feature_map_->uses_positions(), "attention linear",
+                 "feature map '{}' depends on positions, which restart with every segment: its "
+                 "running sums cannot be carried",
+                 feature_map_->name());
     const auto& past = in.carry->in;
     if (past.empty()) return {};
     Carried c{past.at("sum"), past.at("norm")};

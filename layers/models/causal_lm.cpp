@@ -33,8 +33,9 @@ class CausalLm final : public LmTransformer {
     RELPOS_CHECK(attention.caps().carries_state && c.positional.empty() && c.positions == "none",
                  kWho,
                  "recurrent_state carries linear attention's running sums over the whole past; it "
-                 "needs attention 'linear' without positional encodings or absolute positions, "
-                 "got attention '{}', positional '{}', positions '{}'",
+                 "needs attention 'linear' with a feature map that does not depend on positions, "
+                 "without positional encodings or absolute positions, got attention '{}', "
+                 "positional '{}', positions '{}'",
                  attention.name(), c.positional.get<std::string>("type", "none"), c.positions);
   }
 

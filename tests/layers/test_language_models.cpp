@@ -138,10 +138,17 @@ TEST_CASE(
       INFO(map << " q, k projections times " << scale);
       ModelConfig c = tiny_lm_config("causal_lm");
       test::Kv attention = test::map_options(map, test::naive_feature_map_twin(map).cases.front());
-      const int64_t features = test::make_linear(attention, 2, 4)->caps().feature_dim;
+      const AttentionCaps caps = test::make_linear(attention, 2, 4, DType::f64, 32)->caps();
       attention.insert(attention.begin(), {"type", "linear"});
       c.attention = test::options("model.attention", attention);
       c.recurrent_state = true;
+      if (!caps.carries_state) {  // a position-dependent map: refused, saying so
+        CHECK(test::error_of([&] {
+                build_lm(c, 24);
+              }).find("with a feature map that does not depend on positions") != std::string::npos);
+        continue;
+      }
+      const int64_t features = caps.feature_dim;
       auto model = build_lm(c, 24);
       model->eval();
       for (auto& [name, p] : model->named_parameters())  // larger q and k: shifts far from 0
