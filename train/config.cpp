@@ -281,6 +281,8 @@ void read_model(Section s, ModelConfig& m) {
   s.read_options("attention", m.attention);
   s.read_options("positional", m.positional);
   s.read("share_positional", m.share_positional);
+  s.read("head_combiner", m.head_combiner);
+  s.read("stacked_hidden", m.stacked_hidden);
   s.read("mem_len", m.mem_len);
   s.read("clamp_len", m.clamp_len);
   s.read("same_length", m.same_length);

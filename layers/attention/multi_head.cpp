@@ -51,7 +51,20 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   q_proj_ = register_module("q_proj", xavier_linear(model_dim_, qkv_dim, c.bias, c.dtype, gen));
   k_proj_ = register_module("k_proj", xavier_linear(model_dim_, qkv_dim, c.bias, c.dtype, gen));
   v_proj_ = register_module("v_proj", xavier_linear(model_dim_, qkv_dim, c.bias, c.dtype, gen));
-  out_proj_ = register_module("out_proj", xavier_linear(qkv_dim, model_dim_, c.bias, c.dtype, gen));
+  RELPOS_CHECK(c.head_combiner == "concat" || c.head_combiner == "stacked", "MultiHeadAttention",
+               "head_combiner must be concat or stacked, got '{}'", c.head_combiner);
+  if (c.head_combiner == "concat") {
+    out_proj_ =
+        register_module("out_proj", xavier_linear(qkv_dim, model_dim_, c.bias, c.dtype, gen));
+  } else {
+    RELPOS_CHECK(model_dim_ % head_dim_ == 0, "MultiHeadAttention",
+                 "stacked heads give head_dim x outputs features per token: model_dim {} must be "
+                 "a multiple of the head size {} (qkv_dim {} / num_heads {})",
+                 model_dim_, head_dim_, qkv_dim, heads_);
+    combiner_ = register_module(
+        "combiner", std::make_shared<StackedHeads>(StackedHeadsConfig{
+                        heads_, c.stacked_hidden, model_dim_ / head_dim_, c.dtype, &gen}));
+  }
 
   // The encoding first: a q/k rewrite may change the size the variant is built for.
   AttentionOptions opt{c.positional, heads_, head_dim_,       model_dim_,    c.max_len,
@@ -78,6 +91,7 @@ Var MultiHeadAttention::forward(const Var& x_q, const Var& x_kv, AttentionInputs
   const Var k = split_heads(k_proj_->forward(x_kv), heads_);          // [B, H, Lk, D]
   const Var v = split_heads(v_proj_->forward(x_kv), heads_);          // [B, H, Lk, D]
   const Var y = attend(*attention_, positional_.get(), q, k, v, in);  // [B, H, Lq, D]
+  if (combiner_ != nullptr) return combiner_->forward(y);             // [B, Lq, model_dim]
   return out_proj_->forward(merge_heads(y));
 }
 

@@ -3,14 +3,17 @@
 // W·V, before the output projection), merges heads and projects out:
 //   x_q [B, Lq, d_model], x_kv [B, Lk, d_model] -> [B, Lq, d_model]
 // Parameters (torch names): q_proj, k_proj, v_proj [qkv_dim, model_dim], out_proj [model_dim,
-// qkv_dim] (Linear, xavier-uniform weights,
-// bias optional), then attention.* and positional.* for whatever the variant and encoding own.
+// qkv_dim] (Linear, xavier-uniform weights, bias optional), then attention.* and positional.* for
+// whatever the variant and encoding own. With head_combiner "stacked" the heads are combined by
+// seed 001's Tanh(Tanh(Stack(heads) W^H) W^O) (combiner.w_h, combiner.w_o) instead of
+// Concat(heads)·out_proj.
 #pragma once
 
 #include <memory>
 
 #include "layers/attention/attention.h"
 #include "layers/attention/positional.h"
+#include "layers/attention/stacked_heads.h"
 #include "layers/linear.h"
 
 namespace relpos {
@@ -25,6 +28,10 @@ struct MultiHeadAttentionConfig {
   int64_t special_front = 0;         // CLS-like tokens before the content (AttentionOptions)
   int64_t special_back = 0;          // SEP-like tokens after it
   bool bias = false;                 // biases of the four projections
+  // How the heads [B, H, L, Dh] become [B, L, model_dim]: "concat" (out_proj) or "stacked" (a
+  // tanh MLP over the head axis, stacked_hidden wide, with model_dim / Dh outputs per feature).
+  std::string head_combiner = "concat";
+  int64_t stacked_hidden = 16;
   DType dtype = DType::f32;
   Generator* gen = nullptr;
   // An encoding built once and used by several layers (SPE shared across layers, as the LRA
@@ -62,7 +69,8 @@ class MultiHeadAttention : public Module {
 
  private:
   int64_t model_dim_, heads_, head_dim_;
-  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
+  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;  // out_proj_: concat only
+  std::shared_ptr<StackedHeads> combiner_;                       // stacked only
   std::shared_ptr<Attention> attention_;
   std::shared_ptr<Positional> positional_;
 };

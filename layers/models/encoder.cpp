@@ -108,6 +108,8 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
   mha.special_front = front;
   mha.special_back = back;
   mha.bias = c.projection_bias;
+  mha.head_combiner = c.head_combiner;
+  mha.stacked_hidden = c.stacked_hidden;
   mha.dtype = c.dtype;
   mha.gen = &gen;
   if (c.share_positional) {

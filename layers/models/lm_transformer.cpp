@@ -60,6 +60,8 @@ LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const Options
   mha.positional = c.positional;  // copies share the read record: each layer reads it again
   mha.max_len = c.max_len;
   mha.bias = c.projection_bias;
+  mha.head_combiner = c.head_combiner;
+  mha.stacked_hidden = c.stacked_hidden;
   mha.dtype = c.dtype;
   mha.gen = &gen;
   layers_ = register_module("layers", std::make_shared<ModuleList>());

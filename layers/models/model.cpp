@@ -81,6 +81,12 @@ void check_config(const ModelConfig& c) {
   check_choice("activation", c.activation, {"gelu", "relu"});
   check_choice("norm", c.norm, {"pre", "post"});
   check_choice("positions", c.positions, {"learned", "sinusoidal", "none"});
+  check_choice("head_combiner", c.head_combiner, {"concat", "stacked"});
+  check_positive("stacked_hidden", c.stacked_hidden, "");
+  RELPOS_CHECK(c.head_combiner != "stacked" || c.model_dim % (qkv / c.num_heads) == 0, kWho,
+               "head_combiner 'stacked' gives head size x outputs features per token: model_dim {} "
+               "must be a multiple of the head size {} (qkv_dim {} / num_heads {})",
+               c.model_dim, qkv / c.num_heads, qkv, c.num_heads);
   RELPOS_CHECK(c.dtype == DType::f32 || c.dtype == DType::f64, kWho,
                "dtype must be f32 or f64, got {}", dtype_name(c.dtype));
   if (is_language_model(c.type))

@@ -60,6 +60,10 @@ struct ModelConfig {
   Options attention{"model.attention"};    // {type: softmax} when empty
   Options positional{"model.positional"};  // none when empty
   bool share_positional = false;           // one encoding for all layers (SPE as in LRA)
+  // How each attention combines its heads: "concat" (Concat(heads)·W^O) or "stacked" (seed 001's
+  // Tanh(Tanh(Stack(heads) W^H) W^O), W^H stacked_hidden wide; model_dim / head size outputs).
+  std::string head_combiner = "concat";
+  int64_t stacked_hidden = 16;
   // Language models:
   int64_t mem_len = 0;       // hidden states kept from earlier segments as memory (0: none)
   int64_t clamp_len = 0;     // transformer_xl: distances above it use its embedding (0: none)
