@@ -283,6 +283,8 @@ void read_model(Section s, ModelConfig& m) {
   s.read("share_positional", m.share_positional);
   s.read("head_combiner", m.head_combiner);
   s.read("stacked_hidden", m.stacked_hidden);
+  s.read("embedding_norm", m.embedding_norm);
+  s.read("index_first", m.index_first);
   s.read("mem_len", m.mem_len);
   s.read("clamp_len", m.clamp_len);
   s.read("same_length", m.same_length);

@@ -69,24 +69,23 @@ void IndexAttention::check_inputs(const Tensor& ids, const Tensor& key_mask) con
   }
 }
 
-Var IndexAttention::heads(const Tensor& ids, const Tensor& key_mask, bool causal) {
-  check_inputs(ids, key_mask);
-  const int64_t B = ids.size(0), L = ids.size(1), V = vocab_, H = heads_, Dh = head_dim_;
-  const Device device = ids.device();
-  // F with row 0 (padding) frozen as nn.Embedding(padding_idx=0): its value, no gradient.
-  const Var& table = embedding_->weight();
-  const Tensor pad_row =
-      eq(arange(0, static_cast<double>(V), 1, DType::i64, device).reshape({V, 1}),
-         zeros({1, 1}, DType::i64, device));
-  const Var f = where(pad_row, table.detach(), table);  // [V, d]
-  const Var p(pe_.slice(0, 0, L));                      // [L, d]
-  // {Meta = F·Wᵀ [H, V, Dh], Pos = P·Wᵀ [H, L, Dh]} of one projection (nn.Linear, as the seed).
+Var index_first_heads(const Tensor& ids, const Var& table, const Var& positions, const Linear& wq,
+                      const Linear& wk, const Linear& wv, int64_t heads, const Tensor& key_mask,
+                      bool causal) {
+  const int64_t B = ids.size(0), L = ids.size(1), V = table.size(0), H = heads;
+  const bool with_positions = positions.defined();
+  const Var p = with_positions ? slice(positions, 0, 0, L) : Var();  // [L, d]
+  // {Meta = F·Wᵀ + b [H, V, Dh], Pos = P·Wᵀ [H, L, Dh]} of one projection: the bias once, with
+  // the token's row.
   const auto project = [&](const Linear& w) {
-    return std::pair{split_heads(w.forward(f), H), split_heads(w.forward(p), H)};
+    const Var meta = split_heads(w.forward(table), H);
+    const Var pos = with_positions ? split_heads(matmul(p, w.weight(), false, true), H) : Var();
+    return std::pair{meta, pos};
   };
-  const auto [meta_q, pos_q] = project(*q_proj_);
-  const auto [meta_k, pos_k] = project(*k_proj_);
-  const auto [meta_v, pos_v] = project(*v_proj_);
+  const auto [meta_q, pos_q] = project(wq);
+  const auto [meta_k, pos_k] = project(wk);
+  const auto [meta_v, pos_v] = project(wv);
+  const int64_t Dh = meta_q.size(2);
 
   const Tensor id = cast(ids, DType::i64);
   const Tensor flat = id.reshape({B * L});  // [B*L]
@@ -94,21 +93,36 @@ Var IndexAttention::heads(const Tensor& ids, const Tensor& key_mask, bool causal
   const Tensor pairs =
       add(mul_scalar(id.reshape({B, L, 1}), static_cast<double>(V)), id.reshape({B, 1, L}))
           .reshape({B * L * L});
-  Var mm = reshape(matmul(meta_q, meta_k, false, true), {H, V * V});   // [H, V*V]
-  mm = reshape(index_select(mm, 1, pairs), {H, B, L, L});              // [H, B, L, L]
-  Var mp = index_select(matmul(meta_q, pos_k, false, true), 1, flat);  // [H, B*L, L]
-  mp = reshape(mp, {H, B, L, L});                                      // [H, B, L, L]
-  Var pm = index_select(matmul(pos_q, meta_k, false, true), 2, flat);  // [H, L, B*L]
-  pm = transpose(reshape(pm, {H, L, B, L}), 1, 2);                     // [H, B, L, L]
-  Var pp = reshape(matmul(pos_q, pos_k, false, true), {H, 1, L, L});   // [H, 1, L, L]
-  Var scores = permute(mm + mp + pm + pp, {1, 0, 2, 3});               // [B, H, L, L]
-  scores = scores * (1.0 / std::sqrt(static_cast<double>(Dh)));
+  Var mm = reshape(matmul(meta_q, meta_k, false, true), {H, V * V});  // [H, V*V]
+  Var scores = reshape(index_select(mm, 1, pairs), {H, B, L, L});     // [H, B, L, L]
+  if (with_positions) {
+    Var mp = index_select(matmul(meta_q, pos_k, false, true), 1, flat);  // [H, B*L, L]
+    Var pm = index_select(matmul(pos_q, meta_k, false, true), 2, flat);  // [H, L, B*L]
+    Var pp = reshape(matmul(pos_q, pos_k, false, true), {H, 1, L, L});   // [H, 1, L, L]
+    scores = scores + reshape(mp, {H, B, L, L}) + transpose(reshape(pm, {H, L, B, L}), 1, 2) +
+             pp;  // [H, B, L, L]
+  }
+  scores = permute(scores, {1, 0, 2, 3}) * (1.0 / std::sqrt(static_cast<double>(Dh)));
 
   const Var weights = masked_softmax(scores, {key_mask, causal, nullptr});  // [B, H, L, L]
   // V = Index_row(Meta^V, ids) + Pos^V: [H, B, L, Dh] -> [B, H, L, Dh]
-  Var values =
-      reshape(index_select(meta_v, 1, flat), {H, B, L, Dh}) + reshape(pos_v, {H, 1, L, Dh});
+  Var values = reshape(index_select(meta_v, 1, flat), {H, B, L, Dh});
+  if (with_positions) values = values + reshape(pos_v, {H, 1, L, Dh});
   return matmul(weights, permute(values, {1, 0, 2, 3}));  // [B, H, L, Dh]
+}
+
+Var IndexAttention::heads(const Tensor& ids, const Tensor& key_mask, bool causal) {
+  check_inputs(ids, key_mask);
+  const int64_t V = vocab_;
+  const Device device = ids.device();
+  // F with row 0 (padding) frozen as nn.Embedding(padding_idx=0): its value, no gradient.
+  const Var& table = embedding_->weight();
+  const Tensor pad_row =
+      eq(arange(0, static_cast<double>(V), 1, DType::i64, device).reshape({V, 1}),
+         zeros({1, 1}, DType::i64, device));
+  const Var f = where(pad_row, table.detach(), table);  // [V, d]
+  return index_first_heads(ids, f, Var(pe_), *q_proj_, *k_proj_, *v_proj_, heads_, key_mask,
+                           causal);
 }
 
 Var IndexAttention::forward(const Tensor& ids, const Tensor& key_mask, bool causal) {

@@ -13,6 +13,17 @@
 
 namespace relpos {
 
+// The heads of softmax attention over the inputs f_i = table[ids_i] + positions_i, computed
+// index-first (seed 001 Algorithm 1): each projection W (with its bias b) is applied once to the
+// table, Meta = table·Wᵀ + b [V, H·Dh], and once to the positions, Pos = positions·Wᵀ [L, H·Dh];
+// QKᵀ is the sum of the four gathered terms and the values are gathered rows. Equal to
+// softmax(q·kᵀ / sqrt(Dh)) v with q = W_q f + b_q (and k, v likewise), blocked pairs as masks.h.
+//   ids [B, L] i32/i64 in [0, V); table [V, d]; positions [>= L, d] or undefined (none);
+//   key_mask [B, L] u8 or undefined; causal as AttentionInputs -> [B, H, L, Dh]
+Var index_first_heads(const Tensor& ids, const Var& table, const Var& positions, const Linear& wq,
+                      const Linear& wk, const Linear& wv, int64_t heads, const Tensor& key_mask,
+                      bool causal);
+
 struct IndexAttentionConfig {
   int64_t vocab = 0;      // ids lie in [0, vocab); id 0 is padding (its row is zero, frozen)
   int64_t model_dim = 0;  // d, a multiple of num_heads

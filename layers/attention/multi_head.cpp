@@ -2,6 +2,7 @@
 #include "layers/attention/multi_head.h"
 
 #include "autograd/functions.h"
+#include "layers/attention/index_attention.h"
 #include "layers/init.h"
 
 namespace relpos {
@@ -87,12 +88,30 @@ Var MultiHeadAttention::forward(const Var& x_q, const Var& x_kv, AttentionInputs
                    x_kv.size(2) == model_dim_ && x_q.size(0) == x_kv.size(0),
                "MultiHeadAttention", "inputs must be [batch, length, {}], got {} and {}",
                model_dim_, x_q.value().str(), x_kv.value().str());
-  const Var q = split_heads(q_proj_->forward(x_q), heads_);           // [B, H, Lq, D]
-  const Var k = split_heads(k_proj_->forward(x_kv), heads_);          // [B, H, Lk, D]
-  const Var v = split_heads(v_proj_->forward(x_kv), heads_);          // [B, H, Lk, D]
-  const Var y = attend(*attention_, positional_.get(), q, k, v, in);  // [B, H, Lq, D]
-  if (combiner_ != nullptr) return combiner_->forward(y);             // [B, Lq, model_dim]
-  return out_proj_->forward(merge_heads(y));
+  const Var q = split_heads(q_proj_->forward(x_q), heads_);             // [B, H, Lq, D]
+  const Var k = split_heads(k_proj_->forward(x_kv), heads_);            // [B, H, Lk, D]
+  const Var v = split_heads(v_proj_->forward(x_kv), heads_);            // [B, H, Lk, D]
+  return combine(attend(*attention_, positional_.get(), q, k, v, in));  // [B, H, Lq, D] in
+}
+
+Var MultiHeadAttention::forward_index_first(const Tensor& ids, const Var& table,
+                                            const Var& positions, const Tensor& key_mask,
+                                            bool causal) {
+  RELPOS_CHECK(attention_->name() == "softmax" && positional_ == nullptr, "MultiHeadAttention",
+               "index-first attention (ISDPA) computes softmax attention over absolute inputs; "
+               "got attention '{}'{}",
+               attention_->name(),
+               positional_ != nullptr ? " with positional '" + positional_->name() + "'" : "");
+  RELPOS_CHECK(table.dim() == 2 && table.size(1) == model_dim_, "MultiHeadAttention",
+               "index-first attention needs a table [vocab, {}], got {}", model_dim_,
+               table.value().str());
+  return combine(index_first_heads(ids, table, positions, *q_proj_, *k_proj_, *v_proj_, heads_,
+                                   key_mask, causal));
+}
+
+Var MultiHeadAttention::combine(const Var& heads) const {
+  if (combiner_ != nullptr) return combiner_->forward(heads);  // [B, L, model_dim]
+  return out_proj_->forward(merge_heads(heads));
 }
 
 }  // namespace relpos

@@ -61,6 +61,12 @@ class MultiHeadAttention : public Module {
   Var forward(const Var& x, const Tensor& key_mask = {}, bool causal = false) {
     return forward(x, x, key_mask, causal);
   }
+  // Self attention of tokens whose inputs are x_i = table[ids_i] + positions_i, computed
+  // index-first (ISDPA, seed 001; index_first_heads): equal to forward(x, key_mask, causal). Only
+  // for softmax attention without dropout on its weights and without a relative encoding;
+  // refused otherwise. ids [B, L]; table [V, d]; positions [>= L, d] or undefined -> [B, L, d]
+  Var forward_index_first(const Tensor& ids, const Var& table, const Var& positions,
+                          const Tensor& key_mask, bool causal);
 
   Attention& attention() { return *attention_; }
   Positional* positional() { return positional_.get(); }
@@ -68,6 +74,8 @@ class MultiHeadAttention : public Module {
   int64_t head_dim() const { return head_dim_; }
 
  private:
+  Var combine(const Var& heads) const;  // [B, H, L, Dh] -> [B, L, model_dim]
+
   int64_t model_dim_, heads_, head_dim_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;  // out_proj_: concat only
   std::shared_ptr<StackedHeads> combiner_;                       // stacked only

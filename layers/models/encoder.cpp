@@ -40,8 +40,19 @@ Var EncoderBlock::forward(const Var& x, const Tensor& key_mask) {
     Var h = x + dropout_->forward(attn_->forward(ln1_->forward(x), key_mask));
     return h + dropout_->forward(mlp_->forward(ln2_->forward(h)));
   }
-  Var h = ln1_->forward(x + dropout_->forward(attn_->forward(x, key_mask)));
+  return after_attention(x, attn_->forward(x, key_mask));
+}
+
+Var EncoderBlock::after_attention(const Var& x, const Var& a) {
+  Var h = ln1_->forward(x + dropout_->forward(a));
   return ln2_->forward(h + dropout_->forward(mlp_->forward(h)));
+}
+
+Var EncoderBlock::forward_index_first(const Var& x, const Tensor& ids, const Var& table,
+                                      const Var& positions, const Tensor& key_mask, bool causal) {
+  RELPOS_CHECK(!pre_norm_, "model",
+               "index-first attention needs a post-LN block (pre-LN normalizes its input first)");
+  return after_attention(x, attn_->forward_index_first(ids, table, positions, key_mask, causal));
 }
 
 Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window,
@@ -59,8 +70,7 @@ Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window
     Var h = x + dropout_->forward(attn_->forward(queries, normed, in));
     return h + dropout_->forward(mlp_->forward(ln2_->forward(h)));
   }
-  Var h = ln1_->forward(x + dropout_->forward(attn_->forward(x, keys, in)));
-  return ln2_->forward(h + dropout_->forward(mlp_->forward(h)));
+  return after_attention(x, attn_->forward(x, keys, in));
 }
 
 TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : config_(c) {
@@ -94,7 +104,7 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
     sinusoidal_positions_ = register_module(
         "position", std::make_shared<SinusoidalPositionalEmbedding>(seq_len_, d, c.dtype));
   }
-  if (c.norm == "post")
+  if (c.norm == "post" && c.embedding_norm)
     embedding_norm_ =
         register_module("embedding_norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
@@ -168,10 +178,32 @@ EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& ke
   x = dropout_->forward(x);
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     auto block = layers_->at<EncoderBlock>(config_.tied_blocks ? 0 : i);
-    x = block->forward(x, mask);
+    if (i == 0 && config_.index_first) {
+      const IndexFirstInputs in = index_first_inputs(tokens);
+      x = block->forward_index_first(x, in.ids, in.table, in.positions, mask, false);
+    } else {
+      x = block->forward(x, mask);
+    }
   }
   if (norm_ != nullptr) x = norm_->forward(x);
   return {x, mask};
+}
+
+TransformerEncoder::IndexFirstInputs TransformerEncoder::index_first_inputs(
+    const Tensor& tokens) const {
+  // The token embedding is the table; a CLS vector is one more row, looked up at position 0.
+  IndexFirstInputs in{cast(tokens, DType::i64), embedding_->weight(), Var()};
+  if (cls_.defined()) {
+    const int64_t cls_id = in.table.size(0);
+    in.table = cat({in.table, reshape(cls_, {1, config_.model_dim})}, 0);
+    in.ids =
+        cat({full({tokens.size(0), 1}, static_cast<double>(cls_id), DType::i64, tokens.device()),
+             in.ids},
+            1);
+  }
+  if (learned_positions_ != nullptr) in.positions = learned_positions_->weight();
+  if (sinusoidal_positions_ != nullptr) in.positions = Var(sinusoidal_positions_->table());
+  return in;
 }
 
 Var TransformerEncoder::pool(const EncoderOutput& out) const {

@@ -35,10 +35,19 @@ class EncoderBlock : public Module {
   // `carry`: the attention's state across segments (causal linear attention), or null.
   Var forward_causal(const Var& x, const Var& memory, int64_t window = 0,
                      AttentionCarry* carry = nullptr);
+  // A post-LN block whose attention reads x_i = table[ids_i] + positions_i, computed index-first
+  // (model.index_first; MultiHeadAttention::forward_index_first); x is that input after the
+  // embedding dropout, which only the residual path sees. -> [B, L, d]
+  Var forward_index_first(const Var& x, const Tensor& ids, const Var& table, const Var& positions,
+                          const Tensor& key_mask, bool causal);
 
   MultiHeadAttention& attention() { return *attn_; }
 
  private:
+  // Post-LN: the rest of the block after its attention's output a: ln2(h + drop(mlp(h))) with
+  // h = ln1(x + drop(a)).
+  Var after_attention(const Var& x, const Var& a);
+
   bool pre_norm_;
   std::shared_ptr<LayerNorm> ln1_, ln2_;
   std::shared_ptr<MultiHeadAttention> attn_;
@@ -74,6 +83,13 @@ class TransformerEncoder : public Module {
 
  private:
   Var embed(const Tensor& tokens) const;  // [B, L] -> [B, L, d]
+  // What the first block's index-first attention reads: ids [B, L'] (with the CLS vector's id),
+  // the table [V, d] they index (the embedding, plus the CLS vector's row), the positions.
+  struct IndexFirstInputs {
+    Tensor ids;
+    Var table, positions;
+  };
+  IndexFirstInputs index_first_inputs(const Tensor& tokens) const;
 
   ModelConfig config_;
   int64_t seq_len_ = 0;

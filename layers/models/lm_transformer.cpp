@@ -155,8 +155,19 @@ LmOutput LmTransformer::forward(const Tensor& tokens, const LmState& state) {
     if (config().recurrent_state)
       for (const auto& [name, t] : state)
         if (name.rfind(prefix, 0) == 0) carry.in[name.substr(prefix.size())] = t;
-    x = layers_->at<EncoderBlock>(i)->forward_causal(x, mem > 0 ? Var(memory) : Var(), window,
-                                                     config().recurrent_state ? &carry : nullptr);
+    auto block = layers_->at<EncoderBlock>(i);
+    if (i == 0 && config().index_first) {
+      // The embedding table (scaled) and the positions: what the first attention reads.
+      Var table = embedding_->weight();
+      if (embedding_scale_ != 1.0) table = table * embedding_scale_;
+      Var positions;
+      if (learned_positions_ != nullptr) positions = learned_positions_->weight();
+      if (sinusoidal_positions_ != nullptr) positions = Var(sinusoidal_positions_->table());
+      x = block->forward_index_first(x, tokens, table, positions, Tensor(), true);
+    } else {
+      x = block->forward_causal(x, mem > 0 ? Var(memory) : Var(), window,
+                                config().recurrent_state ? &carry : nullptr);
+    }
     for (const auto& [name, t] : carry.out) out.state[prefix + name] = t;
   }
   if (norm_ != nullptr) x = norm_->forward(x);

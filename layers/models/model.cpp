@@ -61,6 +61,32 @@ void check_language_model(const ModelConfig& c) {
                "recurrent_state is a causal_lm setting (linear attention's running sums)");
 }
 
+// index_first is exact only where the first attention reads embedding + absolute position with
+// nothing nonlinear in between (ModelConfig::index_first); anything else is refused, saying why.
+void check_index_first(const ModelConfig& c) {
+  const auto refuse_unless = [&](bool ok, const std::string& why) {
+    RELPOS_CHECK(ok, kWho,
+                 "index_first computes the first attention from the token ids, exact "
+                 "only where it reads embedding + position directly: {}",
+                 why);
+  };
+  const std::string attention = c.attention.get<std::string>("type", "softmax");
+  refuse_unless(c.input == "tokens", "input 'pixels' goes through a projection, not a lookup");
+  refuse_unless(c.norm == "post", "norm 'pre' normalizes the block's input first (use post)");
+  refuse_unless(is_language_model(c.type) || !c.embedding_norm,
+                "embedding_norm: true puts a LayerNorm on the embeddings (set it false)");
+  refuse_unless(attention == "softmax" && c.type != "transformer_xl",
+                "it computes softmax attention, got attention '" +
+                    (c.type == "transformer_xl" ? std::string("rel_xl") : attention) + "'");
+  const std::string positional = c.positional.get<std::string>("type", "none");
+  refuse_unless(positional == "none", "a relative encoding (positional: " + positional +
+                                          ") is not part of the four-term scores");
+  refuse_unless(c.attention_dropout == 0 && c.attention.get<double>("dropout", 0.0) == 0,
+                "it has no dropout on the attention weights: set attention_dropout: 0");
+  refuse_unless(c.mem_len == 0 && !c.recurrent_state,
+                "a memory holds hidden states, not token ids: set mem_len: 0");
+}
+
 void check_config(const ModelConfig& c) {
   // 0 means "from the dataset": the caller fills these in before building.
   check_positive("vocab_size", c.vocab_size, " (0 means: take it from the dataset first)");
@@ -93,6 +119,7 @@ void check_config(const ModelConfig& c) {
     check_language_model(c);
   else
     check_classifier(c);
+  if (c.index_first) check_index_first(c);
 }
 
 }  // namespace

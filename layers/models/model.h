@@ -64,6 +64,17 @@ struct ModelConfig {
   // Tanh(Tanh(Stack(heads) W^H) W^O), W^H stacked_hidden wide; model_dim / head size outputs).
   std::string head_combiner = "concat";
   int64_t stacked_hidden = 16;
+  // Post-LN classifiers: a LayerNorm on the embeddings before the first block (BERT); false: none
+  // (Vaswani et al.), which index_first needs.
+  bool embedding_norm = true;
+  // The first block's attention computed index-first from the token ids (ISDPA, seed 001): the
+  // projections of the embedding table and the positions once, QKᵀ by four gathered terms. Equal
+  // to the standard first block wherever that attention reads embedding + absolute position
+  // directly: post-LN, no embedding LayerNorm, token inputs, softmax attention without dropout on
+  // its weights or a relative encoding, no memory. The embedding dropout then reaches only the
+  // residual path (the tables cannot carry a per-token mask); with dropout 0, or in evaluation,
+  // the model computes exactly what it would without index_first.
+  bool index_first = false;
   // Language models:
   int64_t mem_len = 0;       // hidden states kept from earlier segments as memory (0: none)
   int64_t clamp_len = 0;     // transformer_xl: distances above it use its embedding (0: none)

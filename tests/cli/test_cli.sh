@@ -88,6 +88,23 @@ else
   echo "SKIPPED: h5py checks (no h5py in $python)"
 fi
 
+# Seed 001's layers from YAML: index-first attention in the first block (post-LN, no embedding
+# LayerNorm, softmax without attention dropout) and stacked heads, trained and evaluated.
+cat >"$tmp/isdpa.yaml" <<YAML
+model: {num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32, positions: sinusoidal,
+        norm: post, embedding_norm: false, index_first: true, head_combiner: stacked,
+        attention_dropout: 0, attention: {type: softmax}}
+data: {dataset: listops, dir: $tmp/listops, max_len: 64, batch_size: 8}
+optimizer: {type: adam, lr: 0.003}
+train: {steps: 4, eval_every: 2, log_every: 2, out: $tmp/isdpa}
+YAML
+expect_status 0 "train index_first + stacked heads" -- "$relpos" train "$tmp/isdpa.yaml" --quiet
+grep -q "test accuracy" "$tmp/out" || fail "index_first run prints no final metrics: $(cat "$tmp/out")"
+expect_status 0 "eval index_first" -- "$relpos" eval "$tmp/isdpa/checkpoints/last.h5" --json
+expect_status 2 "index_first with pre-LN" -- "$relpos" train "$tmp/isdpa.yaml" \
+  --set model.norm=pre --quiet
+expect_error_line "index_first with pre-LN" "relpos: \[model\] index_first computes the first"
+
 # Resume a finished run's checkpoint into a longer run: refused without --allow-config-change
 # (it changes the schedule), naming the key; then allowed, and the summary keeps the best
 # validation of before the resume.

@@ -25,6 +25,7 @@ constexpr const char* kBenchUsage =
     "                              [--filter NAME,...]\n"
     "                              [--min-time S] [--memory-limit-mb M (may be fractional)]\n"
     "       relpos bench attention --list   (the variant names, one per line)\n"
+    "       relpos bench index-first --help (ISDPA against the standard first attention)\n"
     "Times every attention variant (or those of --filter) on [B, H, N, D] f32 inputs for each\n"
     "length N: the forward pass alone (no graph recorded) and forward + backward from a fixed\n"
     "output gradient, each the median of repeats (two warm-up calls, then at least 3 runs and\n"
@@ -190,7 +191,8 @@ int bench_command(const std::vector<std::string>& args) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "attention") return bench_attention({args.begin() + 1, args.end()});
-  fail("bench", "unknown benchmark '{}'; known: attention", args[0]);
+  if (args[0] == "index-first") return bench_index_first({args.begin() + 1, args.end()});
+  fail("bench", "unknown benchmark '{}'; known: attention, index-first", args[0]);
 }
 
 }  // namespace relpos::cli

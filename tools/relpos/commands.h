@@ -14,6 +14,8 @@ int generate_command(const std::vector<std::string>& args);
 int reproduce_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int list_command(const std::vector<std::string>& args);
+// `relpos bench index-first` (tools/relpos/bench_index_first.cpp).
+int bench_index_first(const std::vector<std::string>& args);
 
 // The registered attention variants, feature maps, positional encodings and models, a line each.
 std::string registered_names_help();

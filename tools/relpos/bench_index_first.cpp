@@ -1,0 +1,118 @@
+// `relpos bench index-first`: the first block's attention of a byte-level classifier computed the
+// standard way (embedding lookup, q/k/v projections of every token, Q·Kᵀ) and index-first
+// (ISDPA, seed 001: the projections of the vocabulary table once, the scores as four gathered
+// terms): forward + backward time and peak memory at each length, and their ratio.
+#include <omp.h>
+
+#include <cstdio>
+#include <string>
+
+#include "autograd/functions.h"
+#include "core/error.h"
+#include "layers/attention/multi_head.h"
+#include "layers/positional/absolute.h"
+#include "tools/bench/bench_common.h"
+#include "tools/relpos/commands.h"
+
+namespace relpos::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: relpos bench index-first [--vocab V] [--lengths 1024,2048,4096] [--batch B]\n"
+    "                                [--heads H] [--dim D] [--min-time S]\n"
+    "Times one softmax attention layer over token ids in [1, V) plus sinusoidal positions,\n"
+    "forward + backward (gradients of the table and the projections), computed the standard way\n"
+    "and index-first (model.index_first), and prints both with the index-first / standard time.\n"
+    "Defaults: V 257 (bytes + padding, LRA Text/Retrieval), lengths 1024,2048,4096, B 8, H 4,\n"
+    "D 256 (LRA Text), 1 s per timing.\n";
+
+struct Measured {
+  bench::Timing time;
+  int64_t peak_bytes = 0;
+};
+
+template <typename Call>
+Measured measure(const Call& call, double min_seconds) {
+  Measured m;
+  m.peak_bytes = bench::peak_bytes_of([&] { call(); }, Device::cpu());
+  m.time = bench::time_call(call, Device::cpu(), min_seconds, 3);
+  return m;
+}
+
+}  // namespace
+
+int bench_index_first(const std::vector<std::string>& args) {
+  int64_t vocab = 257, batch = 8, heads = 4, dim = 256;
+  double min_seconds = 1.0;
+  std::vector<int64_t> lengths{1024, 2048, 4096};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    RELPOS_CHECK(i + 1 < args.size(), "bench", "{} needs a value; see --help", a);
+    const std::string value = args[++i];
+    const auto positive = [&](const std::string& text) {
+      const int64_t n = std::stoll(text);
+      RELPOS_CHECK(n > 0, "bench", "{} must be positive, got '{}'", a, text);
+      return n;
+    };
+    if (a == "--vocab")
+      vocab = positive(value);
+    else if (a == "--batch")
+      batch = positive(value);
+    else if (a == "--heads")
+      heads = positive(value);
+    else if (a == "--dim")
+      dim = positive(value);
+    else if (a == "--min-time")
+      min_seconds = std::stod(value);
+    else if (a == "--lengths") {
+      lengths.clear();
+      for (const std::string& n : bench::split_list(value)) lengths.push_back(positive(n));
+    } else {
+      fail("bench", "unknown option '{}'; see relpos bench index-first --help", a);
+    }
+  }
+  std::printf(
+      "index-first vs standard first attention, CPU, %d threads: V %lld, B %lld, H %lld, "
+      "D %lld, f32\n%7s %12s %12s %8s %12s %12s\n",
+      omp_get_max_threads(), static_cast<long long>(vocab), static_cast<long long>(batch),
+      static_cast<long long>(heads), static_cast<long long>(dim), "N", "standard ms", "index ms",
+      "ratio", "standard MB", "index MB");
+  Generator gen(0);
+  for (const int64_t n : lengths) {
+    MultiHeadAttentionConfig c;
+    c.model_dim = dim;
+    c.num_heads = heads;
+    c.max_len = n;
+    c.gen = &gen;
+    MultiHeadAttention layer(c);
+    const Var table(randn({vocab, dim}, gen), true);                     // [V, D]
+    const Var positions(SinusoidalPositionalEmbedding(n, dim).table());  // [N, D]
+    const Tensor ids = cast(rand({batch, n}, gen, 1, static_cast<double>(vocab), DType::f64),
+                            DType::i64);  // [B, N] in [1, V)
+    const auto standard = [&] {
+      const Var x = embedding(table, ids) + positions;  // [B, N, D]
+      const Var y = layer.forward(x);
+      sum(y).backward();
+      return y.value();
+    };
+    const auto indexed = [&] {
+      const Var y = layer.forward_index_first(ids, table, positions, Tensor(), false);
+      sum(y).backward();
+      return y.value();
+    };
+    const Measured s = measure(standard, min_seconds), x = measure(indexed, min_seconds);
+    std::printf("%7lld %12.1f %12.1f %8.2f %12.1f %12.1f\n", static_cast<long long>(n),
+                s.time.median_ms, x.time.median_ms, x.time.median_ms / s.time.median_ms,
+                static_cast<double>(s.peak_bytes) / (1 << 20),
+                static_cast<double>(x.peak_bytes) / (1 << 20));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace relpos::cli
