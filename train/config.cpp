@@ -278,6 +278,7 @@ void read_model(Section s, ModelConfig& m) {
   s.read("pooling", m.pooling);
   s.read("head", m.head);
   s.read("combine", m.combine);
+  s.read("interaction", m.interaction);
   s.read_options("attention", m.attention);
   s.read_options("positional", m.positional);
   s.read("share_positional", m.share_positional);

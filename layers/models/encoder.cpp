@@ -132,6 +132,8 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
   } else {
     mha.positional = c.positional;  // copies share the read record: each layer reads it again
   }
+  attention_config_ = mha;
+  attention_config_.gen = nullptr;  // `gen` is the caller's: set it again when building from this
   layers_ = register_module("layers", std::make_shared<ModuleList>());
   const int64_t blocks = c.tied_blocks ? 1 : c.num_layers;
   for (int64_t i = 0; i < blocks; ++i)

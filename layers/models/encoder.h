@@ -79,6 +79,9 @@ class TransformerEncoder : public Module {
 
   // Tokens a layer sees at most: max_len plus the CLS and SEP it adds or the data carries.
   int64_t sequence_len() const { return seq_len_; }
+  // What every block's attention is built from (a shared encoding included; gen unset), for a
+  // layer that attends over this encoder's outputs (dual_encoder's cross attention).
+  const MultiHeadAttentionConfig& attention_config() const { return attention_config_; }
   const ModuleList& layers() const { return *layers_; }
 
  private:
@@ -93,6 +96,7 @@ class TransformerEncoder : public Module {
 
   ModelConfig config_;
   int64_t seq_len_ = 0;
+  MultiHeadAttentionConfig attention_config_;
   Var cls_;                               // [model_dim], cls == "vector"
   std::shared_ptr<Embedding> embedding_;  // input "tokens"
   std::shared_ptr<Linear> pixel_proj_;    // input "pixels"

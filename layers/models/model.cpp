@@ -32,6 +32,7 @@ void check_classifier(const ModelConfig& c) {
   check_choice("pooling", c.pooling, {"cls", "mean"});
   check_choice("head", c.head, {"mlp", "tanh"});
   check_choice("combine", c.combine, {"concat", "features"});
+  check_choice("interaction", c.interaction, {"none", "cross_attention"});
   RELPOS_CHECK(c.pooling != "cls" || c.cls != "none", kWho,
                "pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
   RELPOS_CHECK(c.input != "pixels" || c.vocab_size == 256, kWho,
@@ -115,6 +116,10 @@ void check_config(const ModelConfig& c) {
                c.model_dim, qkv / c.num_heads, qkv, c.num_heads);
   RELPOS_CHECK(c.dtype == DType::f32 || c.dtype == DType::f64, kWho,
                "dtype must be f32 or f64, got {}", dtype_name(c.dtype));
+  RELPOS_CHECK(c.interaction == "none" || c.type == "dual_encoder", kWho,
+               "interaction is a dual_encoder setting (how its two documents meet), got "
+               "interaction '{}' for {}",
+               c.interaction, c.type);
   if (is_language_model(c.type))
     check_language_model(c);
   else

@@ -57,6 +57,10 @@ struct ModelConfig {
   // dual_encoder: how the two pooled vectors u, v meet: "concat" [u, v] or "features"
   // [u, v, u*v, u-v]; then Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> ReLU -> Dense(classes).
   std::string combine = "concat";
+  // dual_encoder: "none", or "cross_attention": before pooling, each document attends to the
+  // other once (one layer shared by both directions, the model's attention and positional
+  // encoding, which then sees Lq != Lk: seed 004's cross attention for skew).
+  std::string interaction = "none";
   Options attention{"model.attention"};    // {type: softmax} when empty
   Options positional{"model.positional"};  // none when empty
   bool share_positional = false;           // one encoding for all layers (SPE as in LRA)

@@ -108,4 +108,25 @@ int64_t peak_bytes_of(Device device, const std::function<void()>& step) {
   return memory_stats(device).peak_bytes - before;
 }
 
+double skew_shifted_score(const std::vector<double>& q, const std::vector<double>& e, int64_t dim,
+                          int64_t t3, int64_t i, int64_t t) {
+  double s = 0;
+  for (int64_t d = 0; d < dim; ++d) s += q[i * dim + d] * e[d * (2 * t3 - 1) + t3 - 1 - t];
+  return s;
+}
+
+Tensor naive_skew_scores(const Tensor& q, const Tensor& e, int64_t k_len, int64_t offset) {
+  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), D = q.size(3);
+  const int64_t t3 = (e.size(1) + 1) / 2;
+  const auto qv = q.to(DType::f64).to_vector<double>(), ev = e.to(DType::f64).to_vector<double>();
+  std::vector<double> s(B * H * Lq * k_len);
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    const std::vector<double> q_bh(qv.begin() + bh * Lq * D, qv.begin() + (bh + 1) * Lq * D);
+    for (int64_t i = 0; i < Lq; ++i)
+      for (int64_t j = 0; j < k_len; ++j)
+        s[(bh * Lq + i) * k_len + j] = skew_shifted_score(q_bh, ev, D, t3, i, j - (i + offset));
+  }
+  return Tensor::from_vector(s, {B, H, Lq, k_len});
+}
+
 }  // namespace relpos::test

@@ -48,6 +48,14 @@ Tensor naive_softmax_from_scores(const Tensor& scores, const Tensor& v, const At
 // Q·Kᵀ by explicit loops: [B, H, Lq, D] x [B, H, Lk, D] -> [B, H, Lq, Lk].
 Tensor naive_scores(const Tensor& q, const Tensor& k);
 
+// Seed 004's s_{i+t}: query row i of q [Lq, dim] (flat) · the skew embedding of relative shift t,
+// stored in column t3 - 1 - t of e [dim, 2 t3 - 1] (flat).
+double skew_shifted_score(const std::vector<double>& q, const std::vector<double>& e, int64_t dim,
+                          int64_t t3, int64_t i, int64_t t);
+// The skew score bias by loops: S[b, h, i, j] = s_{p + (j - p)} with query i at position
+// p = i + offset, so key j is the shift t = j - p. q [B, H, Lq, D], e [D, 2 t3 - 1].
+Tensor naive_skew_scores(const Tensor& q, const Tensor& e, int64_t k_len, int64_t offset = 0);
+
 // A variant that only reports the given caps (forward returns q), for an encoding's check_host.
 class TestHost final : public Attention {
  public:

@@ -1,6 +1,8 @@
 // Model test helpers (tests/layers/model_testing.h).
 #include "tests/layers/model_testing.h"
 
+#include "core/ops.h"
+
 #include <doctest/doctest.h>
 
 namespace relpos::test {
@@ -53,6 +55,17 @@ std::pair<Tensor, Tensor> batch_of(const std::vector<std::vector<int64_t>>& rows
 
 Tensor logits_of(Classifier& model, const std::pair<Tensor, Tensor>& batch) {
   return model.forward({batch.first, batch.second, {}, {}}).value();
+}
+
+Tensor dense(const Tensor& x, const Var& w, const Var& b) {
+  Tensor y = matmul(x, w.value(), false, true);
+  return b.defined() ? add(y, b.value()) : y;
+}
+
+Tensor naive_layer_norm(const Tensor& x, const Var& w, const Var& b) {
+  const Tensor centered = sub(x, mean(x, {-1}, true));
+  const Tensor var = mean(mul(centered, centered), {-1}, true);
+  return add(mul(mul(centered, rsqrt(add_scalar(var, 1e-5))), w.value()), b.value());
 }
 
 }  // namespace relpos::test

@@ -22,6 +22,12 @@ std::pair<Tensor, Tensor> batch_of(const std::vector<std::vector<int64_t>>& rows
                                    SpecialTokens special = {});
 Tensor logits_of(Classifier& model, const std::pair<Tensor, Tensor>& batch);
 
+// y = x Wᵀ + b over the last dim, x [N, in] (b undefined: none).
+Tensor dense(const Tensor& x, const Var& w, const Var& b);
+// LayerNorm by its formula over the last dim: (x - mean) / sqrt(var + 1e-5) * w + b, biased
+// variance.
+Tensor naive_layer_norm(const Tensor& x, const Var& w, const Var& b);
+
 // Two rows of different lengths.
 inline const std::vector<std::vector<int64_t>> kRows = {{3, 1, 4, 1, 5}, {9, 2, 6}};
 

@@ -15,8 +15,10 @@
 using namespace relpos;
 using test::batch_of;
 using test::build_model;
+using test::dense;
 using test::kRows;
 using test::logits_of;
+using test::naive_layer_norm;
 using test::params_of;
 using test::tiny_model_config;
 
@@ -58,23 +60,6 @@ TEST_CASE("models: f64 parameter gradients match central differences") {
     }
   }
 }
-
-namespace {
-
-// y = x Wᵀ + b over the last dim, x [N, in].
-Tensor dense(const Tensor& x, const Var& w, const Var& b) {
-  Tensor y = matmul(x, w.value(), false, true);
-  return b.defined() ? add(y, b.value()) : y;
-}
-
-// LayerNorm by its formula: (x - mean) / sqrt(var + 1e-5) * w + b, biased variance.
-Tensor naive_layer_norm(const Tensor& x, const Var& w, const Var& b) {
-  const Tensor centered = sub(x, mean(x, {-1}, true));
-  const Tensor var = mean(mul(centered, centered), {-1}, true);
-  return add(mul(mul(centered, rsqrt(add_scalar(var, 1e-5))), w.value()), b.value());
-}
-
-}  // namespace
 
 TEST_CASE("models: a 1-layer LRA model equals its forward composed by hand (naive twin)") {
   // embedding + CLS vector + learned positions + pre-LN block (softmax by explicit loops; heads

@@ -23,30 +23,6 @@ std::shared_ptr<SkewPositional> make_skew(int64_t max_len, int64_t head_dim, DTy
   return skew;
 }
 
-// s_{i+t} of the seed: query i · the embedding of relative shift t, stored in column t3 - 1 - t.
-double shifted_score(const std::vector<double>& q, const std::vector<double>& e, int64_t dim,
-                     int64_t t3, int64_t i, int64_t t) {
-  double s = 0;
-  for (int64_t d = 0; d < dim; ++d) s += q[i * dim + d] * e[d * (2 * t3 - 1) + t3 - 1 - t];
-  return s;
-}
-
-// S[b, h, i, j] = s_{p + (j - p)}: key j seen from query i at position p = i + offset is the
-// shift t = j - p, by loops.
-Tensor naive_skew_scores(const Tensor& q, const Tensor& e, int64_t k_len, int64_t offset = 0) {
-  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), D = q.size(3);
-  const int64_t t3 = (e.size(1) + 1) / 2;
-  const auto qv = q.to(f64).to_vector<double>(), ev = e.to(f64).to_vector<double>();
-  std::vector<double> s(B * H * Lq * k_len);
-  for (int64_t bh = 0; bh < B * H; ++bh) {
-    const std::vector<double> q_bh(qv.begin() + bh * Lq * D, qv.begin() + (bh + 1) * Lq * D);
-    for (int64_t i = 0; i < Lq; ++i)
-      for (int64_t j = 0; j < k_len; ++j)
-        s[(bh * Lq + i) * k_len + j] = shifted_score(q_bh, ev, D, t3, i, j - (i + offset));
-  }
-  return Tensor::from_vector(s, {B, H, Lq, k_len});
-}
-
 }  // namespace
 
 TEST_CASE("skew: seed 004's worked example, t3 = 4: Q·E, stacked diagonals, transpose, truncate") {
@@ -54,7 +30,7 @@ TEST_CASE("skew: seed 004's worked example, t3 = 4: Q·E, stacked diagonals, tra
   auto skew = make_skew(t3, D);
   const Tensor q = test::random_tensor({1, 1, t3, D}, f64, 1);
   const auto qv = q.to_vector<double>(), ev = skew->weight().value().to_vector<double>();
-  auto s = [&](int64_t i, int64_t t) { return shifted_score(qv, ev, D, t3, i, t); };
+  auto s = [&](int64_t i, int64_t t) { return test::skew_shifted_score(qv, ev, D, t3, i, t); };
   // Q·E by loops, [t3, 2 t3 - 1].
   double qe[t3][2 * t3 - 1] = {};
   for (int64_t i = 0; i < t3; ++i)
@@ -112,7 +88,7 @@ TEST_CASE(
         RELPOS_INFO("t3 {} Lq {} Lk {} query 0 at {}", t3, lq, lk, offset);
         const Tensor q = test::random_tensor({2, 3, lq, 5}, f64, 2);
         CHECK_CLOSE(skew->score_bias(Var(q), lk, in).value(),
-                    naive_skew_scores(q, skew->weight().value(), lk, offset), 1e-12, 1e-12);
+                    test::naive_skew_scores(q, skew->weight().value(), lk, offset), 1e-12, 1e-12);
       }
     }
   }
@@ -122,8 +98,8 @@ TEST_CASE("skew: softmax attention with skew equals naive softmax over Q·Kᵀ +
   auto skew = make_skew(11, 5);
   test::check_softmax_with_score_bias(*skew,
                                       [&](const Tensor& q, int64_t lk, int64_t offset) {
-                                        return naive_skew_scores(q, skew->weight().value(), lk,
-                                                                 offset);
+                                        return test::naive_skew_scores(q, skew->weight().value(),
+                                                                       lk, offset);
                                       },
                                       {{7, 7}, {5, 9}, {11, 4}});
 }

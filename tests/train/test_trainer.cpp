@@ -258,10 +258,12 @@ TEST_CASE("trainer: missing data says how to get it") {
   CHECK(e.find("relpos data prepare mnist") != std::string::npos);
 }
 
-TEST_CASE("trainer: the dual encoder learns from document pairs (retrieval TSVs)") {
-  test::ScratchDir scratch;
+namespace {
+
+// Retrieval TSVs under scratch/aan (train 128, eval and test 32 pairs): label 1 when both
+// documents repeat the same letter, 0 otherwise.
+void write_letter_pairs(test::ScratchDir& scratch) {
   fs::create_directories(scratch.path / "aan");
-  // Label 1 when both documents repeat the same letter, 0 otherwise.
   auto write_split = [&](const std::string& split, int n, unsigned seed) {
     std::mt19937 rng(seed);
     std::string tsv;
@@ -277,17 +279,10 @@ TEST_CASE("trainer: the dual encoder learns from document pairs (retrieval TSVs)
   write_split("train", 128, 1);
   write_split("eval", 32, 2);
   write_split("test", 32, 3);
-  const std::string yaml = R"(
-model:
-  type: dual_encoder
-  combine: features
-  num_layers: 1
-  num_heads: 2
-  model_dim: 16
-  mlp_dim: 32
-  dropout: 0
-  attention: {type: linear, feature_map: elu1}
-  positional: {type: fastrpb}
+}
+
+RunSummary train_pairs(test::ScratchDir& scratch, const std::string& model) {
+  const std::string yaml = "model:\n" + model + R"(
 data: {dataset: aan, max_len: 16, batch_size: 16, drop_last: true}
 optimizer: {type: adamw, lr: 0.01}
 train: {steps: 120, eval_every: 40}
@@ -295,8 +290,41 @@ train: {steps: 120, eval_every: 40}
   const RunConfig config = parse_config(yaml, "pairs",
                                         {"data.dir=" + (scratch.path / "aan").string(),
                                          "train.out=" + (scratch.path / "run").string()});
-  const RunSummary r = train(config);
+  return train(config);
+}
+
+}  // namespace
+
+TEST_CASE("trainer: the dual encoder learns from document pairs (retrieval TSVs)") {
+  test::ScratchDir scratch;
+  write_letter_pairs(scratch);
+  const RunSummary r = train_pairs(scratch, R"(  type: dual_encoder
+  combine: features
+  num_layers: 1
+  num_heads: 2
+  model_dim: 16
+  mlp_dim: 32
+  dropout: 0
+  attention: {type: linear, feature_map: elu1}
+  positional: {type: fastrpb})");
   CHECK(r.finished);
   CHECK(r.test_best.count == 32);
+  CHECK(r.test_best.get("accuracy") >= 0.9);
+}
+
+TEST_CASE("trainer: the dual encoder with cross attention and skew learns the pairs from YAML") {
+  // Each document attends to the other (seed 004's cross attention, Lq != Lk) before pooling.
+  test::ScratchDir scratch;
+  write_letter_pairs(scratch);
+  const RunSummary r = train_pairs(scratch, R"(  type: dual_encoder
+  interaction: cross_attention
+  num_layers: 1
+  num_heads: 2
+  model_dim: 16
+  mlp_dim: 32
+  dropout: 0
+  attention: {type: softmax}
+  positional: {type: skew})");
+  CHECK(r.finished);
   CHECK(r.test_best.get("accuracy") >= 0.9);
 }
