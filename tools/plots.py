@@ -4,10 +4,12 @@ drawn from relpos outputs: `relpos bench attention --json`, checkpoints (HDF5, /
 and run directories (metrics.jsonl). It needs matplotlib (`apt-get install python3-matplotlib`),
 numpy and, for checkpoints, h5py. Every subcommand writes one PNG.
 
-  plots.py figure3 BENCH.json OUT.png              time and peak memory vs sequence length
+  plots.py figure3 OUT.png BENCH.json              time and peak memory vs sequence length
   plots.py figure1 OUT.png CKPT[:LABEL] ...        learned 1-D FastRPB weights w vs distance
-  plots.py figure2 CKPT OUT.png [--pixel R,C]      learned 2-D FastRPB map for one pixel
+  plots.py figure2 OUT.png CKPT [--pixel R,C]      learned 2-D FastRPB map for one pixel
   plots.py curves OUT.png RUN_DIR[:LABEL] ...      training loss and validation metric vs step
+
+Every subcommand takes the PNG to write first, then what it draws from.
 
 User errors print one line "plots: ..." and exit 2; a missing matplotlib exits 3.
 """
@@ -416,8 +418,8 @@ def main(argv=None):
     sub = p.add_subparsers(dest="command", required=True)
 
     f3 = sub.add_parser("figure3", help="time and peak memory vs length (relpos bench attention)")
-    f3.add_argument("bench", metavar="BENCH.json")
     f3.add_argument("out", metavar="OUT.png")
+    f3.add_argument("bench", metavar="BENCH.json")
     f3.add_argument("--time", choices=["forward_backward", "forward"], default="forward_backward",
                     help="which time to plot (default forward_backward)")
 
@@ -434,8 +436,8 @@ def main(argv=None):
     f1.add_argument("--separate", action="store_true", help="one panel per checkpoint")
 
     f2 = sub.add_parser("figure2", help="learned 2-D FastRPB map for one pixel")
-    f2.add_argument("checkpoint", metavar="CHECKPOINT")
     f2.add_argument("out", metavar="OUT.png")
+    f2.add_argument("checkpoint", metavar="CHECKPOINT")
     f2.add_argument("--pixel", default="12,10", help="R,C (default 12,10 as the paper)")
     f2.add_argument("--grid", help="ROWS,COLS (default: model.positional.grid of the config)")
     f2.add_argument("--param", help="the /params dataset (default: the first layer's)")

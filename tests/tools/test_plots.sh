@@ -108,20 +108,20 @@ expect_error() {
 }
 
 p=("$python" "$plots")
-expect_png "figure3" "$tmp/f3.png" -- "${p[@]}" figure3 "$tmp/bench.json" "$tmp/f3.png"
+expect_png "figure3" "$tmp/f3.png" -- "${p[@]}" figure3 "$tmp/f3.png" "$tmp/bench.json"
 expect_png "figure3 --time forward" "$tmp/f3f.png" -- \
-  "${p[@]}" figure3 "$tmp/bench.json" "$tmp/f3f.png" --time forward
+  "${p[@]}" figure3 "$tmp/f3f.png" "$tmp/bench.json" --time forward
 expect_png "figure1" "$tmp/f1.png" -- "${p[@]}" figure1 "$tmp/f1.png" \
   "$tmp/text1d.h5:TC" "$tmp/listops1d.h5:ListOps"
 grep -q "encoder.layers.0.attn.positional.weight \[3, 79\]" "$tmp/out" ||
   fail "figure1 did not pick the first layer's weight: $(cat "$tmp/out")"
 expect_png "figure1 --separate" "$tmp/f1s.png" -- "${p[@]}" figure1 "$tmp/f1s.png" \
   "$tmp/text1d.h5" "$tmp/mnist2d.h5:MNIST" --separate --no-heads --convention relpos
-expect_png "figure2" "$tmp/f2.png" -- "${p[@]}" figure2 "$tmp/mnist2d.h5" "$tmp/f2.png" --pixel 3,2
+expect_png "figure2" "$tmp/f2.png" -- "${p[@]}" figure2 "$tmp/f2.png" "$tmp/mnist2d.h5" --pixel 3,2
 grep -q "grid 6x5" "$tmp/out" ||
   fail "figure2 did not read the grid from the config: $(cat "$tmp/out")"
 expect_png "figure2 --grid --head" "$tmp/f2h.png" -- \
-  "${p[@]}" figure2 "$tmp/mnist2d.h5" "$tmp/f2h.png" --pixel 0,0 --grid 6,6 --head 1
+  "${p[@]}" figure2 "$tmp/f2h.png" "$tmp/mnist2d.h5" --pixel 0,0 --grid 6,6 --head 1
 expect_png "curves" "$tmp/cu.png" -- "${p[@]}" curves "$tmp/cu.png" "$tmp/run_a:A" "$tmp/run_b"
 grep -q "20 train and 4 eval events, metric macro_f1" "$tmp/out" ||
   fail "curves read the wrong events: $(cat "$tmp/out")"
@@ -129,16 +129,16 @@ grep -q "20 train and 4 eval events, metric macro_f1" "$tmp/out" ||
 expect_error "no positional weight" 2 "no FastRPB weight" -- \
   "${p[@]}" figure1 "$tmp/x.png" "$tmp/nopos.h5"
 expect_error "figure2 on a 1-D checkpoint" 2 "not fastrpb2d" -- \
-  "${p[@]}" figure2 "$tmp/text1d.h5" "$tmp/x.png"
+  "${p[@]}" figure2 "$tmp/x.png" "$tmp/text1d.h5"
 expect_error "pixel outside the grid" 2 "outside the 6x5 grid" -- \
-  "${p[@]}" figure2 "$tmp/mnist2d.h5" "$tmp/x.png" --pixel 12,10
+  "${p[@]}" figure2 "$tmp/x.png" "$tmp/mnist2d.h5" --pixel 12,10
 expect_error "missing checkpoint" 2 "no such checkpoint" -- \
   "${p[@]}" figure1 "$tmp/x.png" "$tmp/absent.h5"
 expect_error "not a run directory" 2 "no metrics.jsonl" -- "${p[@]}" curves "$tmp/x.png" "$tmp"
 mkdir -p "$tmp/nompl/matplotlib"
 echo 'raise ImportError("hidden for the test")' >"$tmp/nompl/matplotlib/__init__.py"
 expect_error "missing matplotlib" 3 "apt-get install python3-matplotlib" -- \
-  env PYTHONPATH="$tmp/nompl" "${p[@]}" figure3 "$tmp/bench.json" "$tmp/x.png"
+  env PYTHONPATH="$tmp/nompl" "${p[@]}" figure3 "$tmp/x.png" "$tmp/bench.json"
 [[ ! -e $tmp/x.png ]] || fail "a failed command wrote x.png"
 
 if ((failures > 0)); then

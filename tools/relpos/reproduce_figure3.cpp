@@ -30,7 +30,7 @@ int reproduce_figure3(const std::string& scale, const std::string& device, const
   const int status = bench_command(args);
   if (status != 0) return status;
   const std::string png = (fs::path(out) / "figure3.png").string();
-  const std::string plot = "/usr/bin/python3 tools/plots.py figure3 '" + json + "' '" + png + "'";
+  const std::string plot = "/usr/bin/python3 tools/plots.py figure3 '" + png + "' '" + json + "'";
   if (fs::exists("tools/plots.py") && std::system((plot + " 2>/dev/null").c_str()) == 0) {
     std::printf("figure3: %s, %s\n", json.c_str(), png.c_str());
   } else {
