@@ -1,11 +1,13 @@
 // The backward engine: topological order of the nodes from the output, gradient accumulation
-// into leaves, and release of each node's saved tensors as soon as its backward has run.
+// into leaves (reporting each leaf whose gradient is complete to the GradReadyHook in force),
+// and release of each node's saved tensors as soon as its backward has run.
 #include <algorithm>
 #include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
+#include "autograd/grad_ready.h"
 #include "autograd/var.h"
 #include "core/ops.h"
 
@@ -36,7 +38,41 @@ void accumulate_leaf(VarImpl& leaf, const Tensor& g) {
   leaf.grad = leaf.grad.defined() ? add(leaf.grad, g) : g.clone();
 }
 
+thread_local GradReadyHook t_grad_ready_hook;
+
+// Leaf edges still to be passed in this backward pass, per leaf; the leaf is reported to the
+// hook when its count reaches 0 (its gradient is complete).
+class PendingLeaves {
+ public:
+  PendingLeaves(const std::vector<Node*>& order, const GradReadyHook& hook) : hook_(hook) {
+    if (!hook_) return;
+    for (const Node* node : order)
+      for (const Edge& e : node->edges)
+        if (e.leaf) ++pending_[e.leaf.get()];
+  }
+  // Called once for every node of the order, whether or not a gradient reached it.
+  void passed(const Node& node) {
+    if (!hook_) return;
+    for (const Edge& e : node.edges)
+      if (e.leaf && --pending_[e.leaf.get()] == 0 && e.leaf->grad.defined()) hook_(*e.leaf);
+  }
+
+ private:
+  const GradReadyHook& hook_;
+  std::unordered_map<VarImpl*, int64_t> pending_;
+};
+
 }  // namespace
+
+GradReadyScope::GradReadyScope(GradReadyHook hook) : previous_(std::move(t_grad_ready_hook)) {
+  t_grad_ready_hook = std::move(hook);
+}
+GradReadyScope::~GradReadyScope() {
+  t_grad_ready_hook = std::move(previous_);
+}
+const GradReadyHook& grad_ready_hook() {
+  return t_grad_ready_hook;
+}
 
 void Var::backward(const Tensor& grad, bool retain_graph) const {
   RELPOS_CHECK(defined() && requires_grad(), "backward",
@@ -54,14 +90,20 @@ void Var::backward(const Tensor& grad, bool retain_graph) const {
                "gradient {} does not match the output {}", seed.str(), value().str());
   if (is_leaf()) {
     accumulate_leaf(*impl_, seed);
+    if (t_grad_ready_hook) t_grad_ready_hook(*impl_);
     return;
   }
 
   std::unordered_map<Node*, Tensor> grads{{grad_fn().get(), seed}};
   std::vector<Edge> keep_alive;  // edges of released nodes, alive until the pass ends
-  for (Node* node : topological_order(grad_fn().get())) {
+  const std::vector<Node*> order = topological_order(grad_fn().get());
+  PendingLeaves pending(order, t_grad_ready_hook);
+  for (Node* node : order) {
     auto found = grads.find(node);
-    if (found == grads.end()) continue;  // no path carried a gradient here
+    if (found == grads.end()) {  // no path carried a gradient here
+      pending.passed(*node);
+      continue;
+    }
     const Tensor g = std::move(found->second);
     grads.erase(found);
     RELPOS_CHECK(node->backward != nullptr, "backward",
@@ -86,6 +128,7 @@ void Var::backward(const Tensor& grad, bool retain_graph) const {
         if (!inserted) it->second = add(it->second, in_grads[i]);
       }
     }
+    pending.passed(*node);
     if (!retain_graph) {  // release saved tensors and the edges below
       node->backward = nullptr;
       std::move(node->edges.begin(), node->edges.end(), std::back_inserter(keep_alive));

@@ -2,6 +2,7 @@
 // gradcheck itself (it must catch a wrong gradient), and release of saved tensors.
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "autograd/grad_ready.h"
 #include "autograd/gradcheck.h"
 #include "tests/harness.h"
 
@@ -123,4 +124,32 @@ TEST_CASE("gradcheck: accepts a correct gradient and catches a wrong one") {
   CHECK_FALSE(bad.ok);
   CHECK(bad.detail.find("input 0") != std::string::npos);
   CHECK_THROWS_WITH_AS(gradcheck(square, {x.to(DType::f32)}), doctest::Contains("f64"), Error);
+}
+
+TEST_CASE("engine: the grad-ready hook reports each leaf once, when its gradient is complete") {
+  // w feeds three products at different depths; b only the last; unused never gets a gradient.
+  const Var w(test::random_tensor({3}, DType::f64, 1), true);
+  const Var b(test::random_tensor({3}, DType::f64, 2), true);
+  const Var unused(test::random_tensor({3}, DType::f64, 3), true);
+  std::vector<std::pair<VarImpl*, Tensor>> reported;
+  {
+    const GradReadyScope scope(
+        [&](VarImpl& leaf) { reported.emplace_back(&leaf, leaf.grad.clone()); });
+    const Var h = w * w;           // two edges into w
+    const Var y = sum(h * w + b);  // a third
+    y.backward();
+    (void)unused;
+  }
+  REQUIRE(reported.size() == 2);
+  for (const auto& [leaf, grad_then] : reported) {
+    const Var& v = leaf == w.impl() ? w : b;
+    CHECK((leaf == w.impl() || leaf == b.impl()));
+    CHECK_CLOSE(grad_then, v.grad(), 0, 0);  // nothing was added after the report
+  }
+  CHECK(reported[0].first != reported[1].first);
+  CHECK_FALSE(unused.grad().defined());
+  // Outside the scope nothing is reported.
+  reported.clear();
+  sum(w * b).backward();
+  CHECK(reported.empty());
 }
