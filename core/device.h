@@ -24,6 +24,8 @@ struct Device {
 
 // True when relpos was built with CUDA and at least one GPU is visible.
 bool cuda_available();
+// The GPUs this process sees (0 without CUDA).
+int cuda_device_count();
 
 // TF32 tensor-core math for f32 GEMMs on CUDA. Off by default, so f32 results match the CPU's
 // (fp32 relative error <= 1e-5); on, products keep 10 mantissa bits (about 1e-3 relative).

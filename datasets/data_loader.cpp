@@ -72,8 +72,10 @@ int64_t DataLoader::num_batches() const {
 Batch DataLoader::make_batch(int64_t index) const {
   const int64_t start = index * options_.batch_size;
   const int64_t end = std::min(start + options_.batch_size, static_cast<int64_t>(order_.size()));
+  const Shard mine = shard_of(end - start, options_.shard, options_.shards);
   return collate(dataset_,
-                 std::span<const int64_t>(order_.data() + start, static_cast<size_t>(end - start)),
+                 std::span<const int64_t>(order_.data() + start + mine.begin,
+                                          static_cast<size_t>(mine.size())),
                  options_.collate, retrieval_);
 }
 

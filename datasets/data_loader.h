@@ -14,6 +14,7 @@
 #include "core/options.h"
 #include "datasets/collate.h"
 #include "datasets/dataset.h"
+#include "datasets/shard.h"
 
 namespace relpos {
 
@@ -23,6 +24,9 @@ struct DataLoaderOptions {
   uint64_t seed = 0;       // with shuffle: the order of epoch e is shuffle_order(n, seed, e)
   bool drop_last = false;  // drop the last batch when it has fewer than batch_size examples
   int64_t prefetch = 0;    // batches assembled ahead on one background thread; 0 = inline
+  // Data parallel (datasets/shard.h): every batch holds only rank `shard`'s rows of the batch of
+  // batch_size (shards = the ranks); the order, the batches and their count stay the job's.
+  int64_t shard = 0, shards = 1;
   CollateOptions collate;  // padding, truncation, CLS / SEP, index dtype
 };
 

@@ -1,10 +1,13 @@
 // The classification task (train/task.h): labelled sequences (or document pairs) from the readers
 // of train/task_data.h through DataLoader, cross-entropy, accuracy and macro-F1. Predictions:
-// logits [n, classes] (f32) and labels [n] (i64) in dataset order.
+// logits [n, classes] (f32) and labels [n] (i64) in dataset order. In a data-parallel job each
+// rank reads its rows of every batch (train/distributed.h) and evaluation sums every rank's
+// counts.
 #include <fmt/format.h>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "core/comm/comm.h"
 #include "datasets/data_loader.h"
 #include "train/predictions.h"
 #include "train/task.h"
@@ -34,6 +37,8 @@ DataLoaderOptions loader_options(const RunConfig& config, const Classifier& mode
   o.seed = config.seed;
   o.drop_last = training && config.data.drop_last;
   o.prefetch = config.data.prefetch;
+  o.shard = comm::rank();
+  o.shards = comm::size();
   const SpecialTokens special = model.special_tokens();
   o.collate.cls_id = special.cls_id;
   o.collate.sep_id = special.sep_id;
@@ -84,6 +89,7 @@ class ClassificationTask final : public Task {
     model_->train();
     Batch batch;
     RELPOS_CHECK(loader("train").next(batch), "train", "the training loader ran dry");
+    if (batch.size == 0) return {};  // this rank's share of a short batch is empty
     const Var logits = model_->forward(classifier_inputs(batch, device_));  // [B, classes]
     return {cross_entropy(logits, batch.labels.to(device_)), batch.size};
   }
@@ -92,6 +98,8 @@ class ClassificationTask final : public Task {
     return run(split, max_batches, nullptr, nullptr);
   }
   void write_predictions(const std::string& split, const std::string& path) override {
+    RELPOS_CHECK(!comm::distributed(), "predictions",
+                 "predictions are written by one process: run relpos eval without mpirun");
     std::vector<Tensor> logits, labels;
     run(split, 0, &logits, &labels);
     RELPOS_CHECK(!logits.empty(), "predictions", "split '{}' has no examples", split);
@@ -116,6 +124,7 @@ class ClassificationTask final : public Task {
     data.begin_epoch(0);
     int64_t batches = 0;
     for (Batch batch; (max_batches == 0 || batches < max_batches) && data.next(batch); ++batches) {
+      if (batch.size == 0) continue;  // this rank's share of a short batch
       const Tensor logits = model_->forward(classifier_inputs(batch, device_)).value();
       const Tensor labels = batch.labels.to(device_);
       const double loss_sum =
@@ -126,6 +135,7 @@ class ClassificationTask final : public Task {
         labels_out->push_back(batch.labels.to(Device::cpu()));
       }
     }
+    metrics.all_reduce();
     return metrics.result();
   }
 

@@ -7,6 +7,8 @@
 // character in nats (loss), in bits (bpc) and its perplexity. The training memory is saved with
 // each checkpoint, so a resumed run continues bit-exactly. Predictions: targets [n] (i64) and
 // log_prob [n] (f32, the log-probability of each target) in stream order, n = characters - 1.
+// In a data-parallel job each rank reads its rows of the batch (train/distributed.h) and keeps
+// their memory; checkpoints hold every row's, and evaluation sums every rank's loss and tokens.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -14,9 +16,11 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "core/comm/comm.h"
 #include "datasets/char_corpus.h"
 #include "datasets/lm_batches.h"
 #include "datasets/prepare.h"
+#include "train/distributed.h"
 #include "train/predictions.h"
 #include "train/task.h"
 
@@ -70,6 +74,11 @@ class LanguageModelTask final : public Task {
     model_->set_context(eval_context_);  // refuses what the model cannot evaluate with, now
     model_->set_context(train_context_);
     const int64_t eval_rows = data.eval_batch_size > 0 ? data.eval_batch_size : data.batch_size;
+    // Each rank keeps the memory of its own rows, so every rank needs at least one.
+    RELPOS_CHECK(std::min(data.batch_size, eval_rows) >= comm::size(), kWho,
+                 "data.batch_size {} (eval rows {}) cannot be split over {} ranks: each rank "
+                 "reads whole rows of the stream and needs at least one",
+                 data.batch_size, eval_rows, comm::size());
     const int64_t eval_len = config.eval.tgt_len.value_or(data.tgt_len);
     for (const std::string& split : splits) {
       const bool training = split == "train";
@@ -96,7 +105,8 @@ class LanguageModelTask final : public Task {
     model_->train();
     const LmBatches& train = batches("train");
     RELPOS_CHECK(segment_ < train.num_segments(), "train", "the training stream ran dry");
-    const LmSegment segment = train.segment(segment_++);
+    const LmSegment segment = mine(train.segment(segment_++), train.batch());
+    if (segment.inputs.size(0) == 0) return {};  // more ranks than rows: nothing here
     LmOutput out = model_->forward(segment.inputs.to(device_), memory_);
     memory_ = std::move(out.state);
     return {cross_entropy(flat(out.logits), segment.targets.reshape({-1}).to(device_)),
@@ -112,10 +122,16 @@ class LanguageModelTask final : public Task {
                  cross_entropy(logits, targets, -100, Reduction::sum).to(Device::cpu()).item();
              tokens += targets.numel();
            });
-    return language_model_metrics(loss_sum, tokens);
+    Tensor sums =
+        Tensor::from_vector(std::vector<double>{loss_sum, static_cast<double>(tokens)}, {2});
+    comm::all_reduce_sum(sums);  // every rank's rows (nothing in a job of one)
+    return language_model_metrics(sums.data<double>()[0],
+                                  static_cast<int64_t>(sums.data<double>()[1]));
   }
 
   void write_predictions(const std::string& split, const std::string& path) override {
+    RELPOS_CHECK(!comm::distributed(), "predictions",
+                 "predictions are written by one process: run relpos eval without mpirun");
     const auto n = static_cast<size_t>(batches(split).num_targets());
     std::vector<float> log_probs(n);
     std::vector<int64_t> targets(n);
@@ -136,14 +152,25 @@ class LanguageModelTask final : public Task {
 
   // The training memory under "memory.<name>", and the vocabulary (byte of each id, u8 [V])
   // under "vocabulary", so `relpos generate` can read and write text from the checkpoint alone.
+  // Every row's memory (gathered from the ranks: a collective), whatever the job's size, so a
+  // checkpoint resumes on any number of ranks.
   void save_state(CheckpointData& data) const override {
-    for (const auto& [name, t] : memory_) data.state.emplace_back("memory." + name, t);
+    for (const auto& [name, t] : memory_)
+      data.state.emplace_back("memory." + name, gather_rows(t, config_.data.batch_size));
     data.state.emplace_back("vocabulary", vocabulary_tensor(corpus_));
   }
   void restore_state(const CheckpointData& data) override {
     memory_.clear();
-    for (const auto& [name, t] : data.state)
-      if (name.rfind("memory.", 0) == 0) memory_[name.substr(7)] = t.to(device_);
+    const int64_t rows = config_.data.batch_size;
+    const Shard shard = my_shard(rows);
+    for (const auto& [name, t] : data.state) {
+      if (name.rfind("memory.", 0) != 0) continue;
+      RELPOS_CHECK(t.dim() >= 1 && t.size(0) == rows, kWho,
+                   "the checkpoint's memory '{}' holds {} rows; this run reads data.batch_size = "
+                   "{}",
+                   name.substr(7), t.dim() >= 1 ? t.size(0) : 0, rows);
+      memory_[name.substr(7)] = t.slice(0, shard.begin, shard.end).contiguous().to(device_);
+    }
   }
 
  private:
@@ -157,6 +184,13 @@ class LanguageModelTask final : public Task {
     const auto it = batches_.find(split);
     RELPOS_CHECK(it != batches_.end(), "task", "split '{}' was not loaded", split);
     return it->second;
+  }
+  // This rank's rows [shard of `rows`) of a segment.
+  static LmSegment mine(const LmSegment& s, int64_t rows) {
+    if (!comm::distributed()) return s;
+    const Shard shard = my_shard(rows);
+    return {s.inputs.slice(0, shard.begin, shard.end).contiguous(),
+            s.targets.slice(0, shard.begin, shard.end).contiguous()};
   }
   static Var flat(const Var& logits) {  // [B, L, V] -> [B·L, V]
     return reshape(logits, {logits.size(0) * logits.size(1), logits.size(2)});
@@ -175,12 +209,13 @@ class LanguageModelTask final : public Task {
     LmState memory;
     const int64_t segments =
         max_batches > 0 ? std::min(max_batches, data.num_segments()) : data.num_segments();
-    int64_t column = 0;  // where the segment starts in every row
-    for (int64_t s = 0; s < segments; ++s) {
-      const LmSegment segment = data.segment(s);
+    const Shard rows = my_shard(data.batch());  // this rank's rows (all of them in a job of one)
+    int64_t column = 0;                         // where the segment starts in every row
+    for (int64_t s = 0; s < segments && rows.size() > 0; ++s) {
+      const LmSegment segment = mine(data.segment(s), data.batch());
       const int64_t len = segment.targets.size(1);
       std::vector<int64_t> at;
-      for (int64_t row = 0; row < data.batch(); ++row)
+      for (int64_t row = rows.begin; row < rows.end; ++row)
         for (int64_t j = 0; j < len; ++j) at.push_back(row * data.row_targets() + column + j);
       LmOutput out = model_->forward(segment.inputs.to(device_), memory);
       memory = std::move(out.state);
@@ -188,9 +223,9 @@ class LanguageModelTask final : public Task {
       column += len;
     }
     const LmSegment tail = data.tail();
-    if (max_batches == 0 && tail.inputs.defined()) {
-      // The tail continues the last row: its memory is that row's.
-      const int64_t last = data.batch() - 1;
+    // The tail continues the last row: the rank holding that row reads it, with its memory.
+    if (max_batches == 0 && tail.inputs.defined() && rows.end == data.batch() && rows.size() > 0) {
+      const int64_t last = rows.size() - 1;
       std::vector<int64_t> at;
       for (int64_t j = 0; j < tail.targets.size(1); ++j)
         at.push_back(data.batch() * data.row_targets() + j);

@@ -7,7 +7,9 @@
 #include <limits>
 #include <string>
 
+#include "core/comm/comm.h"
 #include "core/error.h"
+#include "core/tensor.h"
 
 namespace relpos {
 
@@ -52,6 +54,24 @@ double Metrics::get(const std::string& name) const {
     names.push_back(key);
   }
   fail("metrics", "unknown metric '{}'; this task reports {}", name, fmt::join(names, ", "));
+}
+
+void MetricAccumulator::all_reduce() {
+  if (!comm::distributed()) return;
+  // [loss_sum, examples, correct, tp..., fp..., fn...] in f64: counts stay exact below 2^53.
+  std::vector<double> packed{loss_sum_, static_cast<double>(examples_),
+                             static_cast<double>(correct_)};
+  for (const auto* counts : {&true_pos_, &false_pos_, &false_neg_})
+    for (const int64_t c : *counts) packed.push_back(static_cast<double>(c));
+  Tensor t = Tensor::from_vector(packed, {static_cast<int64_t>(packed.size())});
+  comm::all_reduce_sum(t);
+  const double* v = t.data<double>();
+  loss_sum_ = v[0];
+  examples_ = static_cast<int64_t>(v[1]);
+  correct_ = static_cast<int64_t>(v[2]);
+  size_t k = 3;
+  for (auto* counts : {&true_pos_, &false_pos_, &false_neg_})
+    for (int64_t& c : *counts) c = static_cast<int64_t>(v[k++]);
 }
 
 Metrics MetricAccumulator::result() const {

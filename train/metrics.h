@@ -30,6 +30,9 @@ class MetricAccumulator {
   void add(double loss_sum, const std::vector<int64_t>& predicted,
            const std::vector<int64_t>& labels);
   Metrics result() const;  // loss, accuracy, macro_f1
+  // Sums the counts of every rank of a data-parallel job into each rank's accumulator (a
+  // collective; nothing in a job of one), so result() covers every rank's examples.
+  void all_reduce();
 
  private:
   int64_t classes_;

@@ -19,7 +19,8 @@
 namespace relpos {
 
 struct TrainLoss {
-  Var loss;           // the batch's mean loss, its graph kept for backward
+  Var loss;           // the batch's mean loss, its graph kept for backward; undefined when this
+                      // rank's share of the batch is empty (data parallel)
   int64_t count = 0;  // the examples or tokens it averages over
 };
 

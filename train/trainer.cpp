@@ -20,10 +20,13 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
+#include "core/comm/comm.h"
 #include "core/error.h"
 #include "core/file_write.h"
 #include "train/checkpoint.h"
 #include "train/clip.h"
+#include "train/distributed.h"
+#include "train/gradient_reducer.h"
 #include "train/json.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
@@ -50,6 +53,7 @@ struct Trainer::State {
   RunConfig config;
   TrainerOptions options;
   Device device = Device::cpu();
+  bool root = true;  // rank 0: owns the run directory, the log and the checkpoints
   fs::path dir;
   std::shared_ptr<spdlog::logger> log;
   std::ofstream metrics_file;
@@ -57,6 +61,7 @@ struct Trainer::State {
   std::unique_ptr<Task> task;
   std::string metric;  // selects the best checkpoint
   std::shared_ptr<Optimizer> optimizer;
+  std::unique_ptr<GradientReducer> reducer;  // sums gradients over the ranks (data parallel)
   std::shared_ptr<Schedule> schedule;
 
   // Position: updates done, the epoch being read and the batches of it already consumed.
@@ -70,6 +75,7 @@ struct Trainer::State {
   Clock::time_point started = Clock::now();
 
   void record(const JsonObject& event) {
+    if (!root) return;
     metrics_file << event.str() << '\n';
     metrics_file.flush();
     RELPOS_CHECK(metrics_file.good(), "train", "cannot write '{}': {}",
@@ -87,6 +93,15 @@ namespace {
   const size_t colon = spdlog_message.rfind(": ");
   fail("train", "cannot write '{}': {}", file.string(),
        colon == std::string::npos ? spdlog_message : spdlog_message.substr(colon + 2));
+}
+
+// Ranks other than 0 of a data-parallel job: nothing to a file, and only errors to stderr (the
+// job reports through rank 0).
+std::shared_ptr<spdlog::logger> make_rank_logger() {
+  auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  err->set_pattern("%v");
+  err->set_level(spdlog::level::err);
+  return std::make_shared<spdlog::logger>("relpos", err);
 }
 
 std::shared_ptr<spdlog::logger> make_logger(const fs::path& file, bool verbose) {
@@ -163,24 +178,33 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   s.device = Device::parse(c.device);
   RELPOS_CHECK(!s.device.is_cuda() || cuda_available(), "train",
                "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
+  s.root = comm::rank() == 0;
+  // One process per GPU: rank r of a host takes its GPU local_rank mod the GPUs it sees.
+  if (c.device == "cuda" && comm::distributed())
+    s.device = Device::cuda(comm::local_rank() % cuda_device_count());
 
   s.dir = c.train.out;
-  std::error_code made;
-  fs::create_directories(s.dir / "checkpoints", made);
-  RELPOS_CHECK(!made, "train", "cannot create the run directory '{}': {}", s.dir.string(),
-               made.message());
-  // Temporary checkpoints of an interrupted write (checkpoint.h) are never needed again.
-  for (const auto& entry : fs::directory_iterator(s.dir / "checkpoints", made))
-    if (entry.path().filename().string().find(".h5.tmp.") != std::string::npos)
-      fs::remove(entry.path(), made);
-  s.log = make_logger(s.dir / "log.txt", s.options.verbose);
-  write_text(s.dir / "config.yaml", c.yaml);
+  if (s.root) {
+    std::error_code made;
+    fs::create_directories(s.dir / "checkpoints", made);
+    RELPOS_CHECK(!made, "train", "cannot create the run directory '{}': {}", s.dir.string(),
+                 made.message());
+    // Temporary checkpoints of an interrupted write (checkpoint.h) are never needed again.
+    for (const auto& entry : fs::directory_iterator(s.dir / "checkpoints", made))
+      if (entry.path().filename().string().find(".h5.tmp.") != std::string::npos)
+        fs::remove(entry.path(), made);
+    s.log = make_logger(s.dir / "log.txt", s.options.verbose);
+    write_text(s.dir / "config.yaml", c.yaml);
+  } else {
+    s.log = make_rank_logger();
+  }
 
   s.task = make_task(c, s.device);
   s.metric = selection_metric(c, *s.task);
   Model& model = s.task->model();
   for (const std::string& warning : model.warnings()) s.log->warn("warning: {}", warning);
   s.optimizer = make_optimizer(model.parameters(), c.optimizer);
+  s.reducer = std::make_unique<GradientReducer>(model.parameters());
 
   const int64_t per_epoch = std::max<int64_t>(1, s.task->batches_per_epoch() / c.train.accumulate);
   s.total_steps = c.train.steps > 0 ? c.train.steps : c.train.epochs * per_epoch;
@@ -219,13 +243,17 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
     // Position the training stream where the run stood, then its carried state (LM memory).
     s.task->seek(s.epoch, s.batch_in_epoch);
     s.task->restore_state(ckpt);
+    restore_generator_states(model, ckpt);
     s.best_val = load_metrics(ckpt, "val_best", *s.task);
     s.last_val = load_metrics(ckpt, "val_last", *s.task);
-    truncate_metrics(s.dir / "metrics.jsonl", s.step);
+    if (s.root) truncate_metrics(s.dir / "metrics.jsonl", s.step);
   } else {
     s.task->seek(0, 0);
+    seed_generators_per_rank(model);
   }
-  s.metrics_file.open(s.dir / "metrics.jsonl", s.step > 0 ? std::ios::app : std::ios::trunc);
+  broadcast_module(model);  // every rank starts from rank 0's parameters
+  if (s.root)
+    s.metrics_file.open(s.dir / "metrics.jsonl", s.step > 0 ? std::ios::app : std::ios::trunc);
   set_detect_anomaly(c.debug.detect_anomaly || detect_anomaly());
 }
 
@@ -242,9 +270,12 @@ RunSummary Trainer::run() {
   reset_peak_memory(s.device);
 
   Model& model = s.task->model();
+  // Every rank takes part (the task's state and the random streams are gathered from all of
+  // them); rank 0 writes.
   auto save = [&](const fs::path& path) {
     CheckpointData data = capture_state(model, s.optimizer.get());
     s.task->save_state(data);
+    gather_generator_states(model, data);
     data.ints = {{"step", s.step},
                  {"epoch", s.epoch},
                  {"batch_in_epoch", s.batch_in_epoch},
@@ -256,7 +287,7 @@ RunSummary Trainer::run() {
     data.texts = {{"config", c.yaml}, {"relpos_version", RELPOS_VERSION}};
     save_metrics(data, "val_best", s.best_val);
     save_metrics(data, "val_last", s.last_val);
-    write_checkpoint(path.string(), data);
+    if (s.root) write_checkpoint(path.string(), data);
   };
 
   s.log->info("run '{}': {} parameters, {}, {} updates on {}", c.name, model.num_parameters(),
@@ -305,7 +336,7 @@ RunSummary Trainer::run() {
 
   const double max_norm =
       t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
-  Progress progress(s.total_steps, s.step, t.log_every, s.options.verbose);
+  Progress progress(s.total_steps, s.step, t.log_every, s.options.verbose && s.root);
   double loss_window = 0;
   int64_t window_updates = 0, window_examples = 0;
   auto window_start = Clock::now();
@@ -323,23 +354,44 @@ RunSummary Trainer::run() {
       ++s.batch_in_epoch;
       epoch_ended = epoch_ended || s.batch_in_epoch == s.task->batches_per_epoch();
       try {
+        // The last backward before an update reports each finished gradient, and its sum over
+        // the ranks starts while backward goes on (data parallel; nothing in a job of one).
+        const auto armed = a + 1 == t.accumulate ? s.reducer->arm() : nullptr;
         const TrainLoss batch = s.task->next_loss();
-        window_examples += batch.count;
         Var loss = batch.loss;
-        const double value = loss.value().to(Device::cpu()).item();
+        double value = loss.defined() ? loss.value().to(Device::cpu()).item() : 0.0;
+        int64_t count = batch.count;
+        double share = 1;  // this rank's part of the global batch
+        if (comm::distributed()) {
+          // The global batch's mean loss, and each rank's weight in it, so the summed gradients
+          // are those of one process over the whole batch.
+          Tensor totals = Tensor::from_vector(
+              std::vector<double>{value * static_cast<double>(count), static_cast<double>(count)},
+              {2});
+          comm::all_reduce_sum(totals);
+          const double all = totals.data<double>()[1];
+          share = static_cast<double>(count) / all;
+          value = totals.data<double>()[0] / all;
+          count = static_cast<int64_t>(all);
+        }
+        window_examples += count;
         RELPOS_CHECK(std::isfinite(value), "train",
                      "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
                      "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
                      value, s.step + 1);
         loss_sum += value;
-        if (t.accumulate > 1) loss = loss * (1.0 / static_cast<double>(t.accumulate));
-        loss.backward();
+        if (loss.defined()) {
+          if (comm::distributed()) loss = loss * share;
+          if (t.accumulate > 1) loss = loss * (1.0 / static_cast<double>(t.accumulate));
+          loss.backward();
+        }
       } catch (const Error& e) {
         const std::string what = e.what();
         if (what.rfind("[train]", 0) == 0) throw;
         throw Error(fmt::format("[train] step {} (epoch {}): {}", s.step + 1, s.epoch, what));
       }
     }
+    s.reducer->finish();  // every rank now holds the gradients of the global batch
     const double grad_norm = clip_grad_norm(s.optimizer->params(), max_norm);
     RELPOS_CHECK(std::isfinite(grad_norm), "train",
                  "the gradient norm is {} at step {}; rerun with debug.detect_anomaly: true to "
@@ -380,6 +432,7 @@ RunSummary Trainer::run() {
       RunSummary partial;
       partial.steps = s.step;
       partial.run_dir = s.dir.string();
+      partial.primary = s.root;
       return partial;
     }
     const bool eval_now = t.eval_every > 0 ? s.step % t.eval_every == 0 : epoch_ended;
@@ -401,9 +454,13 @@ RunSummary Trainer::run() {
   r.last_val = s.last_val;
   r.metric = s.metric;
   r.test_last = s.task->evaluate("test", 0);
+  // Rank 0 reads the best weights it wrote and hands them to the others.
   const fs::path best = s.dir / "checkpoints" / "best.h5";
-  if (fs::exists(best)) {
-    restore_module(model, read_checkpoint(best.string()));
+  Tensor has_best = full({1}, s.root && fs::exists(best) ? 1.0 : 0.0, DType::f64);
+  comm::broadcast(has_best, 0);
+  if (has_best.data<double>()[0] != 0) {
+    if (s.root) restore_module(model, read_checkpoint(best.string()));
+    broadcast_module(model);
     r.test_best = s.task->evaluate("test", 0);
   } else {
     r.test_best = r.test_last;
@@ -413,6 +470,7 @@ RunSummary Trainer::run() {
   r.peak_memory_bytes = memory_stats(s.device).peak_bytes;
   r.parameters = model.num_parameters();
   r.run_dir = s.dir.string();
+  r.primary = s.root;
   s.record(
       metrics_json(r.test_last).add("event", "test").add("weights", "last").add("step", r.steps));
   s.record(metrics_json(r.test_best)
@@ -437,7 +495,7 @@ RunSummary Trainer::run() {
                                   .add("peak_memory_bytes", r.peak_memory_bytes)
                                   .add("parameters", r.parameters)
                                   .str();
-  write_text(s.dir / "summary.json", summary + "\n");
+  if (s.root) write_text(s.dir / "summary.json", summary + "\n");
   s.log->info("done: test {} (last), {} (best, step {}), {:.1f} s, peak {:.1f} MB -> {}",
               describe_metrics(r.test_last), describe_metrics(r.test_best), r.best_step,
               r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir);

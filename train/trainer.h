@@ -4,7 +4,9 @@
 // train.metric), stops early after train.patience validations without improvement, and finally
 // tests with the last and with the best weights. The run directory holds config.yaml,
 // metrics.jsonl (one JSON object per log or eval event), log.txt, checkpoints/ and summary.json.
-// On the CPU a run is deterministic, and a resumed run continues bit-exactly.
+// On the CPU a run is deterministic, and a resumed run continues bit-exactly. Under mpirun every
+// rank runs a Trainer and they train one model data-parallel (train/distributed.h): rank 0 alone
+// writes the run directory and logs; on a GPU host rank r takes GPU local_rank mod devices.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,9 @@ struct RunSummary {
   int64_t parameters = 0;
   std::string run_dir;
   bool finished = false;  // false when the session ended at TrainerOptions::stop_at_step
+  // Whether this process owns the run's files and reports it: true but on ranks > 0 of a
+  // data-parallel job (train/distributed.h), whose summaries are the same.
+  bool primary = true;
 };
 
 class Trainer {

@@ -14,6 +14,10 @@ bool cuda_available() {
   return cuda::device_count() > 0;
 }
 
+int cuda_device_count() {
+  return cuda::device_count();
+}
+
 namespace cuda {
 
 namespace {

@@ -15,6 +15,10 @@ bool cuda_available() {
   return false;
 }
 
+int cuda_device_count() {
+  return 0;
+}
+
 namespace cuda {
 
 MemoryCounter& memory_counter(Device) {

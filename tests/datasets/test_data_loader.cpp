@@ -253,3 +253,48 @@ TEST_CASE("data_loader: invalid options are refused by name; options read from a
   CHECK(error_of([] { data_loader_options(Options("data").set("index_dtype", "f32")); }) ==
         "[data] index_dtype must be i32 or i64, got 'f32'");
 }
+
+TEST_CASE("data_loader: shards split every batch so each example is read by exactly one rank") {
+  // Odd sizes, batches not divisible by the ranks, more ranks than the last batch's rows.
+  for (const int64_t n : {1, 13, 29}) {
+    for (const int64_t batch_size : {1, 4, 7}) {
+      for (const int64_t ranks : {1, 2, 3, 5}) {
+        RELPOS_INFO("n {} batch {} ranks {}", n, batch_size, ranks);
+        const Dataset dataset = numbered(n);
+        DataLoaderOptions options;
+        options.batch_size = batch_size;
+        options.shuffle = true;
+        options.seed = 9;
+        options.shards = ranks;
+        DataLoaderOptions one_process = options;
+        one_process.shards = 1;
+        DataLoader whole(dataset, one_process);
+        std::vector<std::vector<int64_t>> per_batch(whole.num_batches());
+        std::vector<int64_t> seen;
+        for (int64_t r = 0; r < ranks; ++r) {
+          options.shard = r;
+          DataLoader shard(dataset, options);
+          CHECK(shard.num_batches() == whole.num_batches());  // every rank steps together
+          shard.begin_epoch(2);
+          int64_t b = 0;
+          for (Batch batch; shard.next(batch); ++b) {
+            CHECK(batch.size ==
+                  shard_of(std::min(batch_size, n - b * batch_size), r, ranks).size());
+            const auto labels = batch.labels.to_vector<int64_t>();
+            per_batch[b].insert(per_batch[b].end(), labels.begin(), labels.end());
+            seen.insert(seen.end(), labels.begin(), labels.end());
+          }
+        }
+        // Together the shards of batch b are batch b of one process, in rank order.
+        whole.begin_epoch(2);
+        int64_t b = 0;
+        for (Batch batch; whole.next(batch); ++b)
+          CHECK(per_batch[b] == batch.labels.to_vector<int64_t>());
+        std::sort(seen.begin(), seen.end());
+        std::vector<int64_t> all(n);
+        std::iota(all.begin(), all.end(), 0);
+        CHECK(seen == all);
+      }
+    }
+  }
+}

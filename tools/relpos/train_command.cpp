@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "tools/relpos/commands.h"
 #include "train/config.h"
+#include "train/distributed.h"
 #include "train/trainer.h"
 
 namespace relpos::cli {
@@ -54,19 +55,23 @@ int train_command(const std::vector<std::string>& args) {
           fmt::format("[train] one config file expected, got '{}' and '{}'", config_path, a));
   }
   RELPOS_CHECK(!config_path.empty(), "train", "no config file given\n{}", kTrainUsage);
-  Trainer trainer(load_config(config_path, overrides), options);
-  const RunSummary r = trainer.run();
-  // The selection metric first: "test accuracy 0.9430 (last) 0.9360 (best), ...".
-  std::string line =
-      fmt::format("{}: test {} {:.4f} (last) {:.4f} (best)", trainer.model().config().type,
-                  r.metric, r.test_last.get(r.metric), r.test_best.get(r.metric));
-  for (const auto& [name, value] : r.test_last.values)
-    if (name != r.metric)
-      line += fmt::format(", {} {:.4f} / {:.4f}", name, value, r.test_best.get(name));
-  std::printf("%s, %lld steps, %.1f s, peak %.1f MB, run %s\n", line.c_str(),
-              static_cast<long long>(r.steps), r.wall_time_s,
-              static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
-  return 0;
+  // Under mpirun every rank trains (data parallel); an error on any one ends the job.
+  return run_job([&] {
+    Trainer trainer(load_config(config_path, overrides), options);
+    const RunSummary r = trainer.run();
+    if (!r.primary) return 0;
+    // The selection metric first: "test accuracy 0.9430 (last) 0.9360 (best), ...".
+    std::string line =
+        fmt::format("{}: test {} {:.4f} (last) {:.4f} (best)", trainer.model().config().type,
+                    r.metric, r.test_last.get(r.metric), r.test_best.get(r.metric));
+    for (const auto& [name, value] : r.test_last.values)
+      if (name != r.metric)
+        line += fmt::format(", {} {:.4f} / {:.4f}", name, value, r.test_best.get(name));
+    std::printf("%s, %lld steps, %.1f s, peak %.1f MB, run %s\n", line.c_str(),
+                static_cast<long long>(r.steps), r.wall_time_s,
+                static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
+    return 0;
+  });
 }
 
 }  // namespace relpos::cli

@@ -1,0 +1,104 @@
+// Data-parallel helpers (train/distributed.h) over core/comm.
+#include "train/distributed.h"
+
+#include <cstdio>
+#include <map>
+
+#include "core/comm/comm.h"
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace relpos {
+
+namespace {
+
+// A seed of its own for rank r (golden-ratio stride: no two ranks share a Philox key).
+uint64_t rank_seed(uint64_t seed, int rank) {
+  return seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(rank);
+}
+
+}  // namespace
+
+Shard my_shard(int64_t rows) {
+  return shard_of(rows, comm::rank(), comm::size());
+}
+
+void broadcast_module(Module& module) {
+  if (!comm::distributed()) return;
+  for (auto& [name, p] : module.named_parameters()) {
+    Tensor value = p.value().contiguous();
+    comm::broadcast(value, 0);
+    p.set_value(value);
+  }
+  for (auto& [name, buffer] : module.buffer_slots()) {
+    if (buffer->dtype() != DType::f32 && buffer->dtype() != DType::f64) continue;
+    Tensor value = buffer->contiguous();
+    comm::broadcast(value, 0);
+    *buffer = value;
+  }
+}
+
+void seed_generators_per_rank(Module& module) {
+  if (comm::rank() == 0) return;
+  for (auto& [name, gen] : module.generator_slots())
+    gen->set_state(rank_seed(gen->seed(), comm::rank()), gen->offset());
+}
+
+void gather_generator_states(Module& module, CheckpointData& data) {
+  if (!comm::distributed()) return;
+  for (auto& [name, gen] : module.generator_slots()) {
+    Tensor states = zeros({comm::size(), 2}, DType::i64);  // [ranks, (seed, offset)]
+    int64_t* row = states.data<int64_t>() + 2 * comm::rank();
+    row[0] = static_cast<int64_t>(gen->seed());
+    row[1] = static_cast<int64_t>(gen->offset());
+    comm::all_reduce_sum(states);
+    data.state.emplace_back("rng_ranks." + name, states);
+  }
+}
+
+void restore_generator_states(Module& module, const CheckpointData& data) {
+  std::map<std::string, Tensor> saved;
+  for (const auto& [name, t] : data.state)
+    if (name.rfind("rng_ranks.", 0) == 0) saved[name.substr(10)] = t;
+  for (auto& [name, gen] : module.generator_slots()) {
+    const auto it = saved.find(name);
+    if (it != saved.end() && it->second.dim() == 2 && it->second.size(0) > comm::rank() &&
+        it->second.dtype() == DType::i64) {
+      const Tensor row = it->second.to(Device::cpu()).contiguous();
+      const int64_t* state = row.data<int64_t>() + 2 * comm::rank();
+      gen->set_state(static_cast<uint64_t>(state[0]), static_cast<uint64_t>(state[1]));
+    } else if (comm::rank() > 0) {
+      gen->set_state(rank_seed(gen->seed(), comm::rank()), gen->offset());
+    }
+  }
+}
+
+Tensor gather_rows(const Tensor& local, int64_t rows) {
+  if (!comm::distributed()) return local;
+  const Shard mine = my_shard(rows);
+  Shape shape = local.shape();
+  shape[0] = rows;
+  // Each rank writes its rows into zeros; the sum over ranks is the whole tensor.
+  Tensor all = zeros(shape, local.dtype(), local.device());
+  if (mine.size() > 0) copy_(all.slice(0, mine.begin, mine.end), local);
+  comm::all_reduce_sum(all);
+  return all;
+}
+
+int run_job(const std::function<int()>& body) {
+  if (!comm::distributed()) return body();
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "relpos: %s: %s\n", comm::describe_rank().c_str(), e.what());
+    std::fflush(stderr);
+    comm::abort(2);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "relpos: %s: internal error: %s\n", comm::describe_rank().c_str(),
+                 e.what());
+    std::fflush(stderr);
+    comm::abort(1);
+  }
+}
+
+}  // namespace relpos

@@ -1,0 +1,46 @@
+// Data-parallel training over the processes of one job (DESIGN §12; core/comm/comm.h). Every rank
+// holds the whole model and takes a disjoint, deterministic shard of every global batch
+// (data.batch_size rows); gradients are summed over ranks (train/gradient_reducer.h) with each
+// rank's loss weighted by its share of the batch, so N ranks follow the trajectory of one process
+// with the same global batch. Parameters start from rank 0's; random streams (dropout, SPE noise)
+// differ per rank and are checkpointed per rank; rank 0 alone writes files. What lives here is
+// what the trainer and the tasks share; nothing above train/ knows about ranks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "datasets/shard.h"
+#include "layers/module.h"
+#include "train/checkpoint.h"
+
+namespace relpos {
+
+// This process's rows of a batch of `rows` (datasets/shard.h, by core/comm's rank and size).
+Shard my_shard(int64_t rows);
+
+// Every rank's parameters and buffers set to rank 0's.
+void broadcast_module(Module& module);
+
+// Gives each rank its own random streams: rank 0 keeps the module's generators as built (a job of
+// one draws what a single process draws), rank r > 0 gets each generator's seed mixed with r.
+void seed_generators_per_rank(Module& module);
+// Each rank's generator states into `data.state` ("rng_ranks.<name>": i64 [ranks, 2] of seed and
+// offset); a collective: every rank calls it, rank 0's `data` holds all of them.
+void gather_generator_states(Module& module, CheckpointData& data);
+// This rank's generators from `data` where it has this rank's row (a checkpoint of as many or
+// more ranks); otherwise rank r > 0 mixes rank 0's restored states with r (a new rank).
+void restore_generator_states(Module& module, const CheckpointData& data);
+
+// The full batch of per-row state from every rank's rows: `local` holds rows [shard of `rows`)
+// of a tensor [rows, ...]; the result, on every rank, is the whole tensor (a collective).
+Tensor gather_rows(const Tensor& local, int64_t rows);
+
+// Runs one command of the command line. In a job of several processes an error on any rank ends
+// the whole job: the rank prints "relpos: rank r of N: <what>" and aborts every process with
+// status 2 (1 for an internal error), so no rank waits forever on one that failed. In a job of one
+// it runs `body` as it is.
+int run_job(const std::function<int()>& body);
+
+}  // namespace relpos
