@@ -14,6 +14,7 @@ packages=(
   python3-h5py  # the tests read checkpoints back with h5py, as a user without relpos would
   python3-matplotlib  # tools/plots.py: the figures of `relpos reproduce` (tested by ctest plots)
   clang libclang-rt-dev libomp-dev  # the asan and fuzz presets (clang, libFuzzer, OpenMP)
+  libopenblas-serial-dev  # their BLAS: Debian's OpenMP OpenBLAS runs on GCC's OpenMP runtime
   libopenmpi-dev openmpi-bin  # data-parallel training over processes (mpirun), and its tests
 )
 for arg in "$@"; do

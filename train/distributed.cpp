@@ -1,10 +1,16 @@
 // Data-parallel helpers (train/distributed.h) over core/comm.
 #include "train/distributed.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "core/comm/comm.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/ops.h"
 
@@ -17,7 +23,30 @@ uint64_t rank_seed(uint64_t seed, int rank) {
   return seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(rank);
 }
 
+// Processes on one host share its cores: unless OMP_NUM_THREADS says otherwise, each takes its
+// part of them (never more than OpenMP would give it), rather than every process starting a
+// thread per core.
+void share_cores() {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int mine = std::max(1, cores / comm::local_size());
+  if (mine < omp_get_max_threads()) omp_set_num_threads(mine);
+}
+
 }  // namespace
+
+Device job_device(const std::string& configured, const char* who) {
+  const Device device = Device::parse(configured);
+  RELPOS_CHECK(!device.is_cuda() || cuda_available(), who,
+               "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
+  if (configured == "cuda" && comm::distributed())
+    return Device::cuda(comm::local_rank() % cuda_device_count());
+  return device;
+}
+
+bool reports_results() {
+  return comm::rank() == 0;
+}
 
 Shard my_shard(int64_t rows) {
   return shard_of(rows, comm::rank(), comm::size());
@@ -88,6 +117,7 @@ Tensor gather_rows(const Tensor& local, int64_t rows) {
 int run_job(const std::function<int()>& body) {
   if (!comm::distributed()) return body();
   try {
+    share_cores();
     return body();
   } catch (const Error& e) {
     std::fprintf(stderr, "relpos: %s: %s\n", comm::describe_rank().c_str(), e.what());

@@ -11,11 +11,20 @@
 #include <functional>
 #include <string>
 
+#include "core/device.h"
 #include "datasets/shard.h"
 #include "layers/module.h"
 #include "train/checkpoint.h"
 
 namespace relpos {
+
+// The device this process computes on for a configured `device` ("cpu", "cuda", "cuda:1"): with
+// several processes, "cuda" is the GPU local_rank mod the GPUs this host sees (one process per
+// GPU; ranks share one when there are fewer). An error when CUDA is asked for and none is visible.
+Device job_device(const std::string& configured, const char* who);
+
+// Whether this process prints a command's results: rank 0 (the only process of a job of one).
+bool reports_results();
 
 // This process's rows of a batch of `rows` (datasets/shard.h, by core/comm's rank and size).
 Shard my_shard(int64_t rows);
@@ -37,10 +46,11 @@ void restore_generator_states(Module& module, const CheckpointData& data);
 // of a tensor [rows, ...]; the result, on every rank, is the whole tensor (a collective).
 Tensor gather_rows(const Tensor& local, int64_t rows);
 
-// Runs one command of the command line. In a job of several processes an error on any rank ends
-// the whole job: the rank prints "relpos: rank r of N: <what>" and aborts every process with
-// status 2 (1 for an internal error), so no rank waits forever on one that failed. In a job of one
-// it runs `body` as it is.
+// Runs one command of the command line. In a job of several processes each takes its share of
+// the host's cores (cores / processes on the host, unless OMP_NUM_THREADS is set), and an error
+// on any rank ends the whole job: the rank prints "relpos: rank r of N: <what>" and aborts every
+// process with status 2 (1 for an internal error), so no rank waits forever on one that failed. In
+// a job of one it runs `body` as it is.
 int run_job(const std::function<int()>& body);
 
 }  // namespace relpos

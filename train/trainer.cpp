@@ -175,13 +175,8 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   s.config = std::move(config);
   s.options = std::move(options);
   const RunConfig& c = s.config;
-  s.device = Device::parse(c.device);
-  RELPOS_CHECK(!s.device.is_cuda() || cuda_available(), "train",
-               "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
+  s.device = job_device(c.device, "train");
   s.root = comm::rank() == 0;
-  // One process per GPU: rank r of a host takes its GPU local_rank mod the GPUs it sees.
-  if (c.device == "cuda" && comm::distributed())
-    s.device = Device::cuda(comm::local_rank() % cuda_device_count());
 
   s.dir = c.train.out;
   if (s.root) {
@@ -337,7 +332,7 @@ RunSummary Trainer::run() {
   const double max_norm =
       t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
   Progress progress(s.total_steps, s.step, t.log_every, s.options.verbose && s.root);
-  double loss_window = 0;
+  double loss_window = 0, comm_window_s = 0;
   int64_t window_updates = 0, window_examples = 0;
   auto window_start = Clock::now();
   bool keep_going = s.step < s.total_steps;
@@ -392,6 +387,7 @@ RunSummary Trainer::run() {
       }
     }
     s.reducer->finish();  // every rank now holds the gradients of the global batch
+    comm_window_s += s.reducer->exposed_seconds();
     const double grad_norm = clip_grad_norm(s.optimizer->params(), max_norm);
     RELPOS_CHECK(std::isfinite(grad_norm), "train",
                  "the gradient norm is {} at step {}; rerun with debug.detect_anomaly: true to "
@@ -410,16 +406,21 @@ RunSummary Trainer::run() {
     progress.update(s.step, loss, lr);
     if (s.step % t.log_every == 0 || s.step == s.total_steps) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
-      s.record(JsonObject()
-                   .add("event", "train")
-                   .add("step", s.step)
-                   .add("epoch", s.epoch)
-                   .add("loss", loss_window / static_cast<double>(window_updates))
-                   .add("lr", lr)
-                   .add("grad_norm", grad_norm)
-                   .add(s.task->unit() + "_per_s", static_cast<double>(window_examples) / seconds)
-                   .add("elapsed_s", s.wall_s()));
-      loss_window = 0;
+      JsonObject record;
+      record.add("event", "train")
+          .add("step", s.step)
+          .add("epoch", s.epoch)
+          .add("loss", loss_window / static_cast<double>(window_updates))
+          .add("lr", lr)
+          .add("grad_norm", grad_norm)
+          .add(s.task->unit() + "_per_s", static_cast<double>(window_examples) / seconds)
+          .add("step_s", seconds / static_cast<double>(window_updates));
+      // Data parallel: the seconds per update rank 0 waited for the gradient all-reduce after
+      // backward ended (the part communication did not overlap).
+      if (comm::distributed())
+        record.add("comm_s", comm_window_s / static_cast<double>(window_updates));
+      s.record(record.add("elapsed_s", s.wall_s()));
+      loss_window = comm_window_s = 0;
       window_updates = window_examples = 0;
       window_start = Clock::now();
     }

@@ -17,9 +17,14 @@ int size();
 // This process's rank among those on its host: rank r on a GPU host takes GPU local_rank mod
 // the devices it sees.
 int local_rank();
+// The processes of this job on this host.
+int local_size();
 inline bool distributed() {
   return size() > 1;
 }
+// What carries the job's collectives, for `relpos --version`: the MPI library and what moves CUDA
+// tensors, or that this build runs one process per job.
+std::string backend();
 // "rank 1 of 4" for messages; "" in a job of one.
 std::string describe_rank();
 

@@ -5,6 +5,10 @@
 
 namespace relpos::comm::detail {
 
+std::string cuda_transport() {
+  return "host copies (built without NCCL)";
+}
+
 void cuda_all_reduce_sum(Tensor& t) {
   Tensor host = t.to(Device::cpu()).contiguous();
   mpi_all_reduce_sum(host);

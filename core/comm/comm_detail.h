@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <string>
+
 #include "core/tensor.h"
 
 namespace relpos::comm::detail {
@@ -15,7 +17,8 @@ MPI_Datatype mpi_type(DType dtype);
 void mpi_all_reduce_sum(Tensor& t);
 void mpi_broadcast(Tensor& t, int root);
 
-// The same for a contiguous CUDA tensor.
+// The same for a contiguous CUDA tensor, and what carries them ("NCCL 2.x", "host copies").
+std::string cuda_transport();
 void cuda_all_reduce_sum(Tensor& t);
 void cuda_broadcast(Tensor& t, int root);
 

@@ -33,7 +33,7 @@ void check(int code, const char* call) {
 
 struct World {
   bool started = false;  // MPI_Init was called here (and MPI_Finalize is owed)
-  int rank = 0, size = 1, local_rank = 0;
+  int rank = 0, size = 1, local_rank = 0, local_size = 1;
 
   World() {
     if (!launched_by_mpi()) return;
@@ -48,6 +48,7 @@ struct World {
     check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host),
           "MPI_Comm_split_type");
     check(MPI_Comm_rank(host, &local_rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(host, &local_size), "MPI_Comm_size");
     MPI_Comm_free(&host);
   }
   ~World() {
@@ -142,6 +143,22 @@ int size() {
 }
 int local_rank() {
   return world().local_rank;
+}
+int local_size() {
+  return world().local_size;
+}
+
+std::string backend() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(text, &length);  // callable before MPI_Init
+  std::string library(text, static_cast<size_t>(length));
+  library = library.substr(0, library.find_first_of(",\n"));  // "Open MPI v4.1.4"
+#ifdef RELPOS_WITH_CUDA
+  return fmt::format("MPI ({}), CUDA tensors over {}", library, detail::cuda_transport());
+#else
+  return fmt::format("MPI ({})", library);
+#endif
 }
 
 std::string describe_rank() {

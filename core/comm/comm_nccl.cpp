@@ -57,6 +57,10 @@ NcclWorld& nccl(Device device) {
 
 }  // namespace
 
+std::string cuda_transport() {
+  return fmt::format("NCCL {}.{}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+}
+
 void cuda_all_reduce_sum(Tensor& t) {
   NcclWorld& w = nccl(t.device());
   const cuda::DeviceGuard guard(t.device());

@@ -33,6 +33,10 @@ void check_single() {
 
 }  // namespace
 
+std::string backend() {
+  return "none: one process per job (built without MPI)";
+}
+
 int rank() {
   check_single();
   return 0;
@@ -43,6 +47,9 @@ int size() {
 }
 int local_rank() {
   return 0;
+}
+int local_size() {
+  return 1;
 }
 std::string describe_rank() {
   return "";

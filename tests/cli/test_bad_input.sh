@@ -159,6 +159,18 @@ refused "a config that never ends" "^relpos: \[config\] '/dev/zero' is longer th
 refused "a folder as config" "^relpos: \[config\] cannot read '$tmp': it is a folder" \
   -- "$relpos" train "$tmp"
 
+# --- Numbers on the command line: the flag named, never the library's exception ------------
+refused "a seed count that is not a number" "^relpos: \[reproduce\] --seeds expects an integer, got 'abc'" \
+  -- "$relpos" reproduce table2 --seeds abc
+refused "a batch that is not a number" "^relpos: \[bench\] --batch expects an integer, got 'x'" \
+  -- "$relpos" bench index-first --batch x
+refused "a time with trailing text" "^relpos: \[bench\] --min-time expects a number, got '1s'" \
+  -- "$relpos" bench attention --min-time 1s
+refused "a stop before the first step" "^relpos: \[train\] --stop-at-step must be positive, got '0'" \
+  -- "$relpos" train "$tmp/listops.yaml" --stop-at-step 0
+refused "a token count past int64" "^relpos: \[generate\] --tokens expects an integer" \
+  -- "$relpos" generate x.h5 --prompt a --tokens 99999999999999999999
+
 # --- Checkpoints: diverged weights, damaged bytes -----------------------------------------
 "$relpos" train "$tmp/listops.yaml" --quiet >/dev/null 2>"$tmp/train_err" ||
   fail "the tiny ListOps run failed: $(cat "$tmp/train_err")"

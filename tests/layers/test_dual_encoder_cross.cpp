@@ -8,6 +8,7 @@
 #include "autograd/functions.h"
 #include "layers/attention/skew.h"
 #include "layers/models/encoder.h"
+#include "tests/harness.h"
 #include "tests/layers/attention_testing.h"
 #include "tests/layers/model_testing.h"
 
@@ -102,7 +103,7 @@ TEST_CASE("dual encoder: cross attention's f64 parameter gradients match central
     int64_t checked = 0;
     for (auto& [name, param] : model->named_parameters()) {
       if (name.rfind("interaction.", 0) != 0) continue;
-      INFO(name);
+      RELPOS_INFO("{}", name);
       Var& w = param;
       const Tensor w0 = w.value().clone();
       const double analytic = w.grad().contiguous().data<double>()[0];

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "autograd/functions.h"
+#include "tests/harness.h"
 #include "tests/layers/attention_testing.h"
 #include "tests/layers/lm_testing.h"
 #include "tests/layers/model_testing.h"
@@ -39,7 +40,7 @@ void check_same(const std::pair<Tensor, std::map<std::string, Tensor>>& got,
   CHECK_CLOSE(got.first, want.first, 1e-10, 1e-12);
   REQUIRE(got.second.size() == want.second.size());
   for (const auto& [name, g] : want.second) {
-    INFO(name);
+    RELPOS_INFO("{}", name);
     CHECK_CLOSE(got.second.at(name), g, 1e-9, 1e-11);
   }
 }

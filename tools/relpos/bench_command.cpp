@@ -4,7 +4,6 @@
 // are tools/bench/attention_bench.h's, shared with relpos_bench_attention.
 #include <omp.h>
 
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -12,6 +11,7 @@
 #include "core/error.h"
 #include "core/file_write.h"
 #include "tools/bench/attention_bench.h"
+#include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
 #include "train/json.h"
 
@@ -43,15 +43,6 @@ constexpr const char* kBenchUsage =
     "null\n"
     "times and a \"reason\"); progress goes to stderr. --json-out FILE writes that object to\n"
     "FILE and still prints the table.\n";
-
-template <typename T>
-T parse_number(const std::string& flag, const std::string& text) {
-  T value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  RELPOS_CHECK(ec == std::errc() && end == text.data() + text.size() && value > 0, "bench",
-               "{} must be a positive number, got '{}'", flag, text);
-  return value;
-}
 
 // MemAvailable of /proc/meminfo in bytes; 0 (no limit) when it cannot be read.
 int64_t available_cpu_memory() {
@@ -107,11 +98,11 @@ int bench_attention(const std::vector<std::string>& args) {
     } else if (a == "--lengths") {
       o.lengths = bench::parse_lengths(value());
     } else if (a == "--batch") {
-      o.batch = parse_number<int64_t>(a, value());
+      o.batch = parse_positive<int64_t>("bench", a, value());
     } else if (a == "--heads") {
-      o.heads = parse_number<int64_t>(a, value());
+      o.heads = parse_positive<int64_t>("bench", a, value());
     } else if (a == "--dim") {
-      o.dim = parse_number<int64_t>(a, value());
+      o.dim = parse_positive<int64_t>("bench", a, value());
     } else if (a == "--device") {
       o.device = Device::parse(value());
     } else if (a == "--json") {
@@ -121,9 +112,9 @@ int bench_attention(const std::vector<std::string>& args) {
     } else if (a == "--filter") {
       filter = bench::split_list(value());
     } else if (a == "--min-time") {
-      o.min_seconds = parse_number<double>(a, value());
+      o.min_seconds = parse_positive<double>("bench", a, value());
     } else if (a == "--memory-limit-mb") {
-      limit_mb = parse_number<double>(a, value());
+      limit_mb = parse_positive<double>("bench", a, value());
     } else {
       fail("bench", "unknown option '{}' (see relpos bench attention --help)", a);
     }

@@ -12,6 +12,7 @@
 #include "layers/attention/multi_head.h"
 #include "layers/positional/absolute.h"
 #include "tools/bench/bench_common.h"
+#include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
 
 namespace relpos::cli {
@@ -55,9 +56,7 @@ int bench_index_first(const std::vector<std::string>& args) {
     RELPOS_CHECK(i + 1 < args.size(), "bench", "{} needs a value; see --help", a);
     const std::string value = args[++i];
     const auto positive = [&](const std::string& text) {
-      const int64_t n = std::stoll(text);
-      RELPOS_CHECK(n > 0, "bench", "{} must be positive, got '{}'", a, text);
-      return n;
+      return parse_positive<int64_t>("bench", a, text);
     };
     if (a == "--vocab")
       vocab = positive(value);
@@ -68,7 +67,7 @@ int bench_index_first(const std::vector<std::string>& args) {
     else if (a == "--dim")
       dim = positive(value);
     else if (a == "--min-time")
-      min_seconds = std::stod(value);
+      min_seconds = parse_positive<double>("bench", a, value);
     else if (a == "--lengths") {
       lengths.clear();
       for (const std::string& n : bench::split_list(value)) lengths.push_back(positive(n));

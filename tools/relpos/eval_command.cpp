@@ -7,6 +7,7 @@
 #include "tools/relpos/commands.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/distributed.h"
 #include "train/json.h"
 #include "train/task.h"
 #include "train/training_state.h"
@@ -57,36 +58,38 @@ int eval_command(const std::vector<std::string>& args) {
   }
   RELPOS_CHECK(!checkpoint.empty(), "eval", "no checkpoint given\n{}", kEvalUsage);
 
-  const CheckpointData data = read_checkpoint(checkpoint);
-  const auto text = data.texts.find("config");
-  RELPOS_CHECK(text != data.texts.end(), "eval", "'{}' holds no configuration", checkpoint);
-  const RunConfig config = parse_config(text->second, checkpoint, overrides);
-  const Device device = Device::parse(config.device);
-  RELPOS_CHECK(!device.is_cuda() || cuda_available(), "eval",
-               "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
+  // Under mpirun the ranks evaluate disjoint shards of the split; an error on any one ends the job.
+  return run_job([&] {
+    const CheckpointData data = read_checkpoint(checkpoint);
+    const auto text = data.texts.find("config");
+    RELPOS_CHECK(text != data.texts.end(), "eval", "'{}' holds no configuration", checkpoint);
+    const RunConfig config = parse_config(text->second, checkpoint, overrides);
+    const Device device = job_device(config.device, "eval");
 
-  RELPOS_CHECK(split == "train" || split == "val" || split == "test", "eval",
-               "unknown split '{}'; known: train, val, test", split);
-  const std::unique_ptr<Task> task = make_task(config, device, {split});
-  restore_module(task->model(), data);
-  const Metrics metrics = task->evaluate(split, 0);
-  if (!predictions.empty()) task->write_predictions(split, predictions);
+    RELPOS_CHECK(split == "train" || split == "val" || split == "test", "eval",
+                 "unknown split '{}'; known: train, val, test", split);
+    const std::unique_ptr<Task> task = make_task(config, device, {split});
+    restore_module(task->model(), data);
+    const Metrics metrics = task->evaluate(split, 0);
+    if (!predictions.empty()) task->write_predictions(split, predictions);
 
-  const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
-  if (json) {
-    std::printf("%s\n", metrics_json(metrics)
-                            .add("checkpoint", checkpoint)
-                            .add("split", split)
-                            .add("step", step)
-                            .add("name", config.name)
-                            .str()
-                            .c_str());
-  } else {
-    std::printf("%s on %s (%lld %s, step %lld): %s\n", config.name.c_str(), split.c_str(),
-                static_cast<long long>(metrics.count), metrics.unit.c_str(),
-                static_cast<long long>(step), describe_metrics(metrics).c_str());
-  }
-  return 0;
+    const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
+    if (!reports_results()) return 0;  // under mpirun the ranks share the split
+    if (json) {
+      std::printf("%s\n", metrics_json(metrics)
+                              .add("checkpoint", checkpoint)
+                              .add("split", split)
+                              .add("step", step)
+                              .add("name", config.name)
+                              .str()
+                              .c_str());
+    } else {
+      std::printf("%s on %s (%lld %s, step %lld): %s\n", config.name.c_str(), split.c_str(),
+                  static_cast<long long>(metrics.count), metrics.unit.c_str(),
+                  static_cast<long long>(step), describe_metrics(metrics).c_str());
+    }
+    return 0;
+  });
 }
 
 }  // namespace relpos::cli

@@ -11,6 +11,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -26,26 +27,6 @@ constexpr const char* kGenerateUsage =
     "                       [--device cpu|cuda] [--set key.path=value]...\n"
     "Samples N characters from a trained language model after the prompt (temperature 1 by\n"
     "default; 0 takes the most likely character), and prints the prompt and the sample.\n";
-
-int64_t parse_int(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    const int64_t v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  fail("generate", "{} expects an integer, got '{}'", flag, text);
-}
-
-double parse_double(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  fail("generate", "{} expects a number, got '{}'", flag, text);
-}
 
 // The id of the next character: argmax at temperature 0, else a draw from softmax(logits / T).
 int64_t sample(const Tensor& logits, double temperature, Generator& gen) {
@@ -84,11 +65,11 @@ int generate_command(const std::vector<std::string>& args) {
       prompt = value();
       has_prompt = true;
     } else if (a == "--tokens") {
-      tokens = parse_int(a, value());
+      tokens = parse_number<int64_t>("generate", a, value());
     } else if (a == "--temperature") {
-      temperature = parse_double(a, value());
+      temperature = parse_number<double>("generate", a, value());
     } else if (a == "--seed") {
-      const int64_t s = parse_int(a, value());
+      const int64_t s = parse_number<int64_t>("generate", a, value());
       RELPOS_CHECK(s >= 0, "generate", "--seed must be >= 0, got {}", s);
       seed = static_cast<uint64_t>(s);
     } else if (a == "--device") {

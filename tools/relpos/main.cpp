@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/comm.h"
 #include "core/error.h"
 #include "tools/relpos/commands.h"
 
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
-      std::printf("relpos %s\n", RELPOS_VERSION);
+      std::printf("relpos %s\nprocesses: %s\n", RELPOS_VERSION, relpos::comm::backend().c_str());
       return 0;
     }
     const std::vector<std::string> rest(args.begin() + 1, args.end());

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/file_write.h"
+#include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
 #include "tools/relpos/reproduce.h"
 #include "train/config.h"
@@ -118,7 +119,7 @@ Options parse(const std::vector<std::string>& args) {
     if (a == "--scale")
       o.scale = value();
     else if (a == "--seeds")
-      o.seeds = std::stoll(value());
+      o.seeds = parse_number<int64_t>("reproduce", a, value());
     else if (a == "--device")
       o.device = value();
     else if (a == "--data-dir")

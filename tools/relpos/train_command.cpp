@@ -1,8 +1,10 @@
-// `relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda] [--resume CKPT]`
+// `relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda] [--resume CKPT]
+// [--stop-at-step N]`
 // (DESIGN §7): trains, then prints one line of final metrics on stdout.
 #include <cstdio>
 
 #include "core/error.h"
+#include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
 #include "train/config.h"
 #include "train/distributed.h"
@@ -12,13 +14,16 @@ namespace relpos::cli {
 
 constexpr const char* kTrainUsage =
     "usage: relpos train CONFIG.yaml [--set key.path=value]... [--out DIR] [--device cpu|cuda]\n"
-    "                    [--resume CHECKPOINT] [--allow-config-change] [--quiet]\n"
+    "                    [--resume CHECKPOINT] [--allow-config-change] [--stop-at-step N]\n"
+    "                    [--quiet]\n"
     "Trains the model of CONFIG, writing config.yaml, metrics.jsonl, log.txt,\n"
     "checkpoints/{last,best}.h5 and summary.json to the run directory (train.out, default\n"
     "runs/<name>). --set overrides any key (value read as YAML: --set "
     "model.positional.grid=[14,14]);\n"
     "--resume continues a run from its checkpoint; a configuration that changes its course\n"
-    "(steps, model, optimizer, ...) is refused unless --allow-config-change.\n";
+    "(steps, model, optimizer, ...) is refused unless --allow-config-change.\n"
+    "--stop-at-step N ends this session after update N with checkpoints/last.h5 (no validation\n"
+    "or test), as for a job time limit; a later --resume continues the same course.\n";
 
 int train_command(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
@@ -46,6 +51,8 @@ int train_command(const std::vector<std::string>& args) {
       options.verbose = false;
     else if (a == "--allow-config-change")
       options.allow_config_change = true;
+    else if (a == "--stop-at-step")
+      options.stop_at_step = parse_positive<int64_t>("train", a, value());
     else if (a.rfind("--", 0) == 0)
       throw Error(fmt::format("[train] unknown option '{}'\n{}", a, kTrainUsage));
     else if (config_path.empty())
