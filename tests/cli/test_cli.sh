@@ -124,6 +124,26 @@ evals = [json.loads(l)["step"] for l in open(sys.argv[2]) if json.loads(l)["even
 assert len(evals) == len(set(evals)), f"validation records repeated: {evals}"
 ' "$tmp/run/summary.json" "$tmp/run/metrics.jsonl" ||
   fail "after resume, summary.json or metrics.jsonl lost or repeated records"
+# --stop-at-step ends a session early (as a job time limit would); --resume finishes the same
+# course, bit-exactly what one uninterrupted session computes.
+expect_status 0 "train --stop-at-step" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/stopped" \
+  --stop-at-step 3 --quiet
+grep -q "^stopped at step 3 as asked; continue with --resume $tmp/stopped/checkpoints/last.h5" \
+  "$tmp/out" || fail "--stop-at-step says: $(cat "$tmp/out")"
+[[ ! -f $tmp/stopped/summary.json ]] || fail "a stopped session wrote summary.json"
+expect_status 0 "train --resume after --stop-at-step" -- "$relpos" train "$tmp/tiny.yaml" \
+  --out "$tmp/stopped" --resume "$tmp/stopped/checkpoints/last.h5" --quiet
+expect_status 0 "train uninterrupted" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/whole" --quiet
+if "$python" -c "import h5py" 2>/dev/null; then
+  "$python" -c '
+import h5py, sys
+a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
+assert a.attrs["step"] == b.attrs["step"] == 4
+for n in a["params"]:
+    assert (a["params"][n][()] == b["params"][n][()]).all(), n
+' "$tmp/stopped/checkpoints/last.h5" "$tmp/whole/checkpoints/last.h5" ||
+    fail "a run stopped at step 3 and resumed differs from the uninterrupted one"
+fi
 # A run directory or predictions file under a regular file: a clear error, exit 2.
 touch "$tmp/plain_file"
 expect_status 2 "run dir under a file" -- "$relpos" train "$tmp/tiny.yaml" \

@@ -67,6 +67,11 @@ int train_command(const std::vector<std::string>& args) {
     Trainer trainer(load_config(config_path, overrides), options);
     const RunSummary r = trainer.run();
     if (!r.primary) return 0;
+    if (!r.finished) {
+      std::printf("stopped at step %lld as asked; continue with --resume %s/checkpoints/last.h5\n",
+                  static_cast<long long>(r.steps), r.run_dir.c_str());
+      return 0;
+    }
     // The selection metric first: "test accuracy 0.9430 (last) 0.9360 (best), ...".
     std::string line =
         fmt::format("{}: test {} {:.4f} (last) {:.4f} (best)", trainer.model().config().type,
