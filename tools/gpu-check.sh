@@ -75,6 +75,19 @@ for t in "$build"/tests/relpos_*_tests; do
   note "$name: ${line#\[doctest\] } (CUDA skips: $skipped)"
 done
 
+# ---- data-parallel training on the GPU: 2 ranks sharing it over NCCL against one process
+if command -v mpirun >/dev/null; then
+  if RELPOS_TEST_DEVICE=cuda tests/cli/test_distributed.sh "$build/tools/relpos" \
+       >"$out/distributed.log" 2>&1; then
+    note "distributed (mpirun -np 2, NCCL): ok"
+  else
+    tests_rc=1
+    note "distributed (mpirun -np 2, NCCL): FAILED (see distributed.log)"
+  fi
+else
+  note "distributed: SKIPPED (no mpirun: apt-get install openmpi-bin libopenmpi-dev)"
+fi
+
 # ---- compute-sanitizer memcheck over the same binaries
 if ((skip_sanitizer == 0)) && [[ -n $sanitizer ]]; then
   for t in "$build"/tests/relpos_*_tests; do

@@ -9,8 +9,10 @@
 # (2 -> 1 and 1 -> 2 ranks, LM memory included); a rank that fails ends the whole job at once,
 # named. Skips (exit 77) when relpos was built without MPI or mpirun is missing.
 # Usage: test_distributed.sh RELPOS_BINARY
+# RELPOS_TEST_DEVICE=cuda runs every job on the GPU (the ranks share it: NCCL; tools/gpu-check.sh).
 set -uo pipefail
 relpos=$1
+device=${RELPOS_TEST_DEVICE:-cpu}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python=/usr/bin/python3
@@ -85,6 +87,7 @@ model: {num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32, dropout: 0.0,
 data: {dataset: listops, dir: $tmp/listops, max_len: 48, batch_size: 7}
 optimizer: {type: sgd, lr: 0.1, momentum: 0.9}
 train: {steps: 12, eval_every: 5, log_every: 1, clip_grad_norm: 1.0}
+device: $device
 YAML
 run "classifier, 1 process" "$tmp/c1.err" -- "$relpos" train "$tmp/cls.yaml" --out "$tmp/c1" --quiet
 run "classifier, 2 ranks" "$tmp/c2.err" -- "${mpi[@]}" "$relpos" train "$tmp/cls.yaml" \
@@ -159,6 +162,7 @@ data: {dataset: chars, dir: $corpus, batch_size: 4, tgt_len: 8}
 optimizer: {type: sgd, lr: 0.1, momentum: 0.9}
 train: {steps: 10, eval_every: 5, log_every: 1, clip_grad_norm: 0.25}
 eval: {max_batches: 0}
+device: $device
 YAML
 run "lm, 1 process" "$tmp/l1.err" -- "$relpos" train "$tmp/lm.yaml" --out "$tmp/l1" --quiet
 run "lm, 2 ranks" "$tmp/l2.err" -- "${mpi[@]}" "$relpos" train "$tmp/lm.yaml" --out "$tmp/l2" --quiet
