@@ -354,29 +354,17 @@ RunSummary Trainer::run() {
         const auto armed = a + 1 == t.accumulate ? s.reducer->arm() : nullptr;
         const TrainLoss batch = s.task->next_loss();
         Var loss = batch.loss;
-        double value = loss.defined() ? loss.value().to(Device::cpu()).item() : 0.0;
-        int64_t count = batch.count;
-        double share = 1;  // this rank's part of the global batch
-        if (comm::distributed()) {
-          // The global batch's mean loss, and each rank's weight in it, so the summed gradients
-          // are those of one process over the whole batch.
-          Tensor totals = Tensor::from_vector(
-              std::vector<double>{value * static_cast<double>(count), static_cast<double>(count)},
-              {2});
-          comm::all_reduce_sum(totals);
-          const double all = totals.data<double>()[1];
-          share = static_cast<double>(count) / all;
-          value = totals.data<double>()[0] / all;
-          count = static_cast<int64_t>(all);
-        }
-        window_examples += count;
+        const GlobalLoss global =
+            global_loss(loss.defined() ? loss.value().to(Device::cpu()).item() : 0.0, batch.count);
+        const double value = global.mean;
+        window_examples += global.count;
         RELPOS_CHECK(std::isfinite(value), "train",
                      "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
                      "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
                      value, s.step + 1);
         loss_sum += value;
         if (loss.defined()) {
-          if (comm::distributed()) loss = loss * share;
+          if (global.share != 1) loss = loss * global.share;
           if (t.accumulate > 1) loss = loss * (1.0 / static_cast<double>(t.accumulate));
           loss.backward();
         }

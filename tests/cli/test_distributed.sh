@@ -127,6 +127,22 @@ PY
 # launch N: the launcher words for a job of N (none for one process).
 launch() { if [[ $1 -eq 2 ]]; then echo "${mpi[@]}"; fi; }
 
+# resume_across NAME CONFIG REFERENCE.h5: 5 updates on 2 ranks then the rest on 1, and 5 on 1
+# then the rest on 2; both must end where REFERENCE (one uninterrupted process) ends.
+resume_across() {
+  local name=$1 config=$2 reference=$3 pair first second dir
+  for pair in "2 1" "1 2"; do
+    read -r first second <<<"$pair"
+    dir=$tmp/$name.$first$second
+    run "$name $first ranks, first half" "$dir.a.err" -- $(launch "$first") "$relpos" train \
+      "$config" --out "$dir" --set train.steps=5 --quiet
+    run "$name resumed on $second ranks" "$dir.b.err" -- $(launch "$second") "$relpos" train \
+      "$config" --out "$dir" --resume "$dir/checkpoints/last.h5" --allow-config-change --quiet
+    close "$reference" "$dir/checkpoints/last.h5" 1e-6 \
+      "$name: $first ranks resumed on $second does not end as 1 process does"
+  done
+}
+
 # A global batch of 1: rank 1's shard of every batch is empty, and it still steps with rank 0.
 run "classifier batch 1, 1 process" "$tmp/b1.err" -- "$relpos" train "$tmp/cls.yaml" \
   --out "$tmp/b1" --set train.steps=6 --set data.batch_size=1 --set data.eval_batch_size=3 --quiet
@@ -135,18 +151,7 @@ run "classifier batch 1, 2 ranks" "$tmp/b2.err" -- "${mpi[@]}" "$relpos" train "
 close "$tmp/b1/checkpoints/last.h5" "$tmp/b2/checkpoints/last.h5" 1e-6 \
   "classifier batch 1: 2 ranks (one of them idle each step) end elsewhere than 1 process"
 
-# Resume across world sizes: 5 steps on 2 ranks then 7 more on 1, and 5 on 1 then 7 on 2, both
-# end where 12 steps on 1 process end.
-for pair in "2 1" "1 2"; do
-  read -r first second <<<"$pair"
-  dir=$tmp/c$first$second
-  run "classifier $first ranks, first half" "$dir.a.err" -- $(launch "$first") "$relpos" train \
-    "$tmp/cls.yaml" --out "$dir" --set train.steps=5 --quiet
-  run "classifier resumed on $second ranks" "$dir.b.err" -- $(launch "$second") "$relpos" train \
-    "$tmp/cls.yaml" --out "$dir" --resume "$dir/checkpoints/last.h5" --allow-config-change --quiet
-  close "$tmp/c1/checkpoints/last.h5" "$dir/checkpoints/last.h5" 1e-6 \
-    "classifier: $first ranks resumed on $second does not end as 1 process does"
-done
+resume_across classifier "$tmp/cls.yaml" "$tmp/c1/checkpoints/last.h5"
 
 # --- A Transformer-XL with segment memory: 4 rows of the stream (2 per rank), memory 8. ---
 corpus=$tmp/corpus
@@ -175,16 +180,7 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 x, y = a["test_last"]["bpc"], b["test_last"]["bpc"]
 assert abs(x - y) <= 1e-6 * x, (x, y)
 PY
-for pair in "2 1" "1 2"; do
-  read -r first second <<<"$pair"
-  dir=$tmp/l$first$second
-  run "lm $first ranks, first half" "$dir.a.err" -- $(launch "$first") "$relpos" train \
-    "$tmp/lm.yaml" --out "$dir" --set train.steps=5 --quiet
-  run "lm resumed on $second ranks" "$dir.b.err" -- $(launch "$second") "$relpos" train \
-    "$tmp/lm.yaml" --out "$dir" --resume "$dir/checkpoints/last.h5" --allow-config-change --quiet
-  close "$tmp/l1/checkpoints/last.h5" "$dir/checkpoints/last.h5" 1e-6 \
-    "lm: $first ranks resumed on $second does not end as 1 process does (memory rows, streams)"
-done
+resume_across lm "$tmp/lm.yaml" "$tmp/l1/checkpoints/last.h5"  # memory rows cut anew
 
 # A global batch smaller than the job: the LM's stream rows cannot be shared out.
 timeout 120 "${mpi[@]}" "$relpos" train "$tmp/lm.yaml" --out "$tmp/l3" --set data.batch_size=1 \

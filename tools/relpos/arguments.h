@@ -15,8 +15,8 @@ T parse_number(const char* who, const std::string& flag, const std::string& text
   T value{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   RELPOS_CHECK(ec == std::errc() && end == text.data() + text.size(), who,
-               "{} expects {}, got '{}'", flag,
-               std::is_integral_v<T> ? "an integer" : "a number", text);
+               "{} expects {}, got '{}'", flag, std::is_integral_v<T> ? "an integer" : "a number",
+               text);
   return value;
 }
 
