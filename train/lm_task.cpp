@@ -106,7 +106,6 @@ class LanguageModelTask final : public Task {
     const LmBatches& train = batches("train");
     RELPOS_CHECK(segment_ < train.num_segments(), "train", "the training stream ran dry");
     const LmSegment segment = mine(train.segment(segment_++), train.batch());
-    if (segment.inputs.size(0) == 0) return {};  // more ranks than rows: nothing here
     LmOutput out = model_->forward(segment.inputs.to(device_), memory_);
     memory_ = std::move(out.state);
     return {cross_entropy(flat(out.logits), segment.targets.reshape({-1}).to(device_)),
@@ -211,7 +210,7 @@ class LanguageModelTask final : public Task {
         max_batches > 0 ? std::min(max_batches, data.num_segments()) : data.num_segments();
     const Shard rows = my_shard(data.batch());  // this rank's rows (all of them in a job of one)
     int64_t column = 0;                         // where the segment starts in every row
-    for (int64_t s = 0; s < segments && rows.size() > 0; ++s) {
+    for (int64_t s = 0; s < segments; ++s) {
       const LmSegment segment = mine(data.segment(s), data.batch());
       const int64_t len = segment.targets.size(1);
       std::vector<int64_t> at;
@@ -224,7 +223,7 @@ class LanguageModelTask final : public Task {
     }
     const LmSegment tail = data.tail();
     // The tail continues the last row: the rank holding that row reads it, with its memory.
-    if (max_batches == 0 && tail.inputs.defined() && rows.end == data.batch() && rows.size() > 0) {
+    if (max_batches == 0 && tail.inputs.defined() && rows.end == data.batch()) {
       const int64_t last = rows.size() - 1;
       std::vector<int64_t> at;
       for (int64_t j = 0; j < tail.targets.size(1); ++j)

@@ -124,6 +124,14 @@ assert a["examples"] == b["examples"] == 19, (a, b)
 assert a["accuracy"] == b["accuracy"] and abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
 PY
 
+# Predictions are one process's: refused under mpirun, at once, naming the rank.
+timeout 60 "${mpi[@]}" "$relpos" eval "$tmp/c1/checkpoints/last.h5" --predictions "$tmp/p.h5" \
+  >"$tmp/pred.out" 2>"$tmp/pred.err"
+[[ $? -eq 2 ]] || fail "eval --predictions under mpirun: expected exit 2: $(cat "$tmp/pred.err")"
+grep -q "relpos: rank [01] of 2: \[predictions\] predictions are written by one process" \
+  "$tmp/pred.err" || fail "eval --predictions under mpirun: $(cat "$tmp/pred.err")"
+[[ ! -e $tmp/p.h5 ]] || fail "eval --predictions under mpirun wrote a file"
+
 # launch N: the launcher words for a job of N (none for one process).
 launch() { if [[ $1 -eq 2 ]]; then echo "${mpi[@]}"; fi; }
 

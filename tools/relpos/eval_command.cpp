@@ -70,8 +70,9 @@ int eval_command(const std::vector<std::string>& args) {
                  "unknown split '{}'; known: train, val, test", split);
     const std::unique_ptr<Task> task = make_task(config, device, {split});
     restore_module(task->model(), data);
-    const Metrics metrics = task->evaluate(split, 0);
+    // Predictions first: under mpirun they are refused before any evaluation runs.
     if (!predictions.empty()) task->write_predictions(split, predictions);
+    const Metrics metrics = task->evaluate(split, 0);
 
     const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
     if (!reports_results()) return 0;  // under mpirun the ranks share the split
