@@ -4,7 +4,9 @@ update of a whole classifier, timed over --steps steps after --warmup untimed on
 Usage: bench_train_step_torch.py [--model demo|mnist] [--batch B] [--steps N] [--warmup W]
            [--threads T] [--device cpu|cuda] [--json]
 
-Models (written in plain torch to mirror relpos layer by layer; the configs they stand for):
+Models (written in plain torch as a strong PyTorch user writes them: one fused q/k/v projection,
+the two axes of FastRPB 2D in one stacked rfft/irfft pair on square grids, AdamW(foreach=True);
+the same parameter count and math as relpos's; the configs they stand for):
   demo   configs/demo/mnist_sikf_fastrpb2d.yaml: 7x7 pooled MNIST pixels (value / 255 through
          Linear(1, 64)), a learned CLS vector (zero init) prepended, learned positions over 50
          rows, 2 pre-LN blocks (4 heads, MLP 128, GELU), final LayerNorm, CLS row -> Dense(128)
@@ -104,8 +106,13 @@ class FastRpb2d(nn.Module):
         b, h, length, d = v.shape
         content = v[:, :, self.front:length - self.back]         # [B, H, rows·cols, D]
         image = content.reshape(b, h, self.rows, self.cols, d)   # [B, H, rows, cols, D]
-        by_row = toeplitz_matvec(self.central(self.rows), image.sum(3))  # [B, H, rows, D]
-        by_col = toeplitz_matvec(self.central(self.cols), image.sum(2))  # [B, H, cols, D]
+        if self.rows == self.cols:  # both axes in one stacked rfft/irfft pair
+            w = self.central(self.rows)
+            both = toeplitz_matvec(w.repeat(2, 1), torch.cat([image.sum(3), image.sum(2)], 1))
+            by_row, by_col = both.split(h, 1)                    # each [B, H, n, D]
+        else:
+            by_row = toeplitz_matvec(self.central(self.rows), image.sum(3))  # [B, H, rows, D]
+            by_col = toeplitz_matvec(self.central(self.cols), image.sum(2))  # [B, H, cols, D]
         y = (by_row.unsqueeze(3) + by_col.unsqueeze(2)).reshape(b, h, self.rows * self.cols, d)
         return F.pad(y, (0, 0, self.front, self.back))           # [B, H, L, D]
 
@@ -138,16 +145,19 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, dim, heads, bias, grid, front, back):
         super().__init__()
         self.heads = heads
-        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
-            xavier_linear(dim, dim, bias) for _ in range(4))
+        # One fused q/k/v projection (one GEMM), each third initialized as relpos's own one.
+        self.qkv_proj = nn.Linear(dim, 3 * dim, bias=bias)
+        for part in self.qkv_proj.weight.data.chunk(3, 0):
+            nn.init.xavier_uniform_(part)
+        if bias:
+            nn.init.zeros_(self.qkv_proj.bias)
+        self.out_proj = xavier_linear(dim, dim, bias)
         self.positional = FastRpb2d(heads, grid, front, back)
 
     def forward(self, x):
         b, length, dim = x.shape
-
-        def split(t):  # [B, L, H·D] -> [B, H, L, D]
-            return t.view(b, length, self.heads, dim // self.heads).transpose(1, 2)
-        q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+        qkv = self.qkv_proj(x).view(b, length, 3, self.heads, dim // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each [B, H, L, D]
         y = linear_attention(*sikf(q, k), v) + self.positional(v)  # before the output projection
         return self.out_proj(y.transpose(1, 2).reshape(b, length, dim))
 
@@ -275,7 +285,7 @@ def main():
     model = Classifier(cfg).to(device).train()
     params = sum(t.numel() for t in model.parameters())
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg["lr"],
-                                  weight_decay=cfg["weight_decay"])
+                                  weight_decay=cfg["weight_decay"], foreach=True)
     tokens, labels = make_batch(cfg, batch, device)
 
     def sync():
