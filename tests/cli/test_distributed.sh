@@ -96,9 +96,10 @@ close "$tmp/c1/checkpoints/last.h5" "$tmp/c2/checkpoints/last.h5" 1e-6 \
   "classifier: 2 ranks end with other parameters than 1 process"
 same_losses "$tmp/c1/metrics.jsonl" "$tmp/c2/metrics.jsonl" \
   "classifier: 2 ranks log other losses than 1 process"
-# Adam divides each gradient entry by its own running magnitude, so the entries near zero (here
-# FastRPB's weights, gradients ~1e-9) turn their ulp-level differences into lr-sized steps: after
-# 12 steps those weights differ by ~6e-6 of their largest value, every other tensor by < 1e-6.
+# Adam's step lr·m/√v has the same size whatever the gradient's scale: FastRPB's weights start
+# near 1e-6 and move by lr each update, so their gradients' ~6e-7 relative rounding differences
+# become ~1.5e-7 in weights whose largest value is ~0.026 after 12 updates: ~6e-6 relative
+# (every other tensor < 1e-6).
 run "classifier with adam, 1 process" "$tmp/a1.err" -- "$relpos" train "$tmp/cls.yaml" \
   --out "$tmp/a1" --set "optimizer={type: adam, lr: 0.003}" --quiet
 run "classifier with adam, 2 ranks" "$tmp/a2.err" -- "${mpi[@]}" "$relpos" train "$tmp/cls.yaml" \
