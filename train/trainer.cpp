@@ -1,14 +1,13 @@
 // The training loop (train/trainer.h).
 #include "train/trainer.h"
 
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -30,6 +29,7 @@
 #include "train/json.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
+#include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/task.h"
 #include "train/training_state.h"
@@ -88,46 +88,6 @@ struct Trainer::State {
 
 namespace {
 
-// "[train] cannot write '<path>': <the system's reason>" from spdlog's "... <path>: <reason>".
-[[noreturn]] void log_write_failed(const fs::path& file, const std::string& spdlog_message) {
-  const size_t colon = spdlog_message.rfind(": ");
-  fail("train", "cannot write '{}': {}", file.string(),
-       colon == std::string::npos ? spdlog_message : spdlog_message.substr(colon + 2));
-}
-
-// Ranks other than 0 of a data-parallel job: nothing to a file, and only errors to stderr (the
-// job reports through rank 0).
-std::shared_ptr<spdlog::logger> make_rank_logger() {
-  auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  err->set_pattern("%v");
-  err->set_level(spdlog::level::err);
-  return std::make_shared<spdlog::logger>("relpos", err);
-}
-
-std::shared_ptr<spdlog::logger> make_logger(const fs::path& file, bool verbose) {
-  std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file_sink;
-  try {
-    file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string());
-  } catch (const spdlog::spdlog_ex& e) {
-    log_write_failed(file, e.what());
-  }
-  file_sink->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
-  // stderr: everything, or only warnings and errors when quiet.
-  auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  err->set_pattern("%v");
-  err->set_level(verbose ? spdlog::level::trace : spdlog::level::warn);
-  std::vector<spdlog::sink_ptr> sinks{file_sink, err};
-  auto logger = std::make_shared<spdlog::logger>("relpos", sinks.begin(), sinks.end());
-  logger->flush_on(spdlog::level::info);
-  // A failed write of log.txt (spdlog reports it here instead of throwing) stops the run like
-  // any other failed write. spdlog's outer catch hands the thrown error back once more: kept.
-  logger->set_error_handler([file](const std::string& message) {
-    if (message.rfind("[train] ", 0) == 0) throw Error(message);
-    log_write_failed(file, message);
-  });
-  return logger;
-}
-
 // Writes `text` to `path`, checking every step: a full disk stops the run with the path.
 void write_text(const fs::path& path, const std::string& text) {
   write_file_atomic("train", path.string(), text);
@@ -139,9 +99,18 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   std::ifstream in(path);
   if (!in) return;
   std::string kept, line;
-  while (std::getline(in, line)) {
+  for (int64_t number = 1; std::getline(in, line); ++number) {
     const size_t at = line.find("\"step\": ");
-    if (at != std::string::npos && std::stoll(line.substr(at + 8)) > step) continue;
+    if (at != std::string::npos) {
+      int64_t record_step = 0;
+      const char* first = line.data() + at + 8;
+      const auto [end, ec] = std::from_chars(first, line.data() + line.size(), record_step);
+      RELPOS_CHECK(ec == std::errc() && end != first, "train",
+                   "'{}' line {}: a record whose step is not a number; the log of this run is "
+                   "damaged (move it away to resume)",
+                   path.string(), number);
+      if (record_step > step) continue;
+    }
     kept += line + "\n";
   }
   in.close();
@@ -188,7 +157,7 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
     for (const auto& entry : fs::directory_iterator(s.dir / "checkpoints", made))
       if (entry.path().filename().string().find(".h5.tmp.") != std::string::npos)
         fs::remove(entry.path(), made);
-    s.log = make_logger(s.dir / "log.txt", s.options.verbose);
+    s.log = make_run_logger(s.dir / "log.txt", s.options.verbose);
     write_text(s.dir / "config.yaml", c.yaml);
   } else {
     s.log = make_rank_logger();

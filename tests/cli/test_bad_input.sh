@@ -171,6 +171,16 @@ refused "a stop before the first step" "^relpos: \[train\] --stop-at-step must b
 refused "a token count past int64" "^relpos: \[generate\] --tokens expects an integer" \
   -- "$relpos" generate x.h5 --prompt a --tokens 99999999999999999999
 
+# A run's metrics.jsonl damaged before a resume: the file and line named.
+"$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --stop-at-step 1 --quiet >/dev/null 2>&1 ||
+  fail "the tiny ListOps run (stopped at step 1) failed"
+echo '{"event": "train", "step": abc}' >>"$tmp/run_log/metrics.jsonl"
+lines=$(wc -l <"$tmp/run_log/metrics.jsonl")
+refused "a damaged metrics.jsonl on resume" \
+  "^relpos: \[train\] '$tmp/run_log/metrics.jsonl' line $lines: a record whose step is not a number" \
+  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --quiet \
+  --resume "$tmp/run_log/checkpoints/last.h5"
+
 # --- Checkpoints: diverged weights, damaged bytes -----------------------------------------
 "$relpos" train "$tmp/listops.yaml" --quiet >/dev/null 2>"$tmp/train_err" ||
   fail "the tiny ListOps run failed: $(cat "$tmp/train_err")"
