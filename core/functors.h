@@ -67,9 +67,11 @@ RELPOS_HOST_DEVICE T sigmoid(T x) {
   return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
 }
 
+// Phi(x) = erfc(-x/sqrt2)/2: unlike (1 + erf(x/sqrt2))/2, it keeps its relative accuracy for
+// x << 0, where 1 + erf cancels to 0 (GELU's tail).
 template <typename T>
 RELPOS_HOST_DEVICE T normal_cdf(T x) {
-  return T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2)));
+  return T(0.5) * std::erfc(-x * T(kInvSqrt2));
 }
 
 // `s` carries the scalar argument (elu alpha, pow exponent, the added or multiplied scalar).

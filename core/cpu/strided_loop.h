@@ -36,25 +36,45 @@ void for_each_run(const StridedLayout<N>& L, Inner&& inner, int64_t cost_per_ele
   std::array<int64_t, N> steps;
   for (size_t k = 0; k < N; ++k) steps[k] = L.strides[k].back();
 
-  auto run_task = [&](int64_t task) {
-    int64_t row = task / blocks_per_row;
-    const int64_t start = (task % blocks_per_row) * kBlock;
-    std::array<char*, N> ptrs = L.base;
-    for (int d = nd - 2; d >= 0; --d) {  // row index -> per-operand offsets
-      const int64_t i = row % L.shape[d];
+  // Tasks [begin, end) in order: the first task's row is found by division, each next row by an
+  // odometer step (rows are often short, e.g. 8 elements, so a division chain per row would cost
+  // more than the row itself).
+  auto run_tasks = [&](int64_t begin, int64_t end) {
+    if (begin >= end) return;
+    std::vector<int64_t> index(std::max(nd - 1, 1), 0);  // the row's index over dims 0..nd-2
+    std::array<char*, N> row_ptrs = L.base;
+    int64_t row = begin / blocks_per_row, block = begin % blocks_per_row;
+    for (int d = nd - 2; d >= 0; --d) {
+      index[d] = row % L.shape[d];
       row /= L.shape[d];
-      for (size_t k = 0; k < N; ++k) ptrs[k] += i * L.strides[k][d] * L.elem_size[k];
+      for (size_t k = 0; k < N; ++k) row_ptrs[k] += index[d] * L.strides[k][d] * L.elem_size[k];
     }
-    for (size_t k = 0; k < N; ++k) ptrs[k] += start * steps[k] * L.elem_size[k];
-    inner(ptrs, std::min(kBlock, row_len - start), steps);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t start = block * kBlock;
+      std::array<char*, N> ptrs;
+      for (size_t k = 0; k < N; ++k) ptrs[k] = row_ptrs[k] + start * steps[k] * L.elem_size[k];
+      inner(ptrs, std::min(kBlock, row_len - start), steps);
+      if (++block < blocks_per_row) continue;
+      block = 0;
+      for (int d = nd - 2; d >= 0; --d) {  // the next row
+        for (size_t k = 0; k < N; ++k) row_ptrs[k] += L.strides[k][d] * L.elem_size[k];
+        if (++index[d] < L.shape[d]) break;
+        for (size_t k = 0; k < N; ++k) row_ptrs[k] -= L.shape[d] * L.strides[k][d] * L.elem_size[k];
+        index[d] = 0;
+      }
+    }
   };
 
   const int64_t work = rows * row_len * cost_per_element;
   if (work < 32768 || omp_get_max_threads() == 1 || omp_in_parallel()) {
-    for (int64_t t = 0; t < tasks; ++t) run_task(t);
+    run_tasks(0, tasks);
   } else {
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) run_task(t);
+#pragma omp parallel
+    {  // contiguous chunks of tasks, as schedule(static) would split them
+      const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+      const int64_t chunk = (tasks + threads - 1) / threads;
+      run_tasks(std::min(tasks, me * chunk), std::min(tasks, (me + 1) * chunk));
+    }
   }
 }
 

@@ -13,15 +13,17 @@ namespace {
 
 constexpr int64_t kBlock = 16384;  // elements per task of the dense path
 
-// fn::unary, except f32 exp and elu: libm's expf / expm1f are calls that block vectorization,
-// so they are the branch-free polynomials of vec_math.h (exp within 2 ulp; 0 below -87.34, +inf
+// fn::unary, except f32 exp, elu and gelu: libm's expf / expm1f / erff are calls that block
+// vectorization, so they are the branch-free polynomials of vec_math.h (exp within 2 ulp; 0 below -87.34, +inf
 // above 88.376).
 template <UnaryOp Op, typename T>
-T cpu_unary(T x, T s) {
+RELPOS_VEC_INLINE T cpu_unary(T x, T s) {
   if constexpr (Op == UnaryOp::exp && std::is_same_v<T, float>)
     return exp_f32(x);
   else if constexpr (Op == UnaryOp::elu && std::is_same_v<T, float>)
     return select_bits(positive_bits(x), x, s * expm1_f32(x));
+  else if constexpr (Op == UnaryOp::gelu && std::is_same_v<T, float>)
+    return x * normal_cdf_f32(x);
   else
     return fn::unary<Op, T>(x, s);
 }
