@@ -14,8 +14,8 @@ namespace {
 constexpr int64_t kBlock = 16384;  // elements per task of the dense path
 
 // fn::unary, except f32 exp, elu and gelu: libm's expf / expm1f / erff are calls that block
-// vectorization, so they are the branch-free polynomials of vec_math.h (exp within 2 ulp; 0 below -87.34, +inf
-// above 88.376).
+// vectorization, so they are the branch-free polynomials of vec_math.h (exp within 2 ulp; 0 below
+// -87.34, +inf above 88.376).
 template <UnaryOp Op, typename T>
 RELPOS_VEC_INLINE T cpu_unary(T x, T s) {
   if constexpr (Op == UnaryOp::exp && std::is_same_v<T, float>)

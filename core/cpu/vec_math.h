@@ -1,8 +1,9 @@
 // Branch-free float math for CPU loops that GCC vectorizes under `#pragma omp simd`. Float
 // compares block vectorization (they may trap), so selects and maxima work on the bit patterns:
 // exp for f32 is a Cephes-style polynomial (2^n * p(r), |r| <= ln2/2, about 1 ulp), the normal
-// CDF (GELU) builds on it, and max uses an order-preserving integer key. f64 falls back to std::exp (not a hot path).
-// RELPOS_SIMD_CLONES marks hot row kernels for an extra AVX2+FMA build chosen at load time.
+// CDF (GELU) builds on it, and max uses an order-preserving integer key. f64 falls back to std::exp
+// (not a hot path). RELPOS_SIMD_CLONES marks hot row kernels for an extra AVX2+FMA build chosen at
+// load time.
 #pragma once
 
 #include <bit>

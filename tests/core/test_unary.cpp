@@ -90,9 +90,9 @@ TEST_CASE("unary: f32 gelu keeps its relative accuracy far into the negative tai
   std::vector<double> want;
   for (double v : x.to_vector<double>()) want.push_back(v * normal_cdf(v));
   CHECK_CLOSE(gelu(x), Tensor::from_vector(want, {100003}), 1e-5, 0);
-  const std::vector<double> ends = gelu(Tensor::from_vector<float>(
-                                            {-INFINITY, -200.f, -0.f, 0.f, 200.f, INFINITY, NAN}, {7}))
-                                       .to_vector<double>();
+  const std::vector<double> ends =
+      gelu(Tensor::from_vector<float>({-INFINITY, -200.f, -0.f, 0.f, 200.f, INFINITY, NAN}, {7}))
+          .to_vector<double>();
   CHECK(std::isnan(ends[0]));  // -inf * Phi(-inf) = -inf * 0, as the f64 formula and libm give
   CHECK(ends[1] == 0);
   CHECK(ends[2] == 0);
