@@ -31,7 +31,7 @@ MemoryCounter& memory_counter() {
 namespace {
 bool keep_freed_memory() {
 #if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum; fixed, so its dynamic threshold is off
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);   // glibc's maximum; fixed, so its dynamic threshold is off
   mallopt(M_TRIM_THRESHOLD, 512 << 20);  // free heap memory kept before trimming
 #endif
   return true;

@@ -54,7 +54,7 @@ void binary(BinaryOp op, double scalar, const Tensor& a, const Tensor& b, const 
 #pragma omp parallel for schedule(static) if (n > 32768)
       for (int64_t k = 0; k < blocks; ++k)
         binary_dense<OpTag::value, T>(pa + k * kBlock, pb + k * kBlock, po + k * kBlock,
-                            std::min(kBlock, n - k * kBlock), s);
+                                      std::min(kBlock, n - k * kBlock), s);
     };
     if constexpr (binary_accepts_integers(Op))
       dispatch_dtype(a.dtype(), run);
