@@ -98,6 +98,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 Var bmm(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 Var rfft(const Var& x, int64_t n = -1);
 Var irfft(const Var& X, int64_t n = -1);
+// a * b, or a * conj(b), of complex [..., 2] tensors with broadcasting (core complex_mul).
+Var complex_mul(const Var& a, const Var& b, bool conj_b = false);
 
 // ---------------------------------------------------------------- indexing, joining
 // (functions/index.cpp, join.cpp)

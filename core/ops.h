@@ -134,6 +134,9 @@ Tensor rfft(const Tensor& x, int64_t n = -1);
 // X: [..., M, 2] -> [..., n] real, the inverse of rfft(·, n) including the 1/n factor; only the
 // first n/2 + 1 bins are read (missing ones are zero). n = -1: n = 2 (M - 1).
 Tensor irfft(const Tensor& X, int64_t n = -1);
+// The complex product of spectra, a * b (or a * conj(b)): a, b [..., 2] broadcast to each other
+// -> [..., 2]. One pass, where four real products on (re, im) views would take seven.
+Tensor complex_mul(const Tensor& a, const Tensor& b, bool conj_b = false);
 
 // ---------------------------------------------------------------- scans (ops/cumsum.cpp)
 // Inclusive prefix sum along dim; reverse = suffix sum (out_i = sum_{j >= i} x_j).

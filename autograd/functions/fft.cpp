@@ -13,7 +13,12 @@
 //   dy_j/dRe X_k = (c_k/n) cos(2 pi jk/n),  dy_j/dIm X_k = -(c_k/n) sin(2 pi jk/n),
 // so dX_k = (c_k/n) * rfft(g, n)_k, with zero for the ignored Im of bins 0 and (n even) n/2,
 // zero for bins of X beyond n/2, and cut to X's bins when X had fewer than n/2 + 1.
+//
+// complex_mul, y = a * b with gradient g (re, im): as a real map of (re, im) pairs, the adjoint
+// of multiplying by b is multiplying by conj(b), so da = g * conj(b) and db = g * conj(a). For
+// y = a * conj(b): da = g * b and db = a * conj(g). Each is then summed to its input's shape.
 #include "autograd/functions.h"
+#include "autograd/sum_to.h"
 
 namespace relpos {
 
@@ -61,6 +66,19 @@ Var irfft(const Var& X, int64_t n) {
     if (bins > used) dX = pad(dX, {0, 0, 0, bins - used});
     return std::vector<Tensor>{dX};
   });
+}
+
+Var complex_mul(const Var& a, const Var& b, bool conj_b) {
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  return make_result("complex_mul", complex_mul(a.value(), b.value(), conj_b), {a, b},
+                     [x = a.value(), y = b.value(), conj_b, ga, gb](const Tensor& g) {
+                       Tensor da, db;
+                       if (ga) da = sum_to(complex_mul(g, y, !conj_b), x.shape());
+                       if (gb)
+                         db = sum_to(conj_b ? complex_mul(x, g, true) : complex_mul(g, x, true),
+                                     y.shape());
+                       return std::vector<Tensor>{da, db};
+                     });
 }
 
 }  // namespace relpos

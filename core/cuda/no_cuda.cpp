@@ -111,6 +111,9 @@ void rfft(const Tensor&, int64_t, const Tensor&) {
 void irfft(const Tensor&, int64_t, const Tensor&) {
   no_cuda("irfft");
 }
+void complex_mul(const Tensor&, const Tensor&, bool, const Tensor&) {
+  no_cuda("complex_mul");
+}
 void cumsum(const Tensor&, int, bool, const Tensor&) {
   no_cuda("cumsum");
 }

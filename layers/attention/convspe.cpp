@@ -49,15 +49,13 @@ SpeCodes conv_spe_codes(const Var& weight_q, const Var& weight_k, const Tensor& 
                "noise must be [H, D, R, (rows + kh - 1)(cols + kw - 1)] = [.., {}], got {}",
                (rows + kh - 1) * stride, noise.str());
   const int64_t n = fft_size(noise.size(3));
-  const Tensor z = rfft(noise, n);                       // [H, D, R, F, 2]
-  const Var z_re(z.select(4, 0)), z_im(z.select(4, 1));  // [H, D, R, F]
+  const Var z(rfft(noise, n));  // [H, D, R, F, 2]
   const double scale = spe_scale(realizations, dim);
   auto correlate = [&](const Var& weight) {
     Var w = pad(reshape(weight * scale, {heads * dim, kh, kw}), {0, stride - kw});  // [HD, kh, P]
-    w = rfft(reshape(w, {heads, dim, 1, kh * stride}), n);     // [H, D, 1, F, 2]
-    const Var w_re = select(w, 4, 0), w_im = select(w, 4, 1);  // [H, D, 1, F]
-    // conj(W)·Z: the transform of the circular correlation y_u = Σ_v w_v z_(u+v).
-    const Var y = irfft(stack({w_re * z_re + w_im * z_im, w_re * z_im - w_im * z_re}, 4), n);
+    w = rfft(reshape(w, {heads, dim, 1, kh * stride}), n);  // [H, D, 1, F, 2]
+    // Z·conj(W): the transform of the circular correlation y_u = Σ_v w_v z_(u+v).
+    const Var y = irfft(complex_mul(z, w, true), n);
     // Outputs u = i·P + j (views), then one copy into [H, rows, cols, D, R] = [H, L, D, R].
     Var bar = reshape(slice(y, 3, 0, rows * stride), {heads, dim, realizations, rows, stride});
     bar = permute(slice(bar, 4, 0, cols), {0, 3, 4, 1, 2});

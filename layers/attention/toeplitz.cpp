@@ -34,12 +34,9 @@ Var toeplitz_matvec(const Var& weights, const Var& x, bool causal) {
   if (behind > 0) c = cat({c, slice(weights, 1, 0, n - 1)}, 1);           // [H, m]
   Var cf = reshape(rfft(c, m), {1, heads, 1, bins, 2});                   // [1, H, 1, F, 2]
   // x zero-padded to m along its length: the circular product is the linear one on rows < n.
-  Var xf = rfft(transpose(x, 2, 3), m);                        // [B, H, D, F, 2]
-  Var xr = select(xf, -1, 0), xi = select(xf, -1, 1);          // [B, H, D, F]
-  Var cr = select(cf, -1, 0), ci = select(cf, -1, 1);          // [1, H, 1, F]
-  Var yf = stack({xr * cr - xi * ci, xr * ci + xi * cr}, -1);  // [B, H, D, F, 2]
-  Var y = slice(irfft(yf, m), -1, 0, n);                       // [B, H, D, n]
-  return transpose(y, 2, 3);                                   // [B, H, n, D]
+  Var xf = rfft(transpose(x, 2, 3), m);                    // [B, H, D, F, 2]
+  Var y = slice(irfft(complex_mul(xf, cf), m), -1, 0, n);  // [B, H, D, n]
+  return transpose(y, 2, 3);                               // [B, H, n, D]
 }
 
 ToeplitzBiasOptions read_toeplitz_bias_options(const AttentionOptions& opt, const char* component) {

@@ -142,6 +142,12 @@ std::vector<Case> make_cases(DType dt) {
   c.push_back({"rfft n 10", [](auto& v) { return rfft(v[0], 10); }, {in.r(kS)}, true});
   c.push_back({"irfft", [](auto& v) { return irfft(v[0]); }, {in.r({3, 5, 2})}, true});
   c.push_back({"irfft n 7", [](auto& v) { return irfft(v[0], 7); }, {in.r({3, 5, 2})}, true});
+  c.push_back({"complex_mul broadcast",
+               [](auto& v) { return complex_mul(v[0], v[1]); },
+               {in.r({3, 5, 2}), in.r({5, 2})}});
+  c.push_back({"complex_mul conj",
+               [](auto& v) { return complex_mul(v[0], v[1], true); },
+               {in.r({3, 1, 2}), in.r({4, 2})}});
   // ---- indexing (repeated indices: the backward accumulates), joining
   c.push_back({"index_select",
                [](auto& v) { return index_select(v[0], 1, v[1].value()); },

@@ -85,3 +85,20 @@ TEST_CASE("grad: irfft(rfft(x)) gradcheck, and its gradient is the projection ba
     CHECK_CLOSE(v.grad(), g.slice(-1, 0, 9), 1e-12, 1e-12);  // two FFTs of rounding
   }
 }
+
+TEST_CASE("grad: complex_mul gradcheck, a * b and a * conj(b), with broadcasting both ways") {
+  // Bilinear, so central differences are exact up to rounding.
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 4, 2}, {3, 4, 2}}, {{2, 3, 5, 2}, {1, 3, 1, 2}}, {{5, 2}, {2, 1, 2}}};
+  for (const auto& [sa, sb] : shapes)
+    for (bool conj_b : {false, true}) {
+      RELPOS_INFO("{} {} conj {}", shape_str(sa), shape_str(sb), conj_b);
+      const auto f = [conj_b](const std::vector<Var>& v) {
+        return complex_mul(v[0], v[1], conj_b);
+      };
+      const std::vector<Tensor> in = {rnd(sa, 60), rnd(sb, 61)};
+      check_grad(f, in);
+      check_noncontiguous_grad(f, in);
+      check_same(f({Var(in[0]), Var(in[1])}).value(), complex_mul(in[0], in[1], conj_b));
+    }
+}
