@@ -41,11 +41,14 @@ void reset_peak_memory(Device device) {
 }
 
 int64_t cached_bytes(Device device) {
-  return device.is_cpu() ? 0 : static_cast<int64_t>(cuda::cached_bytes(device));
+  return static_cast<int64_t>(device.is_cpu() ? cpu::cached_bytes() : cuda::cached_bytes(device));
 }
 
 void empty_cache(Device device) {
-  if (device.is_cuda()) cuda::empty_cache(device);
+  if (device.is_cpu())
+    cpu::empty_cache();
+  else
+    cuda::empty_cache(device);
 }
 
 void* allocate_bytes(size_t nbytes, Device device) {

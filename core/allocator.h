@@ -20,7 +20,8 @@ MemoryStats memory_stats(Device device);
 // Sets peak to current and zeroes the allocation count.
 void reset_peak_memory(Device device);
 
-// Bytes the device's caching allocator holds in freed blocks (0 on the CPU), and their release.
+// Bytes the device's caching allocator holds in freed blocks (on the CPU, buffers from 32 MiB),
+// and their release.
 int64_t cached_bytes(Device device);
 void empty_cache(Device device);
 

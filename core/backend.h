@@ -13,6 +13,8 @@ namespace relpos::cpu {
 MemoryCounter& memory_counter();
 void* allocate(size_t nbytes);
 void deallocate(void* ptr, size_t nbytes);
+size_t cached_bytes();  // freed large buffers the allocator keeps for reuse
+void empty_cache();     // returns them to the system
 #include "core/backend_kernels.inc"
 }  // namespace relpos::cpu
 

@@ -93,3 +93,32 @@ TEST_CASE("tensor: strided_copy holds the same values with non-unit strides") {
   CHECK_FALSE(s.is_contiguous());
   CHECK(s.to_vector<float>() == x.to_vector<float>());
 }
+
+TEST_CASE("cpu allocator: buffers from 32 MiB are cached by size and reused; counts stay exact") {
+  const Device cpu = Device::cpu();
+  empty_cache(cpu);
+  const int64_t before = memory_stats(cpu).current_bytes;
+  const Shape big{9 << 20};  // 36 MiB of f32
+  const void* first = nullptr;
+  {
+    const Tensor t = zeros(big);
+    first = t.raw_data();
+    CHECK(memory_stats(cpu).current_bytes == before + (36 << 20));
+  }
+  CHECK(memory_stats(cpu).current_bytes == before);  // freed, though kept
+  CHECK(cached_bytes(cpu) >= (36 << 20));
+  {
+    const Tensor again = zeros(big);  // the same size: the cached buffer, zero-filled again
+    CHECK(again.raw_data() == first);
+    CHECK(cached_bytes(cpu) == 0);
+    CHECK(sum(again).item() == 0);
+  }
+  const Tensor other = zeros({10 << 20});  // another size does not take it
+  CHECK(other.raw_data() != first);
+  CHECK(cached_bytes(cpu) >= (36 << 20));
+  empty_cache(cpu);
+  CHECK(cached_bytes(cpu) == 0);
+  const Tensor small = zeros({1000});  // small buffers are never cached
+  (void)small;
+  CHECK(cached_bytes(cpu) == 0);
+}
