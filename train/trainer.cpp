@@ -20,6 +20,7 @@
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "core/comm/comm.h"
+#include "core/cpu_threads.h"
 #include "core/error.h"
 #include "core/file_write.h"
 #include "train/checkpoint.h"
@@ -306,6 +307,7 @@ RunSummary Trainer::run() {
   auto window_start = Clock::now();
   bool keep_going = s.step < s.total_steps;
   while (keep_going) {
+    fit_threads_to_free_cores();  // fewer threads while other processes hold cores
     const auto step_start = Clock::now();
     bool epoch_ended = false;
     double loss_sum = 0;

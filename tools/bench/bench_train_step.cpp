@@ -11,6 +11,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "core/cpu_threads.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "tools/bench/bench_common.h"
@@ -64,6 +65,7 @@ Step classifier_step(const RunConfig& config, int64_t batch, Device device) {
   in.key_mask = ones({batch, length}, DType::u8).to(device);
   const Tensor target = labels.to(device);
   auto run = [model, optimizer, in, target]() {
+    fit_threads_to_free_cores();  // as the trainer does before each step
     Var loss = cross_entropy(model->forward(in), target);
     loss.backward();
     optimizer->step();
@@ -95,6 +97,7 @@ Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, 
   const Tensor inputs = random_ids(len), targets = random_ids(len).reshape({batch * len});
   const double clip = config.train.clip_grad_norm;
   auto run = [model, optimizer, memory, inputs, targets, clip, batch, len, vocab]() {
+    fit_threads_to_free_cores();  // as the trainer does before each step
     const LmOutput out = model->forward(inputs, memory);
     Var loss = cross_entropy(reshape(out.logits, {batch * len, vocab}), targets);
     loss.backward();
