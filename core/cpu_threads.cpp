@@ -50,7 +50,8 @@ int own_running() {
 
 struct State {
   std::mutex mutex;
-  int requested = 0;
+  int requested = 0;  // what the user or the launcher set
+  int applied = 0;    // what the last call set
   int cores = 0;
   Clock::time_point last{};
   std::array<int, kWindow> others{};  // runnable threads of other processes, last looks
@@ -74,8 +75,8 @@ int requested_cpu_threads() {
 void fit_threads_to_free_cores() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.requested == 0) {
-    s.requested = omp_get_max_threads();
+  if (s.requested == 0 || omp_get_max_threads() != s.applied) {  // first call, or set meanwhile
+    s.requested = s.applied = omp_get_max_threads();
     s.cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }
   if (s.unavailable || s.requested == 1) return;
@@ -91,7 +92,8 @@ void fit_threads_to_free_cores() {
   const size_t filled = std::min(s.looks, kWindow);
   const int others = *std::min_element(s.others.begin(), s.others.begin() + filled);
   const int threads = std::clamp(s.cores - others, 1, s.requested);
-  if (threads != omp_get_max_threads()) omp_set_num_threads(threads);
+  if (threads != s.applied) omp_set_num_threads(threads);
+  s.applied = threads;
 }
 
 }  // namespace relpos

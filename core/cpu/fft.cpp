@@ -2,7 +2,6 @@
 // Plans are made once per (dtype, direction, n, rows, array alignments) and cached; rows are split
 // into one chunk per OpenMP thread, each run through a cached plan on its own arrays.
 #include <fftw3.h>
-#include <omp.h>
 
 #include <climits>
 #include <map>
@@ -104,8 +103,9 @@ PlanCache<T>& plan_cache() {
   return cache;
 }
 
-// Rows [first(i), first(i) + rows_of(i)) form chunk i: one chunk per thread once the work is
-// worth splitting.
+// Rows [first(i), first(i) + rows_of(i)) form chunk i. Work worth splitting is cut into up to
+// kParts chunks, by the shape alone, so the transforms (FFTW's plan may depend on the number of
+// rows it batches) are the same for every thread count.
 struct Chunks {
   int64_t rows = 0, size = 0, count = 0;
   int64_t first(int64_t i) const { return i * size; }
@@ -115,11 +115,10 @@ struct Chunks {
 Chunks split_rows(int64_t rows, int64_t n, const char* op) {
   RELPOS_CHECK(n <= INT_MAX, op, "transform length {} exceeds FFTW's int range", n);
   constexpr int64_t kParallelWork = 1
-                                    << 15;  // samples below which a thread costs more than it saves
-  int64_t threads = 1;
-  if (rows * n >= kParallelWork && !omp_in_parallel())
-    threads = std::min<int64_t>(omp_get_max_threads(), rows);
-  const int64_t size = std::min<int64_t>((rows + threads - 1) / threads, INT_MAX);
+                                    << 15;  // samples below which a split costs more than it saves
+  constexpr int64_t kParts = 8;
+  const int64_t parts = rows * n >= kParallelWork ? std::min(rows, kParts) : 1;
+  const int64_t size = std::min<int64_t>((rows + parts - 1) / parts, INT_MAX);
   return {rows, size, (rows + size - 1) / size};
 }
 
@@ -143,7 +142,7 @@ void rfft_rows(const Tensor& x, int64_t n, const Tensor& out) {
   T* in = x.data<T>();                                        // in: [R, n] (r2c only reads it)
   Complex* spec = reinterpret_cast<Complex*>(out.data<T>());  // spec: [R, h]
   const auto plans = chunk_plans<T>(Direction::forward, n, c, in, spec);
-#pragma omp parallel for if (c.count > 1) num_threads(c.count)
+#pragma omp parallel for schedule(static) if (c.count > 1)
   for (int64_t i = 0; i < c.count; ++i)
     Fftw<T>::r2c(plans[i], in + c.first(i) * n, spec + c.first(i) * h);
 }
@@ -159,7 +158,7 @@ void irfft_rows(const Tensor& X, int64_t n, const Tensor& out) {
   T* res = out.data<T>();                                         // res: [R, n]
   const auto plans = chunk_plans<T>(Direction::inverse, n, c, res, spec);
   const T scale = T(1) / static_cast<T>(n);
-#pragma omp parallel for if (c.count > 1) num_threads(c.count)
+#pragma omp parallel for schedule(static) if (c.count > 1)
   for (int64_t i = 0; i < c.count; ++i) {
     const int64_t first = c.first(i), last = first + c.rows_of(i);
     // A real signal's DC bin (and Nyquist bin, n even) is real: their imaginary parts are

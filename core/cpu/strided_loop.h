@@ -78,8 +78,19 @@ void for_each_run(const StridedLayout<N>& L, Inner&& inner, int64_t cost_per_ele
   }
 }
 
+// Input I of an elementwise loop at element i, where input J is one value held for the run.
+template <size_t I, size_t J, typename Ins, typename V>
+inline auto input_at(const Ins& ins, const V& held, int64_t i) {
+  if constexpr (I == J)
+    return held;
+  else
+    return std::get<I>(ins)[i];
+}
+
 // Elementwise map over same-shape operands: out = f(in...). Typed pointers per operand.
 //   map_elementwise<float, float, float>(out, {&a, &b}, [](float x, float y) { return x + y; });
+// Runs with unit strides, and runs where one input is broadcast (stride 0) and the rest have
+// unit strides (a bias, a per-row scale), are loops the compiler vectorizes; others are strided.
 template <typename TOut, typename... TIn, typename F>
 void map_elementwise(const Tensor& out, const std::array<const Tensor*, sizeof...(TIn)>& in, F f) {
   constexpr size_t N = sizeof...(TIn) + 1;
@@ -87,22 +98,36 @@ void map_elementwise(const Tensor& out, const std::array<const Tensor*, sizeof..
   ops[0] = &out;
   for (size_t k = 0; k + 1 < N; ++k) ops[k + 1] = in[k];
   const StridedLayout<N> L = make_layout<N>(out.shape(), ops);
-  for_each_run<N>(L,
-                  [&](const std::array<char*, N>& p, int64_t n, const std::array<int64_t, N>& s) {
-                    TOut* o = reinterpret_cast<TOut*>(p[0]);
-                    bool dense = true;
-                    for (size_t k = 0; k < N; ++k) dense = dense && s[k] == 1;
-                    [&]<size_t... I>(std::index_sequence<I...>) {
-                      std::tuple<TIn*...> ins{reinterpret_cast<TIn*>(p[I + 1])...};
-                      if (dense) {  // unit strides: a loop the compiler vectorizes
-                        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ins)[i]...);
-                      } else {
-                        for (int64_t i = 0; i < n; ++i)
-                          o[i * s[0]] = f(std::get<I>(ins)[i * s[I + 1]]...);
-                      }
-                    }
-                    (std::index_sequence_for<TIn...>{});
-                  });
+  for_each_run<N>(
+      L, [&](const std::array<char*, N>& p, int64_t n, const std::array<int64_t, N>& s) {
+        TOut* o = reinterpret_cast<TOut*>(p[0]);
+        int units = 0, held = -1;  // inputs with stride 1; the one input with stride 0
+        for (size_t k = 1; k < N; ++k) {
+          units += s[k] == 1;
+          if (s[k] == 0) held = held == -1 ? static_cast<int>(k - 1) : -2;
+        }
+        const bool out_unit = s[0] == 1;
+        [&]<size_t... I>(std::index_sequence<I...>) {
+          std::tuple<TIn*...> ins{reinterpret_cast<TIn*>(p[I + 1])...};
+          if (out_unit && units == static_cast<int>(N) - 1) {  // a loop the compiler vectorizes
+            for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ins)[i]...);
+            return;
+          }
+          if constexpr (N >= 2) {  // one input broadcast along the run, the others unit
+            if (out_unit && held >= 0 && units == static_cast<int>(N) - 2) {
+              const auto with_held = [&]<size_t J>(std::integral_constant<size_t, J>) {
+                if (held != static_cast<int>(J)) return;
+                const auto value = std::get<J>(ins)[0];
+                for (int64_t i = 0; i < n; ++i) o[i] = f(input_at<I, J>(ins, value, i)...);
+              };
+              (with_held(std::integral_constant<size_t, I>{}), ...);
+              return;
+            }
+          }
+          for (int64_t i = 0; i < n; ++i) o[i * s[0]] = f(std::get<I>(ins)[i * s[I + 1]]...);
+        }
+        (std::index_sequence_for<TIn...>{});
+      });
 }
 
 }  // namespace relpos::cpu

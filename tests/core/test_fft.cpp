@@ -1,5 +1,7 @@
 // rfft / irfft against the direct O(n^2) DFT sums in double: odd and even n, padding and
 // truncation, batch dims, strided inputs, round trips, f32 and f64, and the errors.
+#include <omp.h>
+
 #include <array>
 #include <cmath>
 #include <numbers>
@@ -234,4 +236,23 @@ TEST_CASE("rfft/irfft: CUDA round trip returns x, and CUDA errors name the op") 
   CHECK(irfft(zeros({0, 5, 2}, DType::f32, gpu)).shape() == Shape{0, 8});
   CHECK_THROWS_WITH_AS(rfft(zeros({3, 4}, DType::i64, gpu)), doctest::Contains("[rfft]"), Error);
   CHECK_THROWS_WITH_AS(irfft(zeros({3, 4}, DType::f32, gpu)), doctest::Contains("[irfft]"), Error);
+}
+
+TEST_CASE("rfft/irfft: the same bits at 1, 2 and 3 threads (rows are chunked by shape only)") {
+  const int before = omp_get_max_threads();
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Tensor x = test::random_tensor({301, 257}, dt, 710);  // 77k samples: split in 8
+    std::vector<std::vector<double>> spectra, signals;
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      const Tensor X = rfft(x, 512);
+      spectra.push_back(X.to_vector<double>());
+      signals.push_back(irfft(X, 512).to_vector<double>());
+    }
+    CHECK(spectra[0] == spectra[1]);
+    CHECK(spectra[0] == spectra[2]);
+    CHECK(signals[0] == signals[1]);
+    CHECK(signals[0] == signals[2]);
+  }
+  omp_set_num_threads(before);
 }

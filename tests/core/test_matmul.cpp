@@ -1,5 +1,7 @@
 // matmul / bmm against a naive triple loop: transposes, broadcast batch dims, strided views,
 // odd and empty sizes, f32 and f64, and the errors.
+#include <omp.h>
+
 #include <array>
 
 #include "tests/harness.h"
@@ -314,4 +316,32 @@ TEST_CASE("matmul: CUDA operands with bad dtypes or shapes throw naming the op")
                        doctest::Contains("[matmul]"), Error);
   CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}, DType::f32, gpu), zeros({2, 5, 2}, DType::f32, gpu)),
                        doctest::Contains("[bmm] inner dimensions differ"), Error);
+}
+
+TEST_CASE("matmul: the same bits at 1, 2 and 3 threads (the split depends on the shape only)") {
+  // Row blocks, column blocks (n > m), transposed and batched operands, and a size split in 16.
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const std::vector<Case> cases = {{{300, 200}, {200, 250}, false, false},
+                                   {{40, 700}, {700, 600}, false, false},
+                                   {{200, 300}, {250, 200}, true, true},
+                                   {{6, 50, 64}, {6, 70, 64}, false, true},
+                                   {{1030, 129}, {129, 517}, false, false}};
+  const int before = omp_get_max_threads();
+  for (const Case& c : cases)
+    for (DType dt : {DType::f32, DType::f64}) {
+      RELPOS_INFO("{} x {} ta {} tb {} {}", shape_str(c.a), shape_str(c.b), c.ta, c.tb,
+                  dtype_name(dt));
+      const Tensor a = test::random_tensor(c.a, dt, 81), b = test::random_tensor(c.b, dt, 82);
+      std::vector<std::vector<double>> results;
+      for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        results.push_back(matmul(a, b, c.ta, c.tb).to_vector<double>());
+      }
+      CHECK(results[0] == results[1]);
+      CHECK(results[0] == results[2]);
+    }
+  omp_set_num_threads(before);
 }

@@ -4,6 +4,7 @@
 // evaluation predicts every character but the first exactly once, and a classifier config on a
 // corpus (or the reverse) is refused.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <filesystem>
@@ -148,6 +149,29 @@ TEST_CASE("lm training: resume continues bit-exactly, memory included") {
   for (size_t i = 0; i < a.params.size(); ++i) {
     CAPTURE(a.params[i].first);
     CHECK(same_bits(a.params[i].second, b.params[i].second));
+  }
+}
+
+TEST_CASE("lm training: the same bits at 1 and 2 threads, so load on the machine changes nothing") {
+  // The trainer gives OpenMP only the cores other processes leave free (core/cpu_threads.h);
+  // that is harmless only because no kernel's result depends on the thread count.
+  test::ScratchDir scratch;
+  const std::string data = make_corpus(scratch);
+  const std::vector<std::string> shorter{"train.steps=12", "train.eval_every=12"};
+  const int before = omp_get_max_threads();
+  std::vector<CheckpointData> results;
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    const RunConfig config =
+        tiny_lm(scratch, data, "run" + std::to_string(results.size()), shorter);
+    train(config);
+    results.push_back(last_checkpoint(config));
+  }
+  omp_set_num_threads(before);
+  REQUIRE(results[0].params.size() == results[1].params.size());
+  for (size_t i = 0; i < results[0].params.size(); ++i) {
+    CAPTURE(results[0].params[i].first);
+    CHECK(same_bits(results[0].params[i].second, results[1].params[i].second));
   }
 }
 
