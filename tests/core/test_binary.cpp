@@ -179,7 +179,7 @@ TEST_CASE("binary: f32 gelu_backward keeps its relative accuracy far into the ne
   const double pi = std::acos(-1.0);
   for (auto [low, high, rtol, atol] :
        {std::tuple{-9.0, 9.0, 1e-5, 1e-7}, {-9.0, -2.0, 2e-5, 0.0}}) {
-    INFO("x in [" << low << ", " << high << "]");
+    RELPOS_INFO("x in [{}, {}]", low, high);
     const Tensor x = test::random_tensor({100003}, DType::f32, 44, low, high);
     std::vector<double> want;
     for (double v : x.to_vector<double>())
