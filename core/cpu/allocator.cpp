@@ -49,6 +49,15 @@ BlockCache& block_cache() {
   return *cache;
 }
 
+// The bytes aligned_alloc is asked for: a multiple of the alignment (and non-zero).
+size_t alignment_of(size_t nbytes) {
+  return nbytes >= kHugeThreshold ? kHugePage : kAlignment;
+}
+size_t rounded_size(size_t nbytes) {
+  const size_t align = alignment_of(nbytes);
+  return (std::max<size_t>(nbytes, 1) + align - 1) / align * align;
+}
+
 bool keep_freed_memory() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);   // glibc's maximum; fixed, so its dynamic threshold is off
@@ -61,9 +70,7 @@ bool keep_freed_memory() {
 void* allocate(size_t nbytes) {
   static const bool tuned = keep_freed_memory();
   (void)tuned;
-  // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
-  const size_t align = nbytes >= kHugeThreshold ? kHugePage : kAlignment;
-  const size_t rounded = (std::max<size_t>(nbytes, 1) + align - 1) / align * align;
+  const size_t align = alignment_of(nbytes), rounded = rounded_size(nbytes);
   if (rounded >= kCacheFrom) {
     BlockCache& cache = block_cache();
     std::lock_guard<std::mutex> lock(cache.mutex);
@@ -84,8 +91,7 @@ void* allocate(size_t nbytes) {
 
 void deallocate(void* ptr, size_t nbytes) {
   memory_counter().on_free(nbytes);
-  const size_t align = nbytes >= kHugeThreshold ? kHugePage : kAlignment;
-  const size_t rounded = (std::max<size_t>(nbytes, 1) + align - 1) / align * align;
+  const size_t rounded = rounded_size(nbytes);
   if (rounded < kCacheFrom) {
     std::free(ptr);
     return;

@@ -1,6 +1,6 @@
 // CPU rfft / irfft over the rows of a [R, n] buffer with FFTW3 (fftwf_* for f32, fftw_* for f64).
 // Plans are made once per (dtype, direction, n, rows, array alignments) and cached; rows are split
-// into one chunk per OpenMP thread, each run through a cached plan on its own arrays.
+// into chunks by the shape alone (split_rows), each run through a cached plan on its own arrays.
 #include <fftw3.h>
 
 #include <climits>
