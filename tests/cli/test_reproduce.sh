@@ -61,7 +61,14 @@ for r in rows:
     cells = [c.strip() for c in r.strip("|").split("|")]
     assert re.fullmatch(r"\d+\.\d\d", cells[3]), r   # ours, best checkpoint
     assert re.fullmatch(r"\d+\.\d\d", cells[4]), r   # ours, last
-    assert re.fullmatch(r"\d+\.\d+ ± \d+\.\d+", cells[5]), r  # the paper's
+    assert re.fullmatch(r"\d+\.\d\d", cells[5]), r   # ours, accuracy
+    assert re.fullmatch(r"\d+\.\d+ ± \d+\.\d+", cells[6]), r  # the paper's
+# The paired differences: one row per model, ours from 1 seed, the paper's from its table.
+at = md.index("## With − without FastRPB 2D, paired by seed (macro-F1 points, best checkpoint)")
+pairs = [l for l in md[at:] if l.startswith("| ") and "model" not in l]
+assert len(pairs) == 5, pairs
+sikf = [l for l in pairs if l.startswith("| linear_sikf |")][0]
+assert re.fullmatch(r"\| linear_sikf \| [+-]\d+\.\d\d ± 0\.00 \| [01] of 1 \| \+0\.88 \|", sikf), sikf
 table = list(csv.DictReader(open(sys.argv[2])))
 assert len(table) == 10 and all(t["seeds_done"] == "1" for t in table), table
 # The generated task is easy: at least one model learns it within the tiny budget.
@@ -91,11 +98,29 @@ if ! nvidia-smi >/dev/null 2>&1; then
   [[ ! -e $tmp/rep_cuda ]] || fail "reproduce --device cuda without a GPU made its output folder"
 fi
 
+# `all`: every table into one folder and report.md (figure3's bench.json is there already, as in a
+# resumed run, so the bench is not run again here).
+mkdir -p "$tmp/all/figures"
+"$relpos" bench attention --lengths 64 --filter softmax --json-out "$tmp/all/figures/bench.json" \
+  >/dev/null 2>&1 || fail "bench for figure3 failed"
+"$relpos" reproduce all --scale tiny --only original_none --data-dir "$tmp/data" --out "$tmp/all" \
+  >"$tmp/out8" 2>"$tmp/err8" || fail "reproduce all failed: $(cat "$tmp/err8")"
+for section in "# The FastRPB paper reproduced at scale \`tiny\`" \
+  "- command: \`relpos reproduce all --scale tiny --only original_none" "- machine: " \
+  "# table2 reproduced" "# table1 reproduced" "# table3 reproduced" "# Figures"; do
+  grep -qF -- "$section" "$tmp/all/report.md" || fail "report.md lacks '$section'"
+done
+grep -q "^| mnist | original | none | [0-9]" "$tmp/all/report.md" || fail "report.md lacks the trained cell"
+[[ -s $tmp/all/table2/mnist/original_none/seed0/summary.json ]] || fail "all: no table2 run"
+grep -q "table2 cell 1/1: mnist/original_none seed 0$" "$tmp/err8" || fail "all: no progress line"
+
 # User errors.
 "$relpos" reproduce table9 >/dev/null 2>"$tmp/err4"; [[ $? -eq 2 ]] || fail "unknown table: not exit 2"
 "$relpos" reproduce table2 --scale huge >/dev/null 2>"$tmp/err5"; [[ $? -eq 2 ]] || fail "bad scale: not exit 2"
 [[ $(wc -l <"$tmp/err5") -eq 1 ]] || fail "bad scale: not one line"
-"$relpos" reproduce --help >/dev/null || fail "reproduce --help"
+"$relpos" reproduce --help >"$tmp/help" || fail "reproduce --help"
+grep -q "^  cpu " "$tmp/help" || fail "reproduce --help does not list the scales of scales.yaml"
+"$relpos" reproduce all --runs "$tmp/rep" >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "all --runs: not exit 2"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures reproduce check(s) failed" >&2

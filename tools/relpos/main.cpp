@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "                    [--resume CHECKPOINT]\n"
     "       relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--json] [--predictions F.h5]\n"
     "       relpos generate CHECKPOINT --prompt TEXT --tokens N [--temperature T] [--seed S]\n"
-    "       relpos reproduce table1|table2|table3|figure3 [--scale tiny|small|paper] ...\n"
+    "       relpos reproduce table1|table2|table3|figure3|all [--scale cpu|tiny|small|paper] ...\n"
     "       relpos data prepare NAME --out DIR [--key value ...]\n"
     "       relpos bench attention [--lengths 1024,2048,...] [--device cpu|cuda] [--json] ...\n"
     "       relpos list [--combinations]\n"

@@ -33,15 +33,62 @@ std::vector<Cell> table_cells(const std::string& table, const std::string& confi
 std::map<std::string, PaperValue> paper_values(const std::string& table,
                                                const std::string& configs_dir);
 
-// --set overrides that turn a paper-scale config into `scale` (tiny | small | paper) for a run
-// of `seed`; `dataset` and `positional_type` are the config's own.
-std::vector<std::string> scale_overrides(const std::string& scale, const std::string& dataset,
-                                         const std::string& positional_type, bool epochs_based,
-                                         int64_t seed);
+// A scale of configs/paper/scales.yaml: the --set overrides that turn a cell's paper config into
+// a run of that scale. Rules apply in the file's order (later ones win); a rule applies to a
+// cell when each of its `when` keys names the cell's value (one of a list).
+struct ScaleRule {
+  std::map<std::string, std::vector<std::string>>
+      when;                      // task|model|pe|dataset|positional|schedule
+  std::vector<std::string> set;  // key.path=value
+  int line = 0;                  // in scales.yaml
+};
+struct Scale {
+  std::string name, about;
+  std::map<std::string, int64_t> seeds;  // default --seeds per table ("table2": 3); else 1
+  std::vector<std::string> figure3;      // `relpos bench attention` arguments for figure3
+  std::vector<ScaleRule> rules;
+};
+// What a rule can test of a cell: the cell's names and its paper config's own values.
+struct ScaleCell {
+  std::string task, model, pe;
+  std::string dataset;     // data.dataset
+  std::string positional;  // model.positional.type
+  std::string schedule;    // epochs | steps: how the paper config counts its training
+};
 
-// Figure 3: `relpos bench attention` at the scale's lengths, then tools/plots.py figure3.
+// The scales of configs_dir/paper/scales.yaml, in the file's order (errors name the line).
+std::vector<Scale> load_scales(const std::string& configs_dir);
+const Scale& find_scale(const std::vector<Scale>& scales, const std::string& name);
+// The overrides of `scale` for one cell, run with `seed` (the first override).
+std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& cell, int64_t seed);
+
+// What `relpos reproduce` was asked (tools/relpos/reproduce_command.cpp parses it).
+struct ReproduceOptions {
+  std::string table;  // table1 | table2 | table3 | figure3 | all
+  std::string scale = "tiny", device = "cpu", data_dir = "data", out, only, configs = "configs";
+  std::string runs;          // where the cells' run directories are: --out, or table1's for table3
+  bool report_only = false;  // --runs given: report what is there, train nothing
+  int64_t seeds = 0;         // 0: the scale's default for the table
+  bool resume = false;
+};
+
+// One table run (or read) by reproduce_table.
+struct TableReport {
+  std::string markdown;  // table.md as written
+  int64_t cells = 0, runs_trained = 0, runs_missing = 0;
+  double wall_s = 0;  // this invocation's time
+};
+
+// Trains the missing runs of table1|table2|table3 (each cell x seed one run directory under
+// o.runs, skipped when its summary.json exists, so an interrupted grid resumes), one progress
+// line per run on stderr with the grid's ETA, then writes o.out/table.md and table.csv: our
+// values beside the paper's; table2 adds the paired with - without FastRPB differences, table3
+// the time and memory ratios to linear SIKF beside the paper's.
+TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale);
+
+// Figure 3: `relpos bench attention` with the scale's arguments, then tools/plots.py figure3.
 // `only` is a --filter list of variant names (empty: all).
-int reproduce_figure3(const std::string& scale, const std::string& device, const std::string& out,
+int reproduce_figure3(const Scale& scale, const std::string& device, const std::string& out,
                       const std::string& only);
 
 }  // namespace relpos::cli

@@ -11,21 +11,15 @@
 
 namespace relpos::cli {
 
-int reproduce_figure3(const std::string& scale, const std::string& device, const std::string& out,
+int reproduce_figure3(const Scale& scale, const std::string& device, const std::string& out,
                       const std::string& only) {
   namespace fs = std::filesystem;
   fs::create_directories(out);
   const std::string json = (fs::path(out) / "bench.json").string();
-  // The paper's lengths at paper scale (B 1, H 8, D 32 as our bench defaults); fewer and shorter
-  // below it so a CPU finishes in minutes.
+  // The lengths and shapes of the scale (configs/paper/scales.yaml; the bench's defaults are
+  // the paper's B 1, H 8, D 32).
   std::vector<std::string> args{"attention", "--json-out", json, "--device", device};
-  if (scale == "tiny")
-    args.insert(args.end(),
-                {"--lengths", "256,512,1024", "--heads", "2", "--dim", "16", "--min-time", "0.05"});
-  else if (scale == "small")
-    args.insert(args.end(), {"--lengths", "1024,2048,4096,8192", "--min-time", "0.2"});
-  else
-    args.insert(args.end(), {"--lengths", "1024,2048,4096,8192,16384"});
+  args.insert(args.end(), scale.figure3.begin(), scale.figure3.end());
   if (!only.empty()) args.insert(args.end(), {"--filter", only});
   const int status = bench_command(args);
   if (status != 0) return status;

@@ -1,4 +1,4 @@
-// The grids of `relpos reproduce`, the paper's values and the scale overrides (reproduce.h).
+// The grids of `relpos reproduce` and the paper's values (reproduce.h).
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -79,42 +79,6 @@ std::map<std::string, PaperValue> paper_values(const std::string& table,
     values[task + "/" + field(row, "model") + "/" + field(row, "pe")] = v;
   }
   return values;
-}
-
-std::vector<std::string> scale_overrides(const std::string& scale, const std::string& dataset,
-                                         const std::string& positional_type, bool epochs_based,
-                                         int64_t seed) {
-  std::vector<std::string> o{"seed=" + std::to_string(seed)};
-  if (scale == "paper") return o;
-  const bool mnist = dataset == "mnist" || dataset == "fashion-mnist";
-  if (scale == "small") {
-    // The paper's architecture, a fraction of its training.
-    if (epochs_based) {
-      o.push_back("train.epochs=3");
-    } else {
-      o.insert(o.end(), {"train.steps=1000", "train.eval_every=250"});
-    }
-    o.push_back("data.eval_limit=2000");
-    return o;
-  }
-  RELPOS_CHECK(scale == "tiny", "reproduce", "unknown scale '{}'; known: tiny, small, paper",
-               scale);
-  // A few seconds per cell on a 2-core CPU: two narrow blocks (in one, FastRPB cannot reach the
-  // CLS-pooled logits: its term is zero on the CLS row), short sequences, few examples.
-  o.insert(o.end(),
-           {"model.num_layers=2", "model.num_heads=2", "model.model_dim=32", "model.qkv_dim=0",
-            "model.mlp_dim=64", "train.epochs=0", "train.steps=300", "train.eval_every=100",
-            "train.patience=0", "data.batch_size=16", "data.eval_batch_size=64",
-            "data.train_limit=4800", "data.eval_limit=256",
-            // The paper's rates and warmups (up to 8,000 updates) would leave 300 updates idle.
-            "optimizer.lr=2e-3", "schedule={type: linear_decay, warmup_steps: 10}"});
-  if (mnist) {
-    o.push_back("data.image_pool=4");  // 7x7 pixels
-    if (positional_type == "fastrpb2d") o.push_back("model.positional.grid=[7,7]");
-  } else if (dataset != "cifar10") {
-    o.push_back("data.max_len=256");
-  }
-  return o;
 }
 
 }  // namespace relpos::cli

@@ -1,0 +1,148 @@
+// The scales of `relpos reproduce` read from configs/paper/scales.yaml (reproduce.h): every key
+// is checked, so a typo in the file is an error naming its line, never a rule that silently
+// matches nothing.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "tools/relpos/reproduce.h"
+
+namespace relpos::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kWho = "reproduce";
+
+// What `when:` may test; the values a cell has for them are ScaleCell's.
+const std::set<std::string> kWhenKeys = {"task", "model", "pe", "dataset", "positional",
+                                         "schedule"};
+
+struct Reader {
+  std::string file;
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
+    throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, file, at.Mark().line + 1, what));
+  }
+
+  void only_keys(const YAML::Node& map, const std::set<std::string>& known,
+                 const std::string& where) const {
+    if (!map.IsMap()) fail(map, where + " must be a mapping");
+    for (const auto& entry : map) {
+      const std::string key = entry.first.Scalar();
+      if (!known.count(key)) {
+        std::string names;
+        for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+        fail(entry.first, fmt::format("unknown key '{}' in {}; known: {}", key, where, names));
+      }
+    }
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsScalar()) fail(node, what + " must be a single value");
+    return node.Scalar();
+  }
+
+  // A scalar or a list of scalars.
+  std::vector<std::string> strings(const YAML::Node& node, const std::string& what) const {
+    std::vector<std::string> out;
+    if (node.IsSequence()) {
+      for (const auto& item : node) out.push_back(scalar(item, what));
+    } else {
+      out.push_back(scalar(node, what));
+    }
+    return out;
+  }
+
+  ScaleRule rule(const YAML::Node& node, const std::string& where) const {
+    only_keys(node, {"when", "set"}, where);
+    ScaleRule r;
+    r.line = node.Mark().line + 1;
+    if (const YAML::Node when = node["when"]) {
+      only_keys(when, kWhenKeys, where + ".when");
+      for (const auto& entry : when)
+        r.when[entry.first.Scalar()] = strings(entry.second, where + ".when." + entry.first.Scalar());
+    }
+    if (!node["set"] || !node["set"].IsSequence())
+      fail(node, where + " needs set: a list of key.path=value overrides");
+    for (const auto& item : node["set"]) {
+      const std::string o = scalar(item, where + ".set");
+      if (o.find('=') == std::string::npos || o.front() == '=')
+        fail(item, fmt::format("'{}' in {}.set is not key.path=value", o, where));
+      r.set.push_back(o);
+    }
+    return r;
+  }
+
+  Scale scale(const std::string& name, const YAML::Node& node) const {
+    only_keys(node, {"about", "seeds", "figure3", "rules"}, "scale " + name);
+    Scale s;
+    s.name = name;
+    if (!node["about"]) fail(node, "scale " + name + " needs about: what it is for");
+    s.about = scalar(node["about"], "scale " + name + ".about");
+    if (const YAML::Node seeds = node["seeds"]) {
+      only_keys(seeds, {"table1", "table2"}, "scale " + name + ".seeds");
+      for (const auto& entry : seeds) {
+        const int64_t n = entry.second.IsScalar() ? entry.second.as<int64_t>(0) : 0;
+        if (n < 1) fail(entry.second, "seeds must be a positive integer");
+        s.seeds[entry.first.Scalar()] = n;
+      }
+    }
+    if (const YAML::Node figure3 = node["figure3"])
+      s.figure3 = strings(figure3, "scale " + name + ".figure3");
+    if (const YAML::Node rules = node["rules"]) {
+      if (!rules.IsSequence()) fail(rules, "scale " + name + ".rules must be a list");
+      for (size_t i = 0; i < rules.size(); ++i)
+        s.rules.push_back(rule(rules[i], fmt::format("scale {} rule {}", name, i + 1)));
+    }
+    return s;
+  }
+};
+
+}  // namespace
+
+std::vector<Scale> load_scales(const std::string& configs_dir) {
+  const fs::path path = fs::path(configs_dir) / "paper" / "scales.yaml";
+  RELPOS_CHECK(fs::is_regular_file(path), kWho, "cannot read '{}' (the scales): no such file",
+               path.string());
+  Reader reader{path.string()};
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path.string());
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, path.string(), e.mark.line + 1, e.msg));
+  }
+  if (!root.IsMap() || root.size() == 0) reader.fail(root, "expected a mapping of scale names");
+  std::vector<Scale> scales;
+  for (const auto& entry : root) scales.push_back(reader.scale(entry.first.Scalar(), entry.second));
+  return scales;
+}
+
+const Scale& find_scale(const std::vector<Scale>& scales, const std::string& name) {
+  std::string names;
+  for (const Scale& s : scales) {
+    if (s.name == name) return s;
+    names += (names.empty() ? "" : ", ") + s.name;
+  }
+  throw Error(fmt::format("[{}] unknown scale '{}'; known: {}", kWho, name, names));
+}
+
+std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& cell,
+                                         int64_t seed) {
+  const std::map<std::string, std::string> facts = {
+      {"task", cell.task},       {"model", cell.model},           {"pe", cell.pe},
+      {"dataset", cell.dataset}, {"positional", cell.positional}, {"schedule", cell.schedule}};
+  std::vector<std::string> overrides{"seed=" + std::to_string(seed)};
+  for (const ScaleRule& rule : scale.rules) {
+    bool applies = true;
+    for (const auto& [key, allowed] : rule.when)
+      applies = applies && std::find(allowed.begin(), allowed.end(), facts.at(key)) != allowed.end();
+    if (applies) overrides.insert(overrides.end(), rule.set.begin(), rule.set.end());
+  }
+  return overrides;
+}
+
+}  // namespace relpos::cli

@@ -1,0 +1,351 @@
+// One table of `relpos reproduce` (reproduce.h): the grid of runs behind it, then table.md and
+// table.csv with our values beside the paper's. A cell whose data is missing says so (and how to
+// get it) in the table instead of failing the grid.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/file_write.h"
+#include "tools/relpos/reproduce.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace relpos::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What one run of a cell left: its summary.json values, or why there is none.
+struct RunOutcome {
+  bool done = false;
+  std::string problem;  // "data missing: ..." / "failed: ..." / "not run: ..."
+  double accuracy_best = 0, accuracy_last = 0, f1_best = 0, f1_last = 0, train_s = 0, peak_gb = 0;
+};
+
+// The number after "key": in a flat-enough JSON text, at or after `from`.
+double json_number(const std::string& text, const std::string& key, size_t from = 0) {
+  const auto at = text.find("\"" + key + "\":", from);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
+}
+
+RunOutcome read_summary(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string text = s.str();
+  RunOutcome r;
+  r.done = true;
+  const auto best = text.find("\"test_best\""), last = text.find("\"test_last\"");
+  r.accuracy_best = json_number(text, "accuracy", best);
+  r.f1_best = json_number(text, "macro_f1", best);
+  r.accuracy_last = json_number(text, "accuracy", last);
+  r.f1_last = json_number(text, "macro_f1", last);
+  r.train_s = json_number(text, "train_time_s");
+  r.peak_gb = json_number(text, "peak_memory_bytes") / 1e9;
+  return r;
+}
+
+struct Stats {
+  size_t n = 0;
+  double mean = 0, sd = 0;  // sd: sample standard deviation (0 for one value)
+};
+
+Stats stats(const std::vector<double>& xs) {
+  Stats s;
+  s.n = xs.size();
+  if (xs.empty()) return s;
+  for (double x : xs) s.mean += x / static_cast<double>(xs.size());
+  if (xs.size() > 1) {
+    for (double x : xs) s.sd += (x - s.mean) * (x - s.mean);
+    s.sd = std::sqrt(s.sd / static_cast<double>(xs.size() - 1));
+  }
+  return s;
+}
+
+std::string mean_std(const std::vector<double>& xs, double scale, int digits) {
+  if (xs.empty()) return "";
+  std::vector<double> scaled;
+  for (double x : xs) scaled.push_back(x * scale);
+  const Stats s = stats(scaled);
+  if (s.n == 1) return fmt::format("{:.{}f}", s.mean, digits);
+  return fmt::format("{:.{}f} ± {:.{}f}", s.mean, digits, s.sd, digits);
+}
+
+std::string paper_text(const PaperValue& p, bool table3) {
+  if (table3) {
+    const std::string hours = p.note.empty() ? p.hours + " h" : p.note;
+    return p.peak_gb.empty() ? hours : hours + ", " + p.peak_gb + " GB";
+  }
+  if (!p.note.empty() && p.value.empty()) return p.note;
+  return p.std.empty() ? p.value : p.value + " ± " + p.std;
+}
+
+// Trains one cell x seed into `dir` unless it is finished there.
+RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, const Scale& scale,
+                    const fs::path& dir) {
+  if (fs::exists(dir / "summary.json")) return read_summary(dir / "summary.json");
+  if (o.report_only) {
+    RunOutcome r;
+    r.problem = "not run: no finished run in " + dir.string();
+    return r;
+  }
+  try {
+    const RunConfig paper = load_config(cell.config);
+    const ScaleCell facts{cell.task,
+                          cell.model,
+                          cell.pe,
+                          paper.data.dataset,
+                          paper.model.positional.get<std::string>("type", "none"),
+                          paper.train.epochs > 0 ? "epochs" : "steps"};
+    std::vector<std::string> overrides = scale_overrides(scale, facts, seed);
+    overrides.push_back("data.dir=" + (fs::path(o.data_dir) / paper.data.dataset).string());
+    overrides.push_back("train.out=" + dir.string());
+    overrides.push_back("device=" + o.device);
+    TrainerOptions options;
+    options.verbose = false;
+    const fs::path last = dir / "checkpoints" / "last.h5";
+    if (o.resume && fs::exists(last)) options.resume = last.string();
+    Trainer trainer(load_config(cell.config, overrides), options);
+    trainer.run();
+    return read_summary(dir / "summary.json");
+  } catch (const std::exception& e) {  // relpos errors, and running out of memory
+    RunOutcome r;
+    const std::string what = e.what();
+    r.problem = (what.rfind("[data]", 0) == 0 ? "data missing: " : "failed: ") + what;
+    return r;
+  }
+}
+
+struct Row {
+  const Cell* cell;
+  std::vector<RunOutcome> runs;  // by seed
+};
+
+std::string csv_safe(std::string text) {
+  std::replace(text.begin(), text.end(), ',', ';');
+  return text;
+}
+
+double number(const std::string& text) {
+  return text.empty() ? std::nan("") : std::stod(text);
+}
+
+// Table 2's question: is +FastRPB better for every model? Per model, the with - without
+// differences of the runs with the same seed, their mean ± std and how many are positive.
+std::string paired_differences(const std::vector<Row>& rows,
+                               const std::map<std::string, PaperValue>& paper) {
+  std::ostringstream md;
+  if (std::none_of(rows.begin(), rows.end(),
+                   [](const Row& r) { return r.cell->pe == "fastrpb2d"; }))
+    return "";
+  md << "\n## With − without FastRPB 2D, paired by seed (macro-F1 points, best checkpoint)\n\n"
+        "| model | ours: mean ± std | seeds where FastRPB is better | paper |\n"
+        "|---|---|---|---|\n";
+  for (const Row& with : rows) {
+    if (with.cell->pe != "fastrpb2d") continue;
+    const auto without = std::find_if(rows.begin(), rows.end(), [&](const Row& r) {
+      return r.cell->model == with.cell->model && r.cell->pe == "none";
+    });
+    if (without == rows.end()) continue;
+    std::vector<double> diffs;
+    for (size_t s = 0; s < std::min(with.runs.size(), without->runs.size()); ++s)
+      if (with.runs[s].done && without->runs[s].done)
+        diffs.push_back(100.0 * (with.runs[s].f1_best - without->runs[s].f1_best));
+    const int64_t better =
+        std::count_if(diffs.begin(), diffs.end(), [](double d) { return d > 0; });
+    const std::string key = "mnist/" + with.cell->model + "/";
+    const auto p_with = paper.find(key + "fastrpb2d"), p_without = paper.find(key + "none");
+    const std::string paper_diff =
+        p_with == paper.end() || p_without == paper.end()
+            ? ""
+            : fmt::format("{:+.2f}",
+                          number(p_with->second.value) - number(p_without->second.value));
+    const Stats d = stats(diffs);
+    md << "| " << with.cell->model << " | "
+       << (diffs.empty() ? "" : fmt::format("{:+.2f} ± {:.2f}", d.mean, d.sd)) << " | " << better
+       << " of " << diffs.size() << " | " << paper_diff << " |\n";
+  }
+  return md.str();
+}
+
+}  // namespace
+
+TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
+  std::vector<Cell> cells = table_cells(o.table, o.configs);
+  if (!o.only.empty())
+    std::erase_if(cells, [&](const Cell& c) { return c.name.find(o.only) == std::string::npos; });
+  RELPOS_CHECK(!cells.empty(), "reproduce", "no cell of {} matches '{}'", o.table, o.only);
+  const auto paper = paper_values(o.table, o.configs);
+  const bool table3 = o.table == "table3";
+  const bool table2 = o.table == "table2";
+  const int64_t seeds = o.seeds > 0 ? o.seeds
+                                    : (scale.seeds.count(table3 ? "table1" : o.table)
+                                           ? scale.seeds.at(table3 ? "table1" : o.table)
+                                           : 1);
+  const fs::path out(o.out);
+  fs::create_directories(out);
+
+  TableReport report;
+  std::vector<Row> rows;
+  const int64_t total = static_cast<int64_t>(cells.size()) * seeds;
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  int64_t k = 0;
+  for (const Cell& cell : cells) {
+    Row row{&cell, {}};
+    for (int64_t seed = 0; seed < seeds; ++seed, ++k) {
+      const fs::path dir = fs::path(o.runs) / cell.name / fmt::format("seed{}", seed);
+      const bool finished = fs::exists(dir / "summary.json");
+      // The grid's ETA: the mean time of the runs trained so far, for each run still to go.
+      const std::string eta =
+          report.runs_trained > 0
+              ? fmt::format(", ETA {:.0f} min", elapsed() /
+                                                    static_cast<double>(report.runs_trained) *
+                                                    static_cast<double>(total - k) / 60.0)
+              : "";
+      std::fprintf(stderr, "[reproduce] %s cell %lld/%lld: %s seed %lld%s%s\n", o.table.c_str(),
+                   static_cast<long long>(k + 1), static_cast<long long>(total), cell.name.c_str(),
+                   static_cast<long long>(seed), finished ? " (done, skipped)" : "", eta.c_str());
+      RunOutcome r = run_cell(cell, seed, o, scale, dir);
+      if (!finished && r.done) {
+        ++report.runs_trained;
+        std::fprintf(stderr, "[reproduce]   test accuracy %.2f%%, macro-F1 %.2f%%, %.0f s\n",
+                     100 * r.accuracy_best, 100 * r.f1_best, r.train_s);
+      }
+      if (!r.done) ++report.runs_missing;
+      if (!r.problem.empty()) std::fprintf(stderr, "[reproduce]   %s\n", r.problem.c_str());
+      row.runs.push_back(std::move(r));
+    }
+    rows.push_back(std::move(row));
+  }
+
+  // Table 3's baseline: linear SIKF without a positional encoding, per task (ours and paper's).
+  std::map<std::string, std::pair<double, double>> ours_base, paper_base;  // task -> (s, GB)
+  for (const Row& row : rows) {
+    if (row.cell->model != "linear_sikf" || row.cell->pe != "none") continue;
+    std::vector<double> s, gb;
+    for (const RunOutcome& r : row.runs)
+      if (r.done) s.push_back(r.train_s), gb.push_back(r.peak_gb);
+    if (!s.empty()) ours_base[row.cell->task] = {stats(s).mean, stats(gb).mean};
+    const auto p = paper.find(row.cell->task + "/linear_sikf/none");
+    if (p != paper.end())
+      paper_base[row.cell->task] = {number(p->second.hours), number(p->second.peak_gb)};
+  }
+  const auto ratio = [](double x, const std::map<std::string, std::pair<double, double>>& base,
+                        const std::string& task, bool memory) {
+    const auto b = base.find(task);
+    if (b == base.end() || std::isnan(x)) return std::string();
+    const double denominator = memory ? b->second.second : b->second.first;
+    return std::isnan(denominator) || denominator <= 0 ? std::string()
+                                                       : fmt::format("{:.2f}×", x / denominator);
+  };
+
+  // The tables: one row per cell, ours beside the paper's.
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  std::ostringstream md, csv;                                // written whole, checked, at the end
+  std::map<std::string, std::vector<std::string>> problems;  // reason -> cells
+  md << fmt::format("# {} reproduced: scale {}, device {}, {} seed(s), {}\n\n", o.table, scale.name,
+                    o.device, seeds, date);
+  if (table3) {
+    md << "| task | model | pe | ours: train s, peak GB | ours: time, memory ÷ SIKF | paper "
+          "| paper: time, memory ÷ SIKF |\n|---|---|---|---|---|---|---|\n";
+  } else {
+    const std::string metric = table2 ? "macro-F1 %" : "accuracy %";
+    md << "| task | model | pe | ours: " << metric << " (best val ckpt) | ours: " << metric
+       << " (last)" << (table2 ? " | ours: accuracy % (best val ckpt)" : "")
+       << " | paper |\n|---|---|---|---|---|---|" << (table2 ? "---|" : "") << "\n";
+  }
+  csv << "task,model,pe,seeds_done,"
+      << (table3 ? "train_hours,peak_gb" : "best_mean,best_std,last_mean,last_std")
+      << (table2 ? ",accuracy_best_mean,accuracy_best_std" : "") << ",paper,problem\n";
+  for (const Row& row : rows) {
+    std::vector<double> best, last, accuracy, seconds, gb;
+    std::string problem;
+    for (const RunOutcome& r : row.runs) {
+      if (!r.done) {
+        problem = r.problem;
+        continue;
+      }
+      best.push_back(table2 ? r.f1_best : r.accuracy_best);
+      last.push_back(table2 ? r.f1_last : r.accuracy_last);
+      accuracy.push_back(r.accuracy_best);
+      seconds.push_back(r.train_s);
+      gb.push_back(r.peak_gb);
+    }
+    const Cell& c = *row.cell;
+    const auto p = paper.find(c.task + "/" + c.model + "/" + c.pe);
+    const std::string paper_cell = p == paper.end() ? "" : paper_text(p->second, table3);
+    md << "| " << c.task << " | " << c.model << " | " << c.pe << " | ";
+    if (best.empty()) {
+      // The table says what kind; the reasons are listed once under it.
+      md << problem.substr(0, problem.find(':'));
+      problems[problem].push_back(c.name);
+    } else if (table3) {
+      md << mean_std(seconds, 1.0, 0) << " s, " << mean_std(gb, 1.0, 3) << " GB";
+    } else {
+      md << mean_std(best, 100.0, 2);
+    }
+    if (table3) {
+      const std::string ours_ratio = ratio(stats(seconds).mean, ours_base, c.task, false);
+      const std::string paper_ratio =
+          p == paper.end() ? "" : ratio(number(p->second.hours), paper_base, c.task, false);
+      md << " | "
+         << (ours_ratio.empty()
+                 ? ""
+                 : ours_ratio + ", " + ratio(stats(gb).mean, ours_base, c.task, true))
+         << " | " << paper_cell << " | " << paper_ratio
+         << (p == paper.end() ? ""
+                              : (paper_ratio.empty() ? "" : ", ") +
+                                    ratio(number(p->second.peak_gb), paper_base, c.task, true))
+         << " |\n";
+    } else {
+      md << " | " << mean_std(last, 100.0, 2);
+      if (table2) md << " | " << mean_std(accuracy, 100.0, 2);
+      md << " | " << paper_cell << " |\n";
+    }
+    const auto bare = [](const std::vector<double>& xs, double scale) {
+      if (xs.empty()) return std::string(",");
+      std::vector<double> scaled;
+      for (double x : xs) scaled.push_back(x * scale);
+      const Stats s = stats(scaled);
+      return fmt::format("{},{}", s.mean, s.sd);
+    };
+    csv << c.task << "," << c.model << "," << c.pe << "," << best.size() << ",";
+    if (table3) {
+      const std::string h = bare(seconds, 1.0 / 3600.0), g = bare(gb, 1.0);
+      csv << h.substr(0, h.find(',')) << "," << g.substr(0, g.find(','));
+    } else {
+      csv << bare(best, 100.0) << "," << bare(last, 100.0);
+      if (table2) csv << "," << bare(accuracy, 100.0);
+    }
+    csv << "," << csv_safe(paper_cell) << "," << (best.empty() ? csv_safe(problem) : "") << "\n";
+  }
+  if (table2) md << paired_differences(rows, paper);
+  if (!problems.empty()) {
+    md << "\n## Cells without a result\n\n";
+    for (const auto& [reason, names] : problems)
+      md << "- " << names.size() << " cell(s), e.g. `" << names.front() << "`: " << reason << "\n";
+  }
+  write_file_atomic("reproduce", (out / "table.md").string(), md.str());
+  write_file_atomic("reproduce", (out / "table.csv").string(), csv.str());
+  report.markdown = md.str();
+  report.cells = static_cast<int64_t>(rows.size());
+  report.wall_s = elapsed();
+  std::printf("%s: %zu cells, %lld run(s) trained now -> %s, %s\n", o.table.c_str(), rows.size(),
+              static_cast<long long>(report.runs_trained), (out / "table.md").string().c_str(),
+              (out / "table.csv").string().c_str());
+  return report;
+}
+
+}  // namespace relpos::cli
