@@ -3,6 +3,7 @@
 // Options (core/options.h), so a misspelt one is refused by name.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/options.h"
@@ -23,6 +24,11 @@ std::string prepare_fashion_mnist(const PrepareRequest& request);
 std::string prepare_enwik8(const PrepareRequest& request);  // --from FILE[.zip]
 std::string prepare_text8(const PrepareRequest& request);   // --from FILE[.zip]
 std::string prepare_moby_dick(const PrepareRequest& request);
+
+// The preparer of a dataset made here (listops, mnist, fashion-mnist, enwik8, text8, moby-dick);
+// an empty function for any other name.
+using Preparer = std::function<std::string(const PrepareRequest&)>;
+Preparer find_preparer(const std::string& name);
 
 // Where to get a dataset that cannot be made here (imdb, aan, cifar10), and the layout expected.
 std::string download_instructions(const std::string& name);

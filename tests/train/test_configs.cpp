@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "datasets/prepare.h"
 #include "layers/models/model.h"
 #include "tools/relpos/reproduce.h"
 #include "train/config.h"
@@ -117,6 +118,34 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
   CHECK(built == 4 * (83 + 10));  // Table 1: the 83 cells with a config (N/A: none); Table 2: 10
 }
 
+TEST_CASE("reproduce scales: the data a scale makes is made by `relpos data prepare` options") {
+  using namespace relpos::cli;
+  int64_t made = 0;
+  for (const Scale& scale : load_scales(kConfigs)) {
+    for (const auto& [dataset, data] : scale.data) {
+      CAPTURE(scale.name);
+      CAPTURE(dataset);
+      CHECK(!data.folder.empty());
+      if (!data.prepare) continue;
+      REQUIRE(find_preparer(dataset));
+      if (dataset != "listops") continue;  // the others read installed packages
+      // The scale's options, at a tenth of the size: every key is one the generator reads.
+      const fs::path dir = fs::temp_directory_path() / "relpos_test_scale_data";
+      PrepareRequest request{dir.string(), Options("scales.yaml")};
+      for (const auto& [key, value] : data.options) {
+        const bool size = key == "train" || key == "val" || key == "test";
+        request.options.set(key, size ? std::to_string(std::stoll(value) / 10) : value);
+      }
+      CHECK(find_preparer(dataset)(request).find("listops: wrote") == 0);
+      request.options.check_all_used();
+      CHECK(fs::exists(dir / "basic_train.tsv"));
+      fs::remove_all(dir);
+      ++made;
+    }
+  }
+  CHECK(made >= 1);  // the cpu scale's ListOps
+}
+
 TEST_CASE("reproduce scales: rules apply in order when every `when` key names the cell") {
   using namespace relpos::cli;
   Scale s;
@@ -155,6 +184,9 @@ TEST_CASE("reproduce scales: a malformed scales.yaml is an error naming the file
   refused("cpu:\n  about: x\n  seeds: {table2: 0}\n", "positive integer");
   refused("cpu:\n  about: x\n  epochs: 3\n", "unknown key 'epochs'");
   refused("cpu: [", "line");
+  refused("cpu:\n  about: x\n  data: {listops: {prepare: {}}}\n", "needs folder:");
+  refused("cpu:\n  about: x\n  data: {listops: {folder: a, prepare: [1]}}\n",
+          "prepare must be a mapping");
   std::ofstream(dir / "paper" / "scales.yaml") << "cpu:\n  about: x\n";
   CHECK_THROWS_WITH_AS(find_scale(load_scales(dir.string()), "gpu"),
                        doctest::Contains("unknown scale 'gpu'; known: cpu"), Error);

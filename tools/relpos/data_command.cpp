@@ -1,31 +1,11 @@
 // `relpos data prepare NAME --out DIR [--key value ...]` (datasets/prepare.h).
 #include <cstdio>
-#include <functional>
-#include <map>
 
 #include "core/error.h"
 #include "datasets/prepare.h"
 #include "tools/relpos/commands.h"
 
 namespace relpos::cli {
-
-namespace {
-
-using Preparer = std::function<std::string(const PrepareRequest&)>;
-
-const std::map<std::string, Preparer>& preparers() {
-  static const std::map<std::string, Preparer> table = {
-      {"listops", prepare_listops},
-      {"mnist", prepare_mnist},
-      {"fashion-mnist", prepare_fashion_mnist},
-      {"enwik8", prepare_enwik8},
-      {"text8", prepare_text8},
-      {"moby-dick", prepare_moby_dick},
-  };
-  return table;
-}
-
-}  // namespace
 
 int data_command(const std::vector<std::string>& args) {
   if (!args.empty() && (args.back() == "--help" || args.back() == "-h")) {
@@ -54,14 +34,14 @@ int data_command(const std::vector<std::string>& args) {
     else
       request.options.set(key, args[i + 1]);
   }
-  auto it = preparers().find(name);
-  if (it == preparers().end()) {
+  const Preparer preparer = find_preparer(name);
+  if (!preparer) {
     const std::string text = download_instructions(name);  // refuses unknown names itself
     std::printf("%s%s", text.c_str(), text.empty() || text.back() != '\n' ? "\n" : "");
     return 0;
   }
   RELPOS_CHECK(!request.out_dir.empty(), "data", "prepare {} needs --out DIR", name);
-  const std::string summary = it->second(request);
+  const std::string summary = preparer(request);
   request.options.check_all_used();
   std::printf("%s\n", summary.c_str());
   return 0;

@@ -42,10 +42,18 @@ struct ScaleRule {
   std::vector<std::string> set;  // key.path=value
   int line = 0;                  // in scales.yaml
 };
+// Where a scale reads a dataset: a folder under --data-dir, and the `relpos data prepare`
+// options that make it when it is missing (generated data; empty: not made by reproduce).
+struct ScaleData {
+  std::string folder;
+  bool prepare = false;
+  std::map<std::string, std::string> options;  // --key value of `relpos data prepare`
+};
 struct Scale {
   std::string name, about;
-  std::map<std::string, int64_t> seeds;  // default --seeds per table ("table2": 3); else 1
-  std::vector<std::string> figure3;      // `relpos bench attention` arguments for figure3
+  std::map<std::string, ScaleData> data;  // by data.dataset; others: the folder of that name
+  std::map<std::string, int64_t> seeds;   // default --seeds per table ("table2": 3); else 1
+  std::vector<std::string> figure3;       // `relpos bench attention` arguments for figure3
   std::vector<ScaleRule> rules;
 };
 // What a rule can test of a cell: the cell's names and its paper config's own values.

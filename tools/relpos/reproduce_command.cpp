@@ -97,13 +97,15 @@ ReproduceOptions parse(const std::vector<std::string>& args) {
   return o;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 // tools/plots.py SUBCOMMAND OUT.png ARGS...; false (and how to draw it later) when Python with
 // matplotlib or the checkpoints are not there.
 bool plot(const std::string& subcommand, const fs::path& png, const std::string& args) {
-  const std::string command = "/usr/bin/python3 tools/plots.py " + subcommand + " " +
-                              quoted(png.string()) + " " + args;
+  const std::string command =
+      "/usr/bin/python3 tools/plots.py " + subcommand + " " + quoted(png.string()) + " " + args;
   if (fs::exists("tools/plots.py") && std::system((command + " >/dev/null 2>&1").c_str()) == 0) {
     std::printf("%s: %s\n", subcommand.c_str(), png.string().c_str());
     return true;
@@ -117,8 +119,8 @@ bool plot(const std::string& subcommand, const fs::path& png, const std::string&
 std::vector<std::pair<std::string, std::string>> checkpoints(const fs::path& grid,
                                                              const std::string& suffix) {
   std::vector<std::pair<std::string, std::string>> found;
-  for (const char* model : {"linear_sikf", "original", "linear_dpfp", "linear_relu", "linear_elu",
-                            "performer"}) {
+  for (const char* model :
+       {"linear_sikf", "original", "linear_dpfp", "linear_relu", "linear_elu", "performer"}) {
     const fs::path ckpt = grid / (model + suffix) / "seed0" / "checkpoints" / "best.h5";
     if (fs::exists(ckpt)) found.emplace_back(ckpt.string(), model);
   }
@@ -150,8 +152,8 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
   for (const auto& a : args) command += " " + a;
   md << "# The FastRPB paper reproduced at scale `" << scale.name << "`\n\n"
      << "- scale: " << scale.about << " (configs/paper/scales.yaml)\n"
-     << "- command: `" << command << "`\n- machine: " << machine_line() << ", device "
-     << o.device << "\n- finished: " << date << "\n";
+     << "- command: `" << command << "`\n- machine: " << machine_line() << ", device " << o.device
+     << "\n- finished: " << date << "\n";
   std::ostringstream tables;
   double trained_s = 0;
   for (const char* table : {"table2", "table1", "table3"}) {
@@ -162,9 +164,10 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
     t.runs = (out / (t.table == "table3" ? "table1" : table)).string();
     const TableReport r = reproduce_table(t, scale);
     trained_s += r.wall_s;
-    tables << "\n" << r.markdown << "\n(" << table << ": " << r.cells << " cells, "
-           << r.runs_trained << " run(s) trained in this invocation, " << r.runs_missing
-           << " without a result; " << fmt::format("{:.0f}", r.wall_s / 60) << " min)\n";
+    tables << "\n"
+           << r.markdown << "\n(" << table << ": " << r.cells << " cells, " << r.runs_trained
+           << " run(s) trained in this invocation, " << r.runs_missing << " without a result; "
+           << fmt::format("{:.0f}", r.wall_s / 60) << " min)\n";
   }
   const fs::path figures = out / "figures";
   if (!fs::exists(figures / "bench.json")) reproduce_figure3(scale, o.device, figures.string(), "");
@@ -179,8 +182,8 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
   // Figure 2: one MNIST FastRPB 2D map (linear SIKF's when it is there), from pixel (6, 5):
   // the paper's (12, 10) on a 28x28 grid, on the 14x14 grid of the cpu scale.
   const auto maps = checkpoints(out / "table2" / "mnist", "_fastrpb2d");
-  if (!maps.empty() && plot("figure2", figures / "figure2.png",
-                            quoted(maps.front().first) + " --pixel 6,5"))
+  if (!maps.empty() &&
+      plot("figure2", figures / "figure2.png", quoted(maps.front().first) + " --pixel 6,5"))
     figure_lines += "![Figure 2](figures/figure2.png)\n";
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -200,8 +203,8 @@ int reproduce_command(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::fputs(kUsage, stdout);
     try {
-      for (const Scale& s : load_scales("configs")) std::printf("  %-6s %s\n", s.name.c_str(),
-                                                                s.about.c_str());
+      for (const Scale& s : load_scales("configs"))
+        std::printf("  %-6s %s\n", s.name.c_str(), s.about.c_str());
     } catch (const Error& e) {
       std::printf("  (not listed here: %s)\n", e.what());
     }

@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 constexpr const char* kWho = "reproduce";
 
 // What `when:` may test; the values a cell has for them are ScaleCell's.
-const std::set<std::string> kWhenKeys = {"task", "model", "pe", "dataset", "positional",
-                                         "schedule"};
+const std::set<std::string> kWhenKeys = {"task",    "model",      "pe",
+                                         "dataset", "positional", "schedule"};
 
 struct Reader {
   std::string file;
@@ -64,7 +64,8 @@ struct Reader {
     if (const YAML::Node when = node["when"]) {
       only_keys(when, kWhenKeys, where + ".when");
       for (const auto& entry : when)
-        r.when[entry.first.Scalar()] = strings(entry.second, where + ".when." + entry.first.Scalar());
+        r.when[entry.first.Scalar()] =
+            strings(entry.second, where + ".when." + entry.first.Scalar());
     }
     if (!node["set"] || !node["set"].IsSequence())
       fail(node, where + " needs set: a list of key.path=value overrides");
@@ -78,7 +79,7 @@ struct Reader {
   }
 
   Scale scale(const std::string& name, const YAML::Node& node) const {
-    only_keys(node, {"about", "seeds", "figure3", "rules"}, "scale " + name);
+    only_keys(node, {"about", "seeds", "data", "figure3", "rules"}, "scale " + name);
     Scale s;
     s.name = name;
     if (!node["about"]) fail(node, "scale " + name + " needs about: what it is for");
@@ -89,6 +90,25 @@ struct Reader {
         const int64_t n = entry.second.IsScalar() ? entry.second.as<int64_t>(0) : 0;
         if (n < 1) fail(entry.second, "seeds must be a positive integer");
         s.seeds[entry.first.Scalar()] = n;
+      }
+    }
+    if (const YAML::Node data = node["data"]) {
+      if (!data.IsMap()) fail(data, "scale " + name + ".data must be a mapping of datasets");
+      for (const auto& entry : data) {
+        const std::string where = "scale " + name + ".data." + entry.first.Scalar();
+        only_keys(entry.second, {"folder", "prepare"}, where);
+        ScaleData d;
+        if (!entry.second["folder"]) fail(entry.second, where + " needs folder:");
+        d.folder = scalar(entry.second["folder"], where + ".folder");
+        if (const YAML::Node prepare = entry.second["prepare"]) {
+          if (!prepare.IsMap() && !prepare.IsNull())
+            fail(prepare, where + ".prepare must be a mapping of `relpos data prepare` options");
+          d.prepare = true;
+          if (prepare.IsMap())
+            for (const auto& option : prepare)
+              d.options[option.first.Scalar()] = scalar(option.second, where + ".prepare");
+        }
+        s.data[entry.first.Scalar()] = d;
       }
     }
     if (const YAML::Node figure3 = node["figure3"])
@@ -130,8 +150,7 @@ const Scale& find_scale(const std::vector<Scale>& scales, const std::string& nam
   throw Error(fmt::format("[{}] unknown scale '{}'; known: {}", kWho, name, names));
 }
 
-std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& cell,
-                                         int64_t seed) {
+std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& cell, int64_t seed) {
   const std::map<std::string, std::string> facts = {
       {"task", cell.task},       {"model", cell.model},           {"pe", cell.pe},
       {"dataset", cell.dataset}, {"positional", cell.positional}, {"schedule", cell.schedule}};
@@ -139,7 +158,8 @@ std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& ce
   for (const ScaleRule& rule : scale.rules) {
     bool applies = true;
     for (const auto& [key, allowed] : rule.when)
-      applies = applies && std::find(allowed.begin(), allowed.end(), facts.at(key)) != allowed.end();
+      applies =
+          applies && std::find(allowed.begin(), allowed.end(), facts.at(key)) != allowed.end();
     if (applies) overrides.insert(overrides.end(), rule.set.begin(), rule.set.end());
   }
   return overrides;
