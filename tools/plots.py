@@ -398,10 +398,11 @@ def curves(args, plt):
         if not train and not val:
             raise UserError(f"'{run_dir}/metrics.jsonl' has no train or eval events")
         color = colors[i % len(colors)]
+        style = ["-", "--", ":"][(i // len(colors)) % 3]  # more runs than colors
         if train:
-            ax_l.plot(*zip(*train), color=color, lw=1.2, label=label)
+            ax_l.plot(*zip(*train), color=color, ls=style, lw=1.2, label=label)
         if val:
-            ax_m.plot(*zip(*val), color=color, marker="o", ms=3, lw=1.2, label=label)
+            ax_m.plot(*zip(*val), color=color, ls=style, marker="o", ms=3, lw=1.2, label=label)
         print(f"{run_dir}: {len(train)} train and {len(val)} eval events, metric {metric}")
     ax_l.set_ylabel("training loss")
     ax_m.set_ylabel("validation " + " / ".join(sorted(metrics)))

@@ -83,8 +83,9 @@ struct ReproduceOptions {
 // One table run (or read) by reproduce_table.
 struct TableReport {
   std::string markdown;  // table.md as written
-  int64_t cells = 0, runs_trained = 0, runs_missing = 0;
-  double wall_s = 0;  // this invocation's time
+  int64_t cells = 0, runs_done = 0, runs_trained = 0, runs_missing = 0;
+  double wall_s = 0;   // this invocation's time
+  double train_s = 0;  // the summed training time of every finished run, whenever it ran
 };
 
 // Trains the missing runs of table1|table2|table3 (each cell x seed one run directory under

@@ -185,6 +185,18 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
   if (!maps.empty() &&
       plot("figure2", figures / "figure2.png", quoted(maps.front().first) + " --pixel 6,5"))
     figure_lines += "![Figure 2](figures/figure2.png)\n";
+  // Learning curves of seed 0 of every cell trained: they say why a cell falls short.
+  for (const char* table : {"table2", "table1"}) {
+    std::string runs;
+    for (const Cell& cell : table_cells(table, o.configs)) {
+      const fs::path run = out / table / cell.name / "seed0";
+      if (fs::exists(run / "metrics.jsonl"))
+        runs += " " + quoted(run.string() + ":" + cell.model + " " + cell.pe);
+    }
+    const std::string png = fmt::format("curves-{}.png", table);
+    if (!runs.empty() && plot("curves", figures / png, runs))
+      figure_lines += fmt::format("![{} learning curves, seed 0](figures/{})\n", table, png);
+  }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   md << fmt::format("- wall time of this invocation: {:.1f} min (tables {:.1f} min)\n", wall / 60,

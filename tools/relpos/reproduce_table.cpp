@@ -251,7 +251,12 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
         std::fprintf(stderr, "[reproduce]   test accuracy %.2f%%, macro-F1 %.2f%%, %.0f s\n",
                      100 * r.accuracy_best, 100 * r.f1_best, r.train_s);
       }
-      if (!r.done) ++report.runs_missing;
+      if (r.done) {
+        ++report.runs_done;
+        report.train_s += r.train_s;
+      } else {
+        ++report.runs_missing;
+      }
       if (!r.problem.empty()) std::fprintf(stderr, "[reproduce]   %s\n", r.problem.c_str());
       row.runs.push_back(std::move(r));
     }
@@ -361,6 +366,8 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
     }
     csv << "," << csv_safe(paper_cell) << "," << (best.empty() ? csv_safe(problem) : "") << "\n";
   }
+  md << fmt::format("\n{} of {} runs finished; their training took {:.1f} min in all.\n",
+                    report.runs_done, total, report.train_s / 60);
   if (table2) md << paired_differences(rows, paper);
   if (!problems.empty()) {
     md << "\n## Cells without a result\n\n";
