@@ -145,15 +145,12 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
   const fs::path out(o.out);
   fs::create_directories(out);
   std::ostringstream md;
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::string command = "relpos reproduce";
   for (const auto& a : args) command += " " + a;
   md << "# The FastRPB paper reproduced at scale `" << scale.name << "`\n\n"
      << "- scale: " << scale.about << " (configs/paper/scales.yaml)\n"
      << "- command: `" << command << "`\n- machine: " << machine_line() << ", device " << o.device
-     << "\n- finished: " << date << "\n";
+     << "\n";
   std::ostringstream tables;
   double trained_s = 0;
   for (const char* table : {"table2", "table1", "table3"}) {
@@ -199,7 +196,11 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
   }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  md << fmt::format("- wall time of this invocation: {:.1f} min (tables {:.1f} min)\n", wall / 60,
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  md << "- finished: " << date << "\n"
+     << fmt::format("- wall time of this invocation: {:.1f} min (tables {:.1f} min)\n", wall / 60,
                     trained_s / 60)
      << tables.str() << "\n# Figures\n\n"
      << (figure_lines.empty() ? "(none drawn: see the lines printed by this command)\n"

@@ -229,19 +229,31 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
+  // The runs still to train: unfinished, and their data is there (the others end at once).
+  const auto run_dir = [&](const Cell& cell, int64_t seed) {
+    return fs::path(o.runs) / cell.name / fmt::format("seed{}", seed);
+  };
+  int64_t to_train = 0;
+  std::map<const Cell*, bool> has_data;
+  for (const Cell& cell : cells) {
+    has_data[&cell] = fs::exists(data_folder(o, scale, load_config(cell.config).data.dataset));
+    for (int64_t seed = 0; seed < seeds; ++seed)
+      to_train += has_data[&cell] && !fs::exists(run_dir(cell, seed) / "summary.json");
+  }
   int64_t k = 0;
   for (const Cell& cell : cells) {
     Row row{&cell, {}};
     for (int64_t seed = 0; seed < seeds; ++seed, ++k) {
-      const fs::path dir = fs::path(o.runs) / cell.name / fmt::format("seed{}", seed);
+      const fs::path dir = run_dir(cell, seed);
       const bool finished = fs::exists(dir / "summary.json");
-      // The grid's ETA: the mean time of the runs trained so far, for each run still to go.
+      // The grid's ETA: the mean time of the runs trained so far, for each run still to train.
       const std::string eta =
           report.runs_trained > 0
               ? fmt::format(", ETA {:.0f} min", elapsed() /
                                                     static_cast<double>(report.runs_trained) *
-                                                    static_cast<double>(total - k) / 60.0)
+                                                    static_cast<double>(to_train) / 60.0)
               : "";
+      if (!finished && has_data[&cell]) --to_train;
       std::fprintf(stderr, "[reproduce] %s cell %lld/%lld: %s seed %lld%s%s\n", o.table.c_str(),
                    static_cast<long long>(k + 1), static_cast<long long>(total), cell.name.c_str(),
                    static_cast<long long>(seed), finished ? " (done, skipped)" : "", eta.c_str());
@@ -339,10 +351,12 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
          << (ours_ratio.empty()
                  ? ""
                  : ours_ratio + ", " + ratio(stats(gb).mean, ours_base, c.task, true))
-         << " | " << paper_cell << " | " << paper_ratio
-         << (p == paper.end() ? ""
-                              : (paper_ratio.empty() ? "" : ", ") +
-                                    ratio(number(p->second.peak_gb), paper_base, c.task, true))
+         << " | " << paper_cell << " | ";
+      // The paper's memory ratio also where its time is OOM / too slow ("—" stands for it).
+      const std::string paper_memory =
+          p == paper.end() ? "" : ratio(number(p->second.peak_gb), paper_base, c.task, true);
+      md << (paper_memory.empty() ? paper_ratio
+                                  : (paper_ratio.empty() ? "—" : paper_ratio) + ", " + paper_memory)
          << " |\n";
     } else {
       md << " | " << mean_std(last, 100.0, 2);
