@@ -409,7 +409,12 @@ def curves(args, plt):
     for ax in (ax_l, ax_m):
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    if len(args.runs) > 8:  # one legend beside the plots, where it hides no curve
+        fig.set_size_inches(14, 4.8)
+        ax_m.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    else:
+        for ax in (ax_l, ax_m):
+            ax.legend(fontsize=8)
     save(fig, args.out)
 
 

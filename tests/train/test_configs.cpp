@@ -122,7 +122,9 @@ TEST_CASE("reproduce scales: the data a scale makes is made by `relpos data prep
   using namespace relpos::cli;
   int64_t made = 0;
   for (const Scale& scale : load_scales(kConfigs)) {
-    for (const auto& [dataset, data] : scale.data) {
+    for (const auto& entry : scale.data) {
+      const std::string& dataset = entry.first;
+      const ScaleData& data = entry.second;
       CAPTURE(scale.name);
       CAPTURE(dataset);
       CHECK(!data.folder.empty());
