@@ -91,13 +91,8 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
         CAPTURE(scale.name);
         CAPTURE(cell.name);
         const RunConfig paper = load_config(cell.config);
-        const ScaleCell facts{cell.task,
-                              cell.model,
-                              cell.pe,
-                              paper.data.dataset,
-                              paper.model.positional.get<std::string>("type", "none"),
-                              paper.train.epochs > 0 ? "epochs" : "steps"};
-        const std::vector<std::string> overrides = scale_overrides(scale, facts, 7);
+        const std::vector<std::string> overrides =
+            scale_overrides(scale, scale_cell(cell, paper), 7);
         REQUIRE(!overrides.empty());
         CHECK(overrides.front() == "seed=7");
         const RunConfig config = load_config(cell.config, overrides);

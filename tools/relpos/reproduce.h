@@ -5,9 +5,12 @@
 //   table3  LRA training hours and peak memory of the table1 runs (their summary.json)
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "train/config.h"
 
 namespace relpos::cli {
 
@@ -64,11 +67,21 @@ struct ScaleCell {
   std::string schedule;    // epochs | steps: how the paper config counts its training
 };
 
+// The facts of `cell`, whose paper config is `paper`.
+ScaleCell scale_cell(const Cell& cell, const RunConfig& paper);
+
 // The scales of configs_dir/paper/scales.yaml, in the file's order (errors name the line).
 std::vector<Scale> load_scales(const std::string& configs_dir);
 const Scale& find_scale(const std::vector<Scale>& scales, const std::string& name);
 // The overrides of `scale` for one cell, run with `seed` (the first override).
 std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& cell, int64_t seed);
+
+// The folder `dataset` is read from at this scale (under data_dir).
+std::filesystem::path data_folder(const std::string& data_dir, const Scale& scale,
+                                  const std::string& dataset);
+// Makes the scale's generated datasets that `cells` read and data_dir lacks.
+void prepare_missing_data(const std::vector<Cell>& cells, const std::string& data_dir,
+                          const Scale& scale);
 
 // What `relpos reproduce` was asked (tools/relpos/reproduce_command.cpp parses it).
 struct ReproduceOptions {

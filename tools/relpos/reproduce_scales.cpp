@@ -1,13 +1,15 @@
-// The scales of `relpos reproduce` read from configs/paper/scales.yaml (reproduce.h): every key
-// is checked, so a typo in the file is an error naming its line, never a rule that silently
-// matches nothing.
+// The scales of `relpos reproduce` read from configs/paper/scales.yaml (reproduce.h), how they
+// apply to a cell, and the data they make. Every key is checked, so a typo in the file is an
+// error naming its line, never a rule that silently matches nothing.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "core/error.h"
+#include "datasets/prepare.h"
 #include "tools/relpos/reproduce.h"
 
 namespace relpos::cli {
@@ -148,6 +150,40 @@ const Scale& find_scale(const std::vector<Scale>& scales, const std::string& nam
     names += (names.empty() ? "" : ", ") + s.name;
   }
   throw Error(fmt::format("[{}] unknown scale '{}'; known: {}", kWho, name, names));
+}
+
+ScaleCell scale_cell(const Cell& cell, const RunConfig& paper) {
+  return {cell.task,
+          cell.model,
+          cell.pe,
+          paper.data.dataset,
+          paper.model.positional.get<std::string>("type", "none"),
+          paper.train.epochs > 0 ? "epochs" : "steps"};
+}
+
+fs::path data_folder(const std::string& data_dir, const Scale& scale, const std::string& dataset) {
+  const auto it = scale.data.find(dataset);
+  return fs::path(data_dir) / (it == scale.data.end() ? dataset : it->second.folder);
+}
+
+void prepare_missing_data(const std::vector<Cell>& cells, const std::string& data_dir,
+                          const Scale& scale) {
+  std::set<std::string> datasets;
+  for (const Cell& cell : cells) datasets.insert(load_config(cell.config).data.dataset);
+  for (const std::string& dataset : datasets) {
+    const auto it = scale.data.find(dataset);
+    const fs::path folder = data_folder(data_dir, scale, dataset);
+    if (it == scale.data.end() || !it->second.prepare || fs::exists(folder)) continue;
+    const Preparer prepare = find_preparer(dataset);
+    RELPOS_CHECK(prepare, "reproduce", "scale {}: {} cannot be made by `relpos data prepare`",
+                 scale.name, dataset);
+    std::fprintf(stderr, "[reproduce] making %s for scale %s in %s\n", dataset.c_str(),
+                 scale.name.c_str(), folder.string().c_str());
+    PrepareRequest request{folder.string(), Options("scales.yaml " + scale.name + " " + dataset)};
+    for (const auto& [key, value] : it->second.options) request.options.set(key, value);
+    std::fprintf(stderr, "[reproduce]   %s\n", prepare(request).c_str());
+    request.options.check_all_used();
+  }
 }
 
 std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& cell, int64_t seed) {

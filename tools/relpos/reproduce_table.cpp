@@ -13,7 +13,6 @@
 
 #include "core/error.h"
 #include "core/file_write.h"
-#include "datasets/prepare.h"
 #include "tools/relpos/reproduce.h"
 #include "train/config.h"
 #include "train/trainer.h"
@@ -89,33 +88,6 @@ std::string paper_text(const PaperValue& p, bool table3) {
   return p.std.empty() ? p.value : p.value + " ± " + p.std;
 }
 
-// The folder a cell of `dataset` reads at this scale.
-fs::path data_folder(const ReproduceOptions& o, const Scale& scale, const std::string& dataset) {
-  const auto it = scale.data.find(dataset);
-  return fs::path(o.data_dir) / (it == scale.data.end() ? dataset : it->second.folder);
-}
-
-// Makes the scale's generated datasets that the cells read and --data-dir lacks.
-void prepare_missing_data(const std::vector<Cell>& cells, const ReproduceOptions& o,
-                          const Scale& scale) {
-  std::set<std::string> datasets;
-  for (const Cell& cell : cells) datasets.insert(load_config(cell.config).data.dataset);
-  for (const std::string& dataset : datasets) {
-    const auto it = scale.data.find(dataset);
-    const fs::path folder = data_folder(o, scale, dataset);
-    if (it == scale.data.end() || !it->second.prepare || fs::exists(folder)) continue;
-    const Preparer prepare = find_preparer(dataset);
-    RELPOS_CHECK(prepare, "reproduce", "scale {}: {} cannot be made by `relpos data prepare`",
-                 scale.name, dataset);
-    std::fprintf(stderr, "[reproduce] making %s for scale %s in %s\n", dataset.c_str(),
-                 scale.name.c_str(), folder.string().c_str());
-    PrepareRequest request{folder.string(), Options("scales.yaml " + scale.name + " " + dataset)};
-    for (const auto& [key, value] : it->second.options) request.options.set(key, value);
-    std::fprintf(stderr, "[reproduce]   %s\n", prepare(request).c_str());
-    request.options.check_all_used();
-  }
-}
-
 // Trains one cell x seed into `dir` unless it is finished there.
 RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, const Scale& scale,
                     const fs::path& dir) {
@@ -127,14 +99,8 @@ RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, c
   }
   try {
     const RunConfig paper = load_config(cell.config);
-    const ScaleCell facts{cell.task,
-                          cell.model,
-                          cell.pe,
-                          paper.data.dataset,
-                          paper.model.positional.get<std::string>("type", "none"),
-                          paper.train.epochs > 0 ? "epochs" : "steps"};
-    std::vector<std::string> overrides = scale_overrides(scale, facts, seed);
-    overrides.push_back("data.dir=" + data_folder(o, scale, paper.data.dataset).string());
+    std::vector<std::string> overrides = scale_overrides(scale, scale_cell(cell, paper), seed);
+    overrides.push_back("data.dir=" + data_folder(o.data_dir, scale, paper.data.dataset).string());
     overrides.push_back("train.out=" + dir.string());
     overrides.push_back("device=" + o.device);
     TrainerOptions options;
@@ -220,7 +186,7 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
                                            : 1);
   const fs::path out(o.out);
   fs::create_directories(out);
-  if (!o.report_only) prepare_missing_data(cells, o, scale);
+  if (!o.report_only) prepare_missing_data(cells, o.data_dir, scale);
 
   TableReport report;
   std::vector<Row> rows;
@@ -236,7 +202,8 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
   int64_t to_train = 0;
   std::map<const Cell*, bool> has_data;
   for (const Cell& cell : cells) {
-    has_data[&cell] = fs::exists(data_folder(o, scale, load_config(cell.config).data.dataset));
+    has_data[&cell] =
+        fs::exists(data_folder(o.data_dir, scale, load_config(cell.config).data.dataset));
     for (int64_t seed = 0; seed < seeds; ++seed)
       to_train += has_data[&cell] && !fs::exists(run_dir(cell, seed) / "summary.json");
   }
