@@ -114,6 +114,17 @@ grep -q "^| mnist | original | none | [0-9]" "$tmp/all/report.md" || fail "repor
 [[ -s $tmp/all/table2/mnist/original_none/seed0/summary.json ]] || fail "all: no table2 run"
 grep -q "table2 cell 1/1: mnist/original_none seed 0$" "$tmp/err8" || fail "all: no progress line"
 
+# A folder whose name holds a quote: the figures' shell commands still name it whole.
+quote_dir="$tmp/it's here"
+mkdir -p "$quote_dir/figures" && cp "$tmp/all/figures/bench.json" "$quote_dir/figures/"
+"$relpos" reproduce all --scale tiny --only original_none --data-dir "$tmp/data" \
+  --out "$quote_dir" >"$tmp/out9" 2>"$tmp/err9" || fail "all into a quoted folder: $(cat "$tmp/err9")"
+[[ -s $quote_dir/report.md ]] || fail "all into a quoted folder wrote no report.md"
+if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+  [[ -s $quote_dir/figures/curves-table2.png ]] ||
+    fail "all into a quoted folder drew no curves: $(cat "$tmp/out9")"
+fi
+
 # User errors.
 "$relpos" reproduce table9 >/dev/null 2>"$tmp/err4"; [[ $? -eq 2 ]] || fail "unknown table: not exit 2"
 "$relpos" reproduce table2 --scale huge >/dev/null 2>"$tmp/err5"; [[ $? -eq 2 ]] || fail "bad scale: not exit 2"

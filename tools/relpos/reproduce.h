@@ -108,6 +108,13 @@ struct TableReport {
 // the time and memory ratios to linear SIKF beside the paper's.
 TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale);
 
+// `s` as one single-quoted shell word.
+std::string quoted(const std::string& s);
+// Runs tools/plots.py SUBCOMMAND OUT.png ARGS (ARGS quoted already) and says where the figure
+// is; false, with the command that draws it later, when Python with matplotlib or the inputs
+// are not there.
+bool plot(const std::string& subcommand, const std::filesystem::path& png, const std::string& args);
+
 // Figure 3: `relpos bench attention` with the scale's arguments, then tools/plots.py figure3.
 // `only` is a --filter list of variant names (empty: all).
 int reproduce_figure3(const Scale& scale, const std::string& device, const std::string& out,

@@ -97,12 +97,14 @@ ReproduceOptions parse(const std::vector<std::string>& args) {
   return o;
 }
 
+}  // namespace
+
 std::string quoted(const std::string& s) {
-  return "'" + s + "'";
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
-// tools/plots.py SUBCOMMAND OUT.png ARGS...; false (and how to draw it later) when Python with
-// matplotlib or the checkpoints are not there.
 bool plot(const std::string& subcommand, const fs::path& png, const std::string& args) {
   const std::string command =
       "/usr/bin/python3 tools/plots.py " + subcommand + " " + quoted(png.string()) + " " + args;
@@ -110,10 +112,12 @@ bool plot(const std::string& subcommand, const fs::path& png, const std::string&
     std::printf("%s: %s\n", subcommand.c_str(), png.string().c_str());
     return true;
   }
-  std::printf("%s: not drawn (needs python3-matplotlib and the checkpoints); to draw it:\n  %s\n",
+  std::printf("%s: not drawn (needs python3-matplotlib and its inputs); to draw it:\n  %s\n",
               subcommand.c_str(), command.c_str());
   return false;
 }
+
+namespace {
 
 // The best checkpoints of seed 0 of the cells `grid`/<model><suffix>, paired with the model.
 std::vector<std::pair<std::string, std::string>> checkpoints(const fs::path& grid,

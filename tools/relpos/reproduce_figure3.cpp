@@ -1,8 +1,6 @@
 // `relpos reproduce figure3`: the paper's Figure 3 (time and memory of attention variants vs
 // sequence length) as `relpos bench attention` measures it, written to OUT/bench.json and drawn
 // to OUT/figure3.png by tools/plots.py when Python with matplotlib is there.
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.h"
@@ -23,14 +21,7 @@ int reproduce_figure3(const Scale& scale, const std::string& device, const std::
   if (!only.empty()) args.insert(args.end(), {"--filter", only});
   const int status = bench_command(args);
   if (status != 0) return status;
-  const std::string png = (fs::path(out) / "figure3.png").string();
-  const std::string plot = "/usr/bin/python3 tools/plots.py figure3 '" + png + "' '" + json + "'";
-  if (fs::exists("tools/plots.py") && std::system((plot + " 2>/dev/null").c_str()) == 0) {
-    std::printf("figure3: %s, %s\n", json.c_str(), png.c_str());
-  } else {
-    std::printf("figure3: %s (to draw it: apt-get install python3-matplotlib, then\n  %s)\n",
-                json.c_str(), plot.c_str());
-  }
+  plot("figure3", fs::path(out) / "figure3.png", quoted(json));
   return 0;
 }
 
