@@ -180,10 +180,10 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
   const auto paper = paper_values(o.table, o.configs);
   const bool table3 = o.table == "table3";
   const bool table2 = o.table == "table2";
-  const int64_t seeds = o.seeds > 0 ? o.seeds
-                                    : (scale.seeds.count(table3 ? "table1" : o.table)
-                                           ? scale.seeds.at(table3 ? "table1" : o.table)
-                                           : 1);
+  // --seeds, else the scale's for this table's runs (Table 3's are Table 1's), else 1.
+  const auto scale_seeds = scale.seeds.find(table3 ? "table1" : o.table);
+  const int64_t seeds =
+      o.seeds > 0 ? o.seeds : (scale_seeds == scale.seeds.end() ? 1 : scale_seeds->second);
   const fs::path out(o.out);
   fs::create_directories(out);
   if (!o.report_only) prepare_missing_data(cells, o.data_dir, scale);
