@@ -188,6 +188,31 @@ class Section {
     }
   }
 
+  // A list of integers such as `[14, 14]`.
+  void read(const std::string& key, std::vector<int64_t>& values) {
+    known_.insert(key);
+    const YAML::Node v = child(key);
+    if (!v || v.IsNull()) return;
+    RELPOS_CHECK(v.IsSequence(), kWho, "{}: expected a list of integers like [14, 14], got {}",
+                 where(key), v.IsMap() ? "a mapping" : "'" + v.Scalar() + "'");
+    std::vector<int64_t> read_values;
+    for (const YAML::Node& item : v) {
+      const auto bad = [&] {
+        return Error(
+            fmt::format("[{}] {}: expected a list of integers like [14, 14], got an item "
+                        "'{}'",
+                        kWho, where(key), item.IsScalar() ? item.Scalar() : "(a list)"));
+      };
+      if (!item.IsScalar()) throw bad();
+      try {
+        read_values.push_back(item.as<int64_t>());
+      } catch (const YAML::Exception&) {
+        throw bad();
+      }
+    }
+    values = read_values;
+  }
+
   // A mapping of scalars and scalar lists, kept as Options for the component to read.
   void read_options(const std::string& key, Options& options) {
     known_.insert(key);
@@ -271,8 +296,11 @@ void read_model(Section s, ModelConfig& m) {
   s.read("tied_blocks", m.tied_blocks);
   s.read("projection_bias", m.projection_bias);
   s.read("input", m.input);
+  s.read("patch_size", m.patch_size);
+  s.read("patch_stride", m.patch_stride);
   s.read("embedding_init_std", m.embedding_init_std);
   s.read("positions", m.positions);
+  s.read("position_grid", m.position_grid);
   s.read("position_init_std", m.position_init_std);
   s.read("cls", m.cls);
   s.read("pooling", m.pooling);

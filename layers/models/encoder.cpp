@@ -78,7 +78,7 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
   const int64_t front = c.cls == "none" ? 0 : 1;  // CLS vector or [CLS] token
   const int64_t back = c.cls == "token" ? 1 : 0;  // [SEP]
   const int64_t specials = c.cls == "token" ? 2 : 0;
-  seq_len_ = c.max_len + front + back;
+  seq_len_ = content_tokens(c) + front + back;
 
   if (c.cls == "vector") {
     cls_ = Var(zeros({d}, c.dtype), true);
@@ -88,6 +88,10 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
     embedding_ = register_module(
         "embedding", std::make_shared<Embedding>(c.vocab_size + specials, d, c.dtype, gen));
     normal_(embedding_->weight().value(), 0.0, c.embedding_init_std, gen);
+  } else if (c.input == "patches") {
+    const PatchGeometry g = patch_geometry(c);
+    patch_proj_ = register_module("patch_proj",
+                                  std::make_shared<Linear>(g.size * g.size, d, true, c.dtype, gen));
   } else {  // pixels
     pixel_proj_ = register_module("pixel_proj", std::make_shared<Linear>(1, d, true, c.dtype, gen));
     if (specials > 0) {
@@ -100,6 +104,13 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
         "position", std::make_shared<LearnedPositionalEmbedding>(seq_len_, d, c.dtype, gen));
     // N(0, 0.02) by default, as both references (LRA AddPositionEmbs, BERT initializer_range).
     normal_(learned_positions_->weight().value(), 0.0, c.position_init_std, gen);
+  } else if (c.positions == "learned2d") {
+    grid_positions_ = register_module(
+        "position", std::make_shared<LearnedGridPositionalEmbedding>(
+                        front, c.position_grid[0], c.position_grid[1], back, d, c.dtype, gen));
+    for (Var* table :
+         {&grid_positions_->special(), &grid_positions_->row(), &grid_positions_->col()})
+      if (table->defined()) normal_(table->value(), 0.0, c.position_init_std, gen);
   } else if (c.positions == "sinusoidal") {
     sinusoidal_positions_ = register_module(
         "position", std::make_shared<SinusoidalPositionalEmbedding>(seq_len_, d, c.dtype));
@@ -144,6 +155,10 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
 
 Var TransformerEncoder::embed(const Tensor& tokens) const {
   if (embedding_ != nullptr) return embedding_->forward(tokens);  // [B, L, d]
+  if (patch_proj_ != nullptr) {
+    const Tensor values = mul_scalar(cast(tokens, config_.dtype), 1.0 / 255.0);  // [B, L]
+    return patch_proj_->forward(Var(image_patches(values, patch_geometry(config_))));
+  }
   // Pixels: value / 255 through Linear(1, d); ids >= vocab_size are CLS / SEP rows of `special`.
   const Tensor limit =
       Tensor::scalar(static_cast<double>(config_.vocab_size), tokens.dtype(), tokens.device());
@@ -162,8 +177,20 @@ EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& ke
   RELPOS_CHECK(!key_mask.defined() || key_mask.shape() == tokens.shape(), "model",
                "key_mask must have the shape of tokens {}, got {}", tokens.str(), key_mask.str());
   const int64_t batch = tokens.size(0);
-  Var x = embed(tokens);  // [B, L, d]
   Tensor mask = key_mask;
+  if (patch_proj_ != nullptr) {
+    // Patches mix neighbouring pixels: a padded image would mix padding in. Every image of the
+    // batch must be whole; the patches then need no mask.
+    RELPOS_CHECK(tokens.size(1) == config_.max_len &&
+                     (!mask.defined() || sum(cast(mask, DType::f32)).to(Device::cpu()).item() ==
+                                             static_cast<double>(mask.numel())),
+                 "model",
+                 "input 'patches' reads whole images of {} pixels; got a batch of {} with padding "
+                 "or another length",
+                 config_.max_len, tokens.str());
+    mask = Tensor();
+  }
+  Var x = embed(tokens);  // [B, T, d]
   if (cls_.defined()) {
     // [B, 1 + L, d]; the CLS is a real key.
     Var cls = expand(reshape(cls_, {1, 1, config_.model_dim}), {batch, 1, config_.model_dim});
@@ -175,6 +202,7 @@ EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& ke
                "special tokens)",
                x.size(1), seq_len_, config_.max_len);
   if (learned_positions_ != nullptr) x = learned_positions_->forward(x);
+  if (grid_positions_ != nullptr) x = grid_positions_->forward(x);
   if (sinusoidal_positions_ != nullptr) x = sinusoidal_positions_->forward(x);
   if (embedding_norm_ != nullptr) x = embedding_norm_->forward(x);
   x = dropout_->forward(x);
@@ -204,6 +232,7 @@ TransformerEncoder::IndexFirstInputs TransformerEncoder::index_first_inputs(
             1);
   }
   if (learned_positions_ != nullptr) in.positions = learned_positions_->weight();
+  if (grid_positions_ != nullptr) in.positions = grid_positions_->table();
   if (sinusoidal_positions_ != nullptr) in.positions = Var(sinusoidal_positions_->table());
   return in;
 }

@@ -1,8 +1,10 @@
 // TransformerEncoder: the encoder every classifier runs (EXPERIMENTS.md "Model details"): input
-// embedding (tokens, or pixel values through Linear(1, d)), an optional learned CLS vector,
+// embedding (tokens, pixel values through Linear(1, d), or an image's patches through
+// Linear(patch pixels, d)), an optional learned CLS vector,
 // absolute positions, embedding dropout, N blocks (pre-LN as LRA, post-LN as BERT; tied: one block
 // applied N times) and the final LayerNorm of pre-LN; then pooling (CLS row or masked mean).
-//   tokens [B, L] -> hidden [B, L', model_dim], L' = L + 1 with a CLS vector, else L
+//   tokens [B, L] -> hidden [B, L', model_dim], L' = T + 1 with a CLS vector, else T; T = L, or
+//   the number of patches of an image of L pixels
 #pragma once
 
 #include <memory>
@@ -85,7 +87,7 @@ class TransformerEncoder : public Module {
   const ModuleList& layers() const { return *layers_; }
 
  private:
-  Var embed(const Tensor& tokens) const;  // [B, L] -> [B, L, d]
+  Var embed(const Tensor& tokens) const;  // [B, L] -> [B, T, d]
   // What the first block's index-first attention reads: ids [B, L'] (with the CLS vector's id),
   // the table [V, d] they index (the embedding, plus the CLS vector's row), the positions.
   struct IndexFirstInputs {
@@ -100,8 +102,10 @@ class TransformerEncoder : public Module {
   Var cls_;                               // [model_dim], cls == "vector"
   std::shared_ptr<Embedding> embedding_;  // input "tokens"
   std::shared_ptr<Linear> pixel_proj_;    // input "pixels"
+  std::shared_ptr<Linear> patch_proj_;    // input "patches"
   std::shared_ptr<Embedding> special_;    // pixels with CLS/SEP tokens: [2, d]
   std::shared_ptr<LearnedPositionalEmbedding> learned_positions_;        // positions "learned"
+  std::shared_ptr<LearnedGridPositionalEmbedding> grid_positions_;       // "learned2d"
   std::shared_ptr<SinusoidalPositionalEmbedding> sinusoidal_positions_;  // "sinusoidal"
   std::shared_ptr<LayerNorm> embedding_norm_;                            // post-LN
   std::shared_ptr<Dropout> dropout_;

@@ -27,7 +27,7 @@ void check_probability(const char* field, double p) {
 
 void check_classifier(const ModelConfig& c) {
   check_positive("num_classes", c.num_classes, " (0 means: take it from the dataset first)");
-  check_choice("input", c.input, {"tokens", "pixels"});
+  check_choice("input", c.input, {"tokens", "pixels", "patches"});
   check_choice("cls", c.cls, {"vector", "token", "none"});
   check_choice("pooling", c.pooling, {"cls", "mean"});
   check_choice("head", c.head, {"mlp", "tanh"});
@@ -35,9 +35,31 @@ void check_classifier(const ModelConfig& c) {
   check_choice("interaction", c.interaction, {"none", "cross_attention"});
   RELPOS_CHECK(c.pooling != "cls" || c.cls != "none", kWho,
                "pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
-  RELPOS_CHECK(c.input != "pixels" || c.vocab_size == 256, kWho,
-               "input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got {}",
+  RELPOS_CHECK(c.input == "tokens" || c.vocab_size == 256, kWho,
+               "input '{}' takes 8-bit values (ids 0-255): vocab_size must be 256, got {}", c.input,
                c.vocab_size);
+  if (c.input == "patches") {
+    RELPOS_CHECK(c.patch_size >= 0 && c.patch_stride >= 0, kWho,
+                 "patch_size and patch_stride must be positive (or 0: 3 and 2), got {} and {}",
+                 c.patch_size, c.patch_stride);
+    const PatchGeometry g = patch_geometry(c);
+    RELPOS_CHECK(g.side > 0, kWho,
+                 "input 'patches' reads a square image: max_len {} is not a square number of "
+                 "pixels",
+                 c.max_len);
+    RELPOS_CHECK(g.stride > 0 && g.size >= g.stride && g.side % g.stride == 0, kWho,
+                 "input 'patches' needs patch_stride > 0 dividing the image side {} and "
+                 "patch_size >= patch_stride (every pixel in a patch), got patch_size {} "
+                 "patch_stride {}",
+                 g.side, g.size, g.stride);
+    RELPOS_CHECK(c.cls != "token", kWho,
+                 "input 'patches' reads whole images: [CLS] / [SEP] ids among the pixels would "
+                 "be read as pixels (use cls: vector)");
+  } else {
+    RELPOS_CHECK(c.patch_size == 0 && c.patch_stride == 0, kWho,
+                 "patch_size and patch_stride are read by input 'patches' only, got input '{}'",
+                 c.input);
+  }
   if (c.type == "dual_encoder") {
     RELPOS_CHECK(c.head == "mlp", kWho,
                  "dual_encoder has its own head (Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> "
@@ -72,7 +94,8 @@ void check_index_first(const ModelConfig& c) {
                  why);
   };
   const std::string attention = c.attention.get<std::string>("type", "softmax");
-  refuse_unless(c.input == "tokens", "input 'pixels' goes through a projection, not a lookup");
+  refuse_unless(c.input == "tokens",
+                "input '" + c.input + "' goes through a projection, not a lookup");
   refuse_unless(c.norm == "post", "norm 'pre' normalizes the block's input first (use post)");
   refuse_unless(is_language_model(c.type) || !c.embedding_norm,
                 "embedding_norm: true puts a LayerNorm on the embeddings (set it false)");
@@ -107,7 +130,23 @@ void check_config(const ModelConfig& c) {
                c.embedding_init_std);
   check_choice("activation", c.activation, {"gelu", "relu"});
   check_choice("norm", c.norm, {"pre", "post"});
-  check_choice("positions", c.positions, {"learned", "sinusoidal", "none"});
+  check_choice("positions", c.positions, {"learned", "learned2d", "sinusoidal", "none"});
+  if (c.positions == "learned2d") {
+    RELPOS_CHECK(!is_language_model(c.type), kWho,
+                 "positions 'learned2d' places the pixels of an image; {} reads a sequence (use "
+                 "learned, sinusoidal or none)",
+                 c.type);
+    RELPOS_CHECK(c.position_grid.size() == 2 && c.position_grid[0] > 0 && c.position_grid[1] > 0 &&
+                     c.position_grid[0] * c.position_grid[1] == content_tokens(c),
+                 kWho,
+                 "positions 'learned2d' needs position_grid: [rows, cols] with rows x cols = "
+                 "{} (the tokens of the image, row-major), got [{}]",
+                 content_tokens(c), fmt::join(c.position_grid, ", "));
+  } else {
+    RELPOS_CHECK(c.position_grid.empty(), kWho,
+                 "position_grid is read by positions 'learned2d' only, got positions '{}'",
+                 c.positions);
+  }
   check_choice("head_combiner", c.head_combiner, {"concat", "stacked"});
   check_positive("stacked_hidden", c.stacked_hidden, "");
   RELPOS_CHECK(c.head_combiner != "stacked" || c.model_dim % (qkv / c.num_heads) == 0, kWho,
@@ -145,6 +184,15 @@ ModelConfig with_model_defaults(ModelConfig c) {
   if (c.norm.empty()) c.norm = lm ? "post" : "pre";
   if (c.positions.empty()) c.positions = lm ? "none" : "learned";
   return c;
+}
+
+PatchGeometry patch_geometry(const ModelConfig& c) {
+  return {square_side(c.max_len), c.patch_size > 0 ? c.patch_size : 3,
+          c.patch_stride > 0 ? c.patch_stride : 2};
+}
+
+int64_t content_tokens(const ModelConfig& c) {
+  return c.input == "patches" ? patch_geometry(c).tokens() : c.max_len;
 }
 
 std::shared_ptr<Model> make_model(const ModelConfig& given, Generator& gen) {

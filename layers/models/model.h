@@ -16,6 +16,7 @@
 
 #include "core/generator.h"
 #include "core/options.h"
+#include "layers/image_patches.h"
 #include "layers/module.h"
 #include "layers/registry.h"
 
@@ -40,13 +41,21 @@ struct ModelConfig {
   std::string norm;          // pre (LRA) | post (BERT, TXL); "": pre (classifiers), post (LMs)
   bool tied_blocks = false;  // one block applied num_layers times (LRA ListOps)
   bool projection_bias = false;  // biases of q/k/v/out projections (LRA: none; BERT: yes)
-  // Input: "tokens" (Embedding [vocab(+specials), model_dim]) or "pixels" (value / 255 through
-  // Linear(1, model_dim); ids are pixel intensities 0-255).
+  // Input: "tokens" (Embedding [vocab(+specials), model_dim]), "pixels" (value / 255 through
+  // Linear(1, model_dim); ids are pixel intensities 0-255) or "patches" (the ids are a square
+  // image of max_len pixels; each token is a patch_size x patch_size patch of value / 255, one
+  // every patch_stride pixels, through Linear(patch_size^2, model_dim): layers/image_patches.h).
   std::string input = "tokens";
+  int64_t patch_size = 0;           // input "patches"; 0: 3
+  int64_t patch_stride = 0;         // input "patches"; 0: 2
   double embedding_init_std = 1.0;  // N(0, std) for the token embedding (LRA: 1, BERT: 0.02)
-  // Absolute positions: learned | sinusoidal | none; "": learned (classifiers), none (LMs).
+  // Absolute positions: learned | learned2d | sinusoidal | none; "": learned (classifiers), none
+  // (LMs). learned2d (classifiers of images): token (r, c) of the position_grid [rows, cols]
+  // (rows x cols = the tokens of an image, row-major) gets row[r] + col[c], each CLS / SEP its
+  // own vector.
   std::string positions;
-  double position_init_std = 0.02;  // N(0, std) for learned positions (LRA, BERT: 0.02)
+  std::vector<int64_t> position_grid;
+  double position_init_std = 0.02;  // N(0, std) for learned positions, each table (LRA, BERT: 0.02)
   // The CLS: "vector" (a learned zero-initialized vector prepended after embedding: LRA), "token"
   // (the data carries [CLS] ... [SEP] as ids vocab_size and vocab_size + 1: BERT), "none".
   std::string cls = "vector";
@@ -95,6 +104,10 @@ struct ModelConfig {
 bool is_language_model(const std::string& type);
 // `config` with its "" fields set to the defaults of its type.
 ModelConfig with_model_defaults(ModelConfig config);
+// input "patches": the image (side sqrt(max_len)) and its patches.
+PatchGeometry patch_geometry(const ModelConfig& config);
+// The tokens the encoder makes of an input of max_len ids: max_len, or the patches of the image.
+int64_t content_tokens(const ModelConfig& config);
 
 // What a model reads from a batch (datasets/collate.h Batch, on the model's device).
 struct ClassifierInputs {

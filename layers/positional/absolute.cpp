@@ -36,6 +36,43 @@ Var LearnedPositionalEmbedding::forward(const Var& x) const {
   return x + slice(weight_, 0, 0, x.size(1));
 }
 
+LearnedGridPositionalEmbedding::LearnedGridPositionalEmbedding(int64_t front, int64_t rows,
+                                                               int64_t cols, int64_t back,
+                                                               int64_t dim, DType dtype,
+                                                               Generator& gen)
+    : front_(front), rows_(rows), cols_(cols), back_(back), dim_(dim) {
+  RELPOS_CHECK(rows_ > 0 && cols_ > 0 && dim_ > 0 && front_ >= 0 && back_ >= 0,
+               "LearnedGridPositionalEmbedding",
+               "sizes must be positive, got rows {} cols {} dim {} (specials {} + {})", rows_,
+               cols_, dim_, front_, back_);
+  // Registered as members: Module keeps their addresses (to() moves them in place).
+  const auto learned = [&](const char* name, int64_t n, Var& param) {
+    Tensor w = Tensor::empty({n, dim_}, dtype);
+    normal_(w, 0.0, 1.0, gen);
+    param = Var(w, true);
+    register_parameter(name, param);
+  };
+  if (front_ + back_ > 0) learned("special", front_ + back_, special_);
+  learned("row", rows_, row_);
+  learned("col", cols_, col_);
+}
+
+Var LearnedGridPositionalEmbedding::table() const {
+  // [rows, 1, dim] + [1, cols, dim] -> [rows * cols, dim], row-major like the image.
+  const Var grid = reshape(reshape(row_, {rows_, 1, dim_}) + reshape(col_, {1, cols_, dim_}),
+                           {rows_ * cols_, dim_});
+  std::vector<Var> parts;
+  if (front_ > 0) parts.push_back(slice(special_, 0, 0, front_));
+  parts.push_back(grid);
+  if (back_ > 0) parts.push_back(slice(special_, 0, front_, front_ + back_));
+  return parts.size() == 1 ? grid : cat(parts, 0);
+}
+
+Var LearnedGridPositionalEmbedding::forward(const Var& x) const {
+  check_input("LearnedGridPositionalEmbedding", x, front_ + rows_ * cols_ + back_, dim_);
+  return x + slice(table(), 0, 0, x.size(1));
+}
+
 SinusoidalPositionalEmbedding::SinusoidalPositionalEmbedding(int64_t max_len, int64_t dim,
                                                              DType dtype)
     : max_len_(max_len), dim_(dim) {

@@ -168,6 +168,16 @@ TEST_CASE("feed_forward and positional embeddings: gradcheck end to end") {
       {rnd({2, 4, 5}, 16), lpe.weight().value()});
   SinusoidalPositionalEmbedding spe(9, 5, f64);
   check_grad([&](const std::vector<Var>& v) { return spe.forward(v[0]); }, {rnd({2, 9, 5}, 17)});
+  // A 3 x 2 grid between one front and one back special: every table gets its gradient.
+  LearnedGridPositionalEmbedding grid(1, 3, 2, 1, 5, f64, gen);
+  check_grad(
+      [&](const std::vector<Var>& v) {
+        grid.special() = v[1];
+        grid.row() = v[2];
+        grid.col() = v[3];
+        return grid.forward(v[0]);
+      },
+      {rnd({2, 8, 5}, 22), grid.special().value(), grid.row().value(), grid.col().value()});
 }
 
 TEST_CASE("dropout: identity in eval; in training zeros about p and scales the rest") {
@@ -257,6 +267,44 @@ TEST_CASE("sinusoidal positions: table equals Vaswani's formula at odd dim; x + 
   const Tensor x = rnd({2, 5, d}, 21);
   const Tensor want = add(x, spe.table().slice(0, 0, 5));
   CHECK_CLOSE(spe.forward(Var(x)).value(), want, 0, 0);
+}
+
+TEST_CASE("grid positions: pixel (r, c) gets row[r] + col[c], specials their own rows; odd grid") {
+  Generator gen(23);
+  const int64_t front = 1, rows = 3, cols = 5, back = 2, d = 4;
+  LearnedGridPositionalEmbedding grid(front, rows, cols, back, d, f64, gen);
+  CHECK(grid.named_parameters().size() == 3);
+  const auto special = grid.special().value().to_vector<double>();  // [front + back, d]
+  const auto row = grid.row().value().to_vector<double>();          // [rows, d]
+  const auto col = grid.col().value().to_vector<double>();          // [cols, d]
+  const int64_t len = front + rows * cols + back;
+  std::vector<double> want(static_cast<size_t>(len * d));
+  for (int64_t p = 0; p < len; ++p)
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t pixel = p - front, r = pixel / cols, c = pixel % cols;
+      double& w = want[static_cast<size_t>(p * d + j)];
+      if (p < front)
+        w = special[static_cast<size_t>(p * d + j)];
+      else if (pixel >= rows * cols)
+        w = special[static_cast<size_t>((front + pixel - rows * cols) * d + j)];
+      else
+        w = row[static_cast<size_t>(r * d + j)] + col[static_cast<size_t>(c * d + j)];
+    }
+  const Tensor x = rnd({2, len, d}, 24);
+  const Tensor table = Tensor::from_vector(want, {len, d});
+  CHECK_CLOSE(grid.table().value(), table, 0, 0);
+  CHECK_CLOSE(grid.forward(Var(x)).value(), add(x, table), 0, 1e-15);
+  // A shorter input takes the first positions; no specials: the grid alone.
+  CHECK_CLOSE(grid.forward(Var(x.slice(1, 0, 7))).value(),
+              add(x.slice(1, 0, 7), table.slice(0, 0, 7)), 0, 1e-15);
+  LearnedGridPositionalEmbedding bare(0, rows, cols, 0, d, f64, gen);
+  CHECK(!bare.special().defined());
+  CHECK(bare.named_parameters().size() == 2);
+  CHECK(bare.table().shape() == Shape{rows * cols, d});
+  CHECK_THROWS_WITH_AS(grid.forward(Var(zeros({1, len + 1, d}, f64))),
+                       "[LearnedGridPositionalEmbedding] sequence length 19 exceeds max_len 18",
+                       Error);
+  CHECK_THROWS_AS(LearnedGridPositionalEmbedding(0, 0, 3, 0, d), Error);
 }
 
 TEST_CASE("positional: L > max_len fails naming both; wrong dim fails") {

@@ -22,10 +22,41 @@ using test::naive_layer_norm;
 using test::params_of;
 using test::tiny_model_config;
 
+namespace {
+
+// A few elements of every parameter: the gradient of sum(logits * r) against central differences
+// (f64, eps 1e-6: exact to ~1e-9, inside atol/rtol 1e-6/1e-5).
+void check_parameter_gradients(Classifier& model, const std::pair<Tensor, Tensor>& batch) {
+  const auto loss = [&](const Tensor& r) { return sum(mul(logits_of(model, batch), r)).item(); };
+  const Var out = model.forward({batch.first, batch.second, {}, {}});
+  const Tensor r = test::random_tensor(out.shape(), DType::f64, 12);
+  model.zero_grad();
+  out.backward(r);
+  for (auto& [name, p] : model.named_parameters()) {
+    RELPOS_INFO("{}", name);
+    const Tensor p0 = p.value().clone();
+    const Tensor analytic = p.grad().defined() ? p.grad() : zeros_like(p0);
+    const int64_t n = p0.numel();
+    for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
+      const auto at = [&, &p = p](double delta) {
+        Tensor moved = p0.clone();
+        moved.data<double>()[k] += delta;
+        p.set_value(moved);
+        return loss(r);
+      };
+      const double numeric = (at(1e-6) - at(-1e-6)) / 2e-6;
+      p.set_value(p0);
+      const double a = analytic.contiguous().data<double>()[k];
+      CHECK(std::abs(a - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("models: f64 parameter gradients match central differences") {
   // Every parameter of a tiny model with softmax + FastRPB, padding, both CLS styles, the heads
-  // concatenated or stacked (seed 001): a few elements each. f64, eps 1e-6: the differences are
-  // exact to ~1e-9, inside atol/rtol 1e-6/1e-5.
+  // concatenated or stacked (seed 001).
   for (const auto& [cls, combiner] : std::vector<std::pair<std::string, std::string>>{
            {"vector", "concat"}, {"token", "concat"}, {"vector", "stacked"}}) {
     RELPOS_INFO("{} {}", cls, combiner);
@@ -34,31 +65,28 @@ TEST_CASE("models: f64 parameter gradients match central differences") {
     c.head_combiner = combiner;
     c.positional = test::options("model.positional", {{"type", "fastrpb"}});
     auto model = build_model(c, 11);
-    const auto batch = batch_of(kRows, cls == "token" ? 7 : 5, model->special_tokens());
-    const auto loss = [&](const Tensor& r) { return sum(mul(logits_of(*model, batch), r)).item(); };
-    const Var out = model->forward({batch.first, batch.second, {}, {}});
-    const Tensor r = test::random_tensor(out.shape(), DType::f64, 12);
-    model->zero_grad();
-    out.backward(r);
-    for (auto& [name, p] : model->named_parameters()) {
-      RELPOS_INFO("{}", name);
-      const Tensor p0 = p.value().clone();
-      const Tensor analytic = p.grad().defined() ? p.grad() : zeros_like(p0);
-      const int64_t n = p0.numel();
-      for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
-        const auto at = [&, &p = p](double delta) {
-          Tensor moved = p0.clone();
-          moved.data<double>()[k] += delta;
-          p.set_value(moved);
-          return loss(r);
-        };
-        const double numeric = (at(1e-6) - at(-1e-6)) / 2e-6;
-        p.set_value(p0);
-        const double a = analytic.contiguous().data<double>()[k];
-        CHECK(std::abs(a - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));
-      }
-    }
+    check_parameter_gradients(*model,
+                              batch_of(kRows, cls == "token" ? 7 : 5, model->special_tokens()));
   }
+}
+
+TEST_CASE("models: f64 parameter gradients of an image model (patches, learned2d, FastRPB 2D)") {
+  // A 6 x 6 image in 3 x 3 patches every 2 pixels: a 3 x 3 grid of tokens after the CLS vector.
+  ModelConfig c = tiny_model_config(DType::f64);
+  c.input = "patches";
+  c.vocab_size = 256;
+  c.max_len = 36;
+  c.positions = "learned2d";
+  c.position_grid = {3, 3};
+  c.positional = test::options("model.positional", {{"type", "fastrpb2d"}});
+  c.positional.set_list("grid", {"3", "3"});
+  auto model = build_model(c, 13);
+  std::vector<std::vector<int64_t>> images(2);
+  for (int64_t i = 0; i < 36; ++i) {
+    images[0].push_back((i * 37) % 256);
+    images[1].push_back((i * 91 + 5) % 256);
+  }
+  check_parameter_gradients(*model, batch_of(images, 36));
 }
 
 TEST_CASE("models: a 1-layer LRA model equals its forward composed by hand (naive twin)") {

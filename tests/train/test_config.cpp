@@ -145,6 +145,26 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(load_error(good, {"model.num_layers=[1, 2]"}) ==
           "[config] model.num_layers: expected an integer, got a list");
     CHECK(load_error(good, {"model=3"}) == "[config] 'model' must be a mapping");
+    CHECK(load_error(good, {"model.position_grid=14"}) ==
+          "[config] model.position_grid: expected a list of integers like [14, 14], got '14'");
+    CHECK(load_error(good, {"model.position_grid={a: 1}"}) ==
+          "[config] model.position_grid: expected a list of integers like [14, 14], got a "
+          "mapping");
+    CHECK(load_error(good, {"model.position_grid=[14, x]"}) ==
+          "[config] model.position_grid: expected a list of integers like [14, 14], got an item "
+          "'x'");
+    CHECK(load_error(good, {"model.position_grid=[[14], 14]"}) ==
+          "[config] model.position_grid: expected a list of integers like [14, 14], got an item "
+          "'(a list)'");
+  }
+  SUBCASE("an image model's keys") {
+    const RunConfig c =
+        load_config(good, {"model.input=patches", "model.patch_size=5", "model.patch_stride=4",
+                           "model.positions=learned2d", "model.position_grid=[7, 7]"});
+    CHECK(c.model.input == "patches");
+    CHECK(c.model.patch_size == 5);
+    CHECK(c.model.patch_stride == 4);
+    CHECK(c.model.position_grid == std::vector<int64_t>{7, 7});
   }
   SUBCASE("missing file, also as a base") {
     CHECK(load_error((dir.path / "nope.yaml").string()) ==
