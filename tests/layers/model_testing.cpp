@@ -1,7 +1,9 @@
 // Model test helpers (tests/layers/model_testing.h).
 #include "tests/layers/model_testing.h"
 
+#include "autograd/functions.h"
 #include "core/ops.h"
+#include "tests/harness.h"
 
 #include <doctest/doctest.h>
 
@@ -51,6 +53,32 @@ std::pair<Tensor, Tensor> batch_of(const std::vector<std::vector<int64_t>>& rows
   }
   const int64_t batch = static_cast<int64_t>(rows.size());
   return {Tensor::from_vector(ids, {batch, len}), Tensor::from_vector(mask, {batch, len})};
+}
+
+void check_parameter_gradients(Module& model, const std::function<Var()>& forward) {
+  const Var out = forward();
+  const Tensor r = random_tensor(out.shape(), DType::f64, 12);
+  const auto loss = [&] { return sum(mul(forward().value(), r)).item(); };
+  model.zero_grad();
+  out.backward(r);
+  for (auto& [name, p] : model.named_parameters()) {
+    RELPOS_INFO("{}", name);
+    const Tensor p0 = p.value().clone();
+    const Tensor analytic = p.grad().defined() ? p.grad() : zeros_like(p0);
+    const int64_t n = p0.numel();
+    for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
+      const auto at = [&, &p = p](double delta) {
+        Tensor moved = p0.clone();
+        moved.data<double>()[k] += delta;
+        p.set_value(moved);
+        return loss();
+      };
+      const double numeric = (at(1e-6) - at(-1e-6)) / 2e-6;
+      p.set_value(p0);
+      const double a = analytic.contiguous().data<double>()[k];
+      CHECK(std::abs(a - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));
+    }
+  }
 }
 
 Tensor logits_of(Classifier& model, const std::pair<Tensor, Tensor>& batch) {

@@ -2,6 +2,7 @@
 // config, building, parameters by name, padded batches with a key mask, and logits.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,10 @@ Tensor dense(const Tensor& x, const Var& w, const Var& b);
 // LayerNorm by its formula over the last dim: (x - mean) / sqrt(var + 1e-5) * w + b, biased
 // variance.
 Tensor naive_layer_norm(const Tensor& x, const Var& w, const Var& b);
+
+// A few elements of every parameter of `model`: the gradient of sum(forward() * r), r random,
+// against central differences (f64, eps 1e-6: exact to ~1e-9, inside atol/rtol 1e-6/1e-5).
+void check_parameter_gradients(Module& model, const std::function<Var()>& forward);
 
 // Two rows of different lengths.
 inline const std::vector<std::vector<int64_t>> kRows = {{3, 1, 4, 1, 5}, {9, 2, 6}};

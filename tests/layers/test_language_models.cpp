@@ -12,6 +12,7 @@
 #include "tests/layers/attention_testing.h"
 #include "tests/layers/linear_naive.h"
 #include "tests/layers/lm_testing.h"
+#include "tests/layers/model_testing.h"
 
 using namespace relpos;
 using test::build_lm;
@@ -324,28 +325,7 @@ TEST_CASE("language models: f64 parameter gradients match central differences") 
     auto model = build_lm(c, 17);
     const LmState memory = model->forward(random_tokens(2, 4, 11, 18), {}).state;
     const Tensor tokens = random_tokens(2, 5, 11, 19);
-    const Var out = model->forward(tokens, memory).logits;
-    const Tensor r = test::random_tensor(out.shape(), f64, 20);
-    model->zero_grad();
-    out.backward(r);
-    for (auto& [name, p] : model->named_parameters()) {
-      RELPOS_INFO("{}", name);
-      const Tensor p0 = p.value().clone();
-      const Tensor analytic = p.grad().defined() ? p.grad() : zeros_like(p0);
-      const int64_t n = p0.numel();
-      for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
-        const auto at = [&, &p = p](double delta) {
-          Tensor moved = p0.clone();
-          moved.data<double>()[k] += delta;
-          p.set_value(moved);
-          return sum(mul(logits(*model, tokens, memory), r)).item();
-        };
-        const double numeric = (at(1e-6) - at(-1e-6)) / 2e-6;
-        p.set_value(p0);
-        const double a = analytic.contiguous().data<double>()[k];
-        CHECK(std::abs(a - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));
-      }
-    }
+    test::check_parameter_gradients(*model, [&] { return model->forward(tokens, memory).logits; });
   }
 }
 
