@@ -23,8 +23,6 @@ using Pairs = std::vector<std::pair<std::string, std::string>>;
 
 namespace {
 
-constexpr DType f64 = DType::f64;
-
 Tensor logits(LanguageModel& model, const Tensor& tokens, const LmState& state = {}) {
   return model.forward(tokens, state).logits.value();
 }
