@@ -55,10 +55,6 @@ void check_classifier(const ModelConfig& c) {
     RELPOS_CHECK(c.cls != "token", kWho,
                  "input 'patches' reads whole images: [CLS] / [SEP] ids among the pixels would "
                  "be read as pixels (use cls: vector)");
-  } else {
-    RELPOS_CHECK(c.patch_size == 0 && c.patch_stride == 0, kWho,
-                 "patch_size and patch_stride are read by input 'patches' only, got input '{}'",
-                 c.input);
   }
   if (c.type == "dual_encoder") {
     RELPOS_CHECK(c.head == "mlp", kWho,
@@ -130,6 +126,9 @@ void check_config(const ModelConfig& c) {
                c.embedding_init_std);
   check_choice("activation", c.activation, {"gelu", "relu"});
   check_choice("norm", c.norm, {"pre", "post"});
+  RELPOS_CHECK(c.input == "patches" || (c.patch_size == 0 && c.patch_stride == 0), kWho,
+               "patch_size and patch_stride are read by input 'patches' only, got input '{}'",
+               c.input);
   check_choice("positions", c.positions, {"learned", "learned2d", "sinusoidal", "none"});
   if (c.positions == "learned2d") {
     RELPOS_CHECK(!is_language_model(c.type), kWho,

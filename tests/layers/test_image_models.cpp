@@ -166,6 +166,12 @@ TEST_CASE("image models: bad configs name the field, the value and what fits") {
   CHECK(error([](ModelConfig& c) { c.patch_size = 3; }) ==
         "[model] patch_size and patch_stride are read by input 'patches' only, got input "
         "'tokens'");
+  CHECK(error([](ModelConfig& c) {
+          c.type = "causal_lm";
+          c.patch_stride = 2;
+        }) ==
+        "[model] patch_size and patch_stride are read by input 'patches' only, got input "
+        "'tokens'");
   // learned2d counts the patches, not the pixels.
   CHECK(error([&](ModelConfig& c) {
           patches(c);
