@@ -15,8 +15,8 @@ struct PrepareRequest {
   Options options{"data prepare"};
 };
 
-// Each writes its files into request.out_dir (created if missing) and returns a one-line
-// summary for the user.
+// Each refuses an option it does not know before it writes anything, then writes its files into
+// request.out_dir (created if missing) and returns a one-line summary for the user.
 std::string prepare_listops(const PrepareRequest& request);
 std::string prepare_mnist(const PrepareRequest& request);
 std::string prepare_fashion_mnist(const PrepareRequest& request);

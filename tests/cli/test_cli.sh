@@ -37,6 +37,13 @@ expect_status 0 "--version" -- "$relpos" --version
 
 expect_status 0 "data prepare listops" -- "$relpos" data prepare listops --out "$tmp/listops" \
   --train 64 --val 16 --test 16 --min_length 10 --max_length 60 --seed 1
+# A misspelt option is refused before anything is written (no subset where the full set was meant).
+for name in mnist fashion-mnist moby-dick listops enwik8; do
+  expect_status 2 "data prepare $name --fulll" -- "$relpos" data prepare $name --out "$tmp/typo" \
+    --fulll true
+  expect_error_line "data prepare $name --fulll" "relpos: \[data prepare\] unknown option 'fulll'"
+  [[ ! -e $tmp/typo ]] || fail "data prepare $name --fulll wrote $tmp/typo"
+done
 
 cat >"$tmp/tiny.yaml" <<YAML
 model:
