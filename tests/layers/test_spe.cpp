@@ -14,13 +14,16 @@ constexpr DType f64 = DType::f64;
 using Values = std::vector<std::pair<std::string, std::string>>;
 
 // The encoding built from `values` (plus grid, when given) for `heads` heads of size `dim`.
+// Its parameters are drawn from `gen` when given (the draws then do not depend on the tests run
+// before), else from the shared generator of test::attention_options.
 std::shared_ptr<StochasticPositional> make_spe(const Values& values, int64_t heads, int64_t dim,
                                                const std::vector<std::string>& grid = {},
-                                               DType dtype = f64) {
+                                               DType dtype = f64, Generator* gen = nullptr) {
   Options opt = test::options("positional", values);
   if (!grid.empty()) opt.set_list("grid", grid);
-  auto spe = std::dynamic_pointer_cast<StochasticPositional>(
-      make_positional(test::attention_options(opt, heads, dim, 0, dtype)));
+  AttentionOptions attention = test::attention_options(opt, heads, dim, 0, dtype);
+  if (gen != nullptr) attention.gen = gen;
+  auto spe = std::dynamic_pointer_cast<StochasticPositional>(make_positional(attention));
   REQUIRE(spe != nullptr);
   return spe;
 }
@@ -120,7 +123,8 @@ TEST_CASE("spe: the codes' cross-covariance is stationary and approaches the ker
     for (int64_t r : {16, 256, 4096}) {
       Values values = c.config.values;
       values.push_back({"num_realizations", std::to_string(r)});
-      auto spe = make_spe(values, 2, 2, c.config.grid);
+      Generator parameters(7);  // the same encoding at every R; only the realizations grow
+      auto spe = make_spe(values, 2, 2, c.config.grid, f64, &parameters);
       test::SpeKernel kernel;
       if (spe->name() == "sinspe") {
         // Frequencies spread over (0, π) rad per step so the kernel varies within 12 positions.
