@@ -181,6 +181,36 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
       CHECK(same_bits(value, b.optimizer[i].second.at(key)));
 }
 
+// tests/train/fixtures/resume_at_5.h5 was written at step 5 of `split` above by the relpos of
+// before the model and dataset registries (RELPOS_WRITE_FIXTURES=1 writes it again): a run of
+// today resumes from it and ends where an uninterrupted run of today does.
+TEST_CASE("trainer: a checkpoint written by an earlier relpos resumes bit-exactly") {
+  const fs::path fixture = fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5";
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+  if (std::getenv("RELPOS_WRITE_FIXTURES") != nullptr) {
+    const RunConfig first = tiny_config(scratch, data, "first", common);
+    TrainerOptions interrupted;
+    interrupted.stop_at_step = 5;
+    train(first, interrupted);
+    fs::create_directories(fixture.parent_path());
+    fs::copy_file(fs::path(first.train.out) / "checkpoints" / "last.h5", fixture,
+                  fs::copy_options::overwrite_existing);
+  }
+  REQUIRE(fs::exists(fixture));
+  CHECK(read_checkpoint(fixture.string()).ints.at("step") == 5);
+  const RunConfig straight = tiny_config(scratch, data, "straight", common);
+  const RunConfig resumed_run = tiny_config(scratch, data, "resumed", common);
+  train(straight);
+  TrainerOptions resumed;
+  resumed.resume = fixture.string();
+  const RunSummary r = train(resumed_run, resumed);
+  CHECK(r.finished);
+  CHECK(r.steps == 12);
+  check_same_params(last_checkpoint(straight), last_checkpoint(resumed_run));
+}
+
 TEST_CASE("trainer: accumulating two half batches matches one full batch") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
