@@ -129,6 +129,17 @@ void Options::check_all_used() const {
   }
 }
 
+std::vector<std::string> Options::unread() const {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : state_->values)
+    if (!state_->read.count(key)) out.push_back(key);
+  return out;
+}
+
+std::vector<std::string> Options::asked() const {
+  return {state_->read.begin(), state_->read.end()};
+}
+
 #define RELPOS_OPTIONS_INSTANTIATE(T)                             \
   template T Options::get<T>(const std::string&, const T&) const; \
   template T Options::require<T>(const std::string&) const;       \

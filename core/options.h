@@ -51,6 +51,10 @@ class Options {
 
   // Throws "[where] unknown option 'x'; known: a, b, c" for the first key never read.
   void check_all_used() const;
+  // The keys present but never read, and every key asked for (present or not), each sorted: for
+  // a reader that reports unknown keys in its own words (train/config.cpp).
+  std::vector<std::string> unread() const;
+  std::vector<std::string> asked() const;
 
  private:
   struct Value {

@@ -226,21 +226,26 @@ class Section {
                  where(key));
     for (const auto& entry : v) {
       const auto name = entry.first.as<std::string>();
-      const YAML::Node& value = entry.second;
-      if (value.IsSequence()) {
-        std::vector<std::string> list;
-        for (const auto& item : value) {
-          RELPOS_CHECK(item.IsScalar(), kWho, "{}.{}: list items must be scalars", where(key),
-                       name);
-          list.push_back(item.Scalar());
-        }
-        options.set_list(name, list);
-      } else {
-        RELPOS_CHECK(value.IsScalar(), kWho, "{}.{}: nested mappings are not options", where(key),
-                     name);
-        options.set(name, value.Scalar());
-      }
+      add_option(name, where(key) + "." + name, entry.second, options);
     }
+  }
+
+  // The keys nobody has read yet, as Options named `name` in errors, for the component that owns
+  // them (a model type, a dataset); finish_with() then refuses the ones it did not read.
+  Options rest(const std::string& name) {
+    Options options(name);
+    if (!node_ || node_.IsNull()) return options;
+    for (const auto& entry : node_) {
+      const auto key = entry.first.as<std::string>();
+      if (!known_.count(key)) add_option(key, where(key), entry.second, options);
+    }
+    return options;
+  }
+
+  // finish(), with the keys `rest` read counting as known: the error lists every valid key.
+  void finish_with(const Options& rest) {
+    for (const std::string& key : rest.asked()) known_.insert(key);
+    finish();
   }
 
   Section section(const std::string& key) {
@@ -265,6 +270,21 @@ class Section {
   }
   std::string where(const std::string& key) const {
     return path_.empty() ? key : path_ + "." + key;
+  }
+  // `value` under `name` in `options`; `path` names it in errors.
+  static void add_option(const std::string& name, const std::string& path,
+                         const YAML::Node& value, Options& options) {
+    if (value.IsSequence()) {
+      std::vector<std::string> list;
+      for (const auto& item : value) {
+        RELPOS_CHECK(item.IsScalar(), kWho, "{}: list items must be scalars", path);
+        list.push_back(item.Scalar());
+      }
+      options.set_list(name, list);
+    } else {
+      RELPOS_CHECK(value.IsScalar(), kWho, "{}: nested mappings are not options", path);
+      options.set(name, value.Scalar());
+    }
   }
   template <typename T>
   static const char* kind() {
