@@ -272,8 +272,8 @@ class Section {
     return path_.empty() ? key : path_ + "." + key;
   }
   // `value` under `name` in `options`; `path` names it in errors.
-  static void add_option(const std::string& name, const std::string& path,
-                         const YAML::Node& value, Options& options) {
+  static void add_option(const std::string& name, const std::string& path, const YAML::Node& value,
+                         Options& options) {
     if (value.IsSequence()) {
       std::vector<std::string> list;
       for (const auto& item : value) {
