@@ -80,6 +80,12 @@ Options Options::with(const std::string& key, std::string scalar) const {
   return copy;
 }
 
+Options Options::clone() const {
+  Options copy(state_->where);
+  copy.state_->values = state_->values;
+  return copy;
+}
+
 bool Options::has(const std::string& key) const {
   return state_->values.count(key) != 0;
 }

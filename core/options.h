@@ -34,6 +34,9 @@ class Options {
   // recorded here, so check_all_used on either refuses only keys nothing read.
   Options with(const std::string& key, std::string scalar) const;
 
+  // An independent copy: the same values, its own read record (a config copied as a value).
+  Options clone() const;
+
   bool has(const std::string& key) const;
   bool empty() const;
   const std::string& where() const;

@@ -119,7 +119,7 @@ class ClassificationTask final : public Task {
               std::vector<Tensor>* labels_out) {
     model_->eval();
     NoGradGuard no_grad;
-    MetricAccumulator metrics(model_->config().num_classes);
+    MetricAccumulator metrics(model_->num_classes());
     DataLoader& data = loader(split);
     data.begin_epoch(0);
     int64_t batches = 0;

@@ -237,7 +237,12 @@ class Section {
     if (!node_ || node_.IsNull()) return options;
     for (const auto& entry : node_) {
       const auto key = entry.first.as<std::string>();
-      if (!known_.count(key)) add_option(key, where(key), entry.second, options);
+      if (known_.count(key)) continue;
+      // A null value (`--set model.mem_len=null`) is no value, as for the keys read here.
+      if (entry.second.IsNull())
+        known_.insert(key);
+      else
+        add_option(key, where(key), entry.second, options);
     }
     return options;
   }
@@ -299,10 +304,10 @@ class Section {
   std::set<std::string> known_;
 };
 
+// The trunk here (layers/models/model.h EncoderConfig); the type's own keys by the type.
 void read_model(Section s, ModelConfig& m) {
   s.read("type", m.type);
   s.read("vocab_size", m.vocab_size);
-  s.read("num_classes", m.num_classes);
   s.read("max_len", m.max_len);
   s.read("num_layers", m.num_layers);
   s.read("num_heads", m.num_heads);
@@ -313,39 +318,21 @@ void read_model(Section s, ModelConfig& m) {
   s.read("attention_dropout", m.attention_dropout);
   s.read("activation", m.activation);
   s.read("norm", m.norm);
-  s.read("tied_blocks", m.tied_blocks);
   s.read("projection_bias", m.projection_bias);
-  s.read("input", m.input);
-  s.read("patch_size", m.patch_size);
-  s.read("patch_stride", m.patch_stride);
-  s.read("embedding_init_std", m.embedding_init_std);
   s.read("positions", m.positions);
-  s.read("position_grid", m.position_grid);
-  s.read("position_init_std", m.position_init_std);
-  s.read("cls", m.cls);
-  s.read("pooling", m.pooling);
-  s.read("head", m.head);
-  s.read("combine", m.combine);
-  s.read("interaction", m.interaction);
   s.read_options("attention", m.attention);
   s.read_options("positional", m.positional);
-  s.read("share_positional", m.share_positional);
   s.read("head_combiner", m.head_combiner);
   s.read("stacked_hidden", m.stacked_hidden);
-  s.read("embedding_norm", m.embedding_norm);
   s.read("index_first", m.index_first);
-  s.read("mem_len", m.mem_len);
-  s.read("clamp_len", m.clamp_len);
-  s.read("same_length", m.same_length);
-  s.read("untie_r", m.untie_r);
-  s.read("tie_weights", m.tie_weights);
-  s.read("recurrent_state", m.recurrent_state);
   std::string dtype = "f32";
   s.read("dtype", dtype);
   RELPOS_CHECK(dtype == "f32" || dtype == "f64", kWho, "model.dtype must be f32 or f64, got '{}'",
                dtype);
   m.dtype = dtype == "f64" ? DType::f64 : DType::f32;
-  s.finish();
+  m.own = s.rest("model");
+  check_model_keys(m);
+  s.finish_with(m.own);
 }
 
 void read_data(Section s, DataConfig& d) {

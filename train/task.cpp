@@ -24,13 +24,12 @@ std::unique_ptr<Task> make_task(const RunConfig& config, Device device,
                                 const std::vector<std::string>& splits) {
   RELPOS_CHECK(!splits.empty(), "task", "no split to load");
   const bool lm = is_language_modelling(config.data);
-  RELPOS_CHECK(lm == is_language_model(config.model.type), "config",
-               "model.type '{}' is {}, but data.dataset '{}' is {}", config.model.type,
-               is_language_model(config.model.type) ? "a language model" : "a classifier",
-               config.data.dataset,
-               lm ? "a character corpus for language modelling (use transformer_xl or "
-                    "causal_lm)"
-                  : "a classification task (use sequence_classifier or dual_encoder)");
+  const TaskKind model_task = model_registry().at(config.model.type).task;
+  const TaskKind data_task = lm ? TaskKind::language_modelling : TaskKind::classification;
+  RELPOS_CHECK(model_task == data_task, "config",
+               "model.type '{}' is for {}, but data.dataset '{}' is for {} (use {})",
+               config.model.type, task_kind_name(model_task), config.data.dataset,
+               task_kind_name(data_task), fmt::join(model_types_for(data_task), " or "));
   return lm ? make_language_model_task(config, device, splits)
             : make_classification_task(config, device, splits);
 }
@@ -47,15 +46,17 @@ std::string selection_metric(const RunConfig& config, const Task& task) {
 void complete_model_config(ModelConfig& model, const RunConfig& config, int64_t vocab_size,
                            int64_t num_classes) {
   if (model.vocab_size == 0) model.vocab_size = vocab_size;
-  if (!is_language_modelling(config.data)) {
-    if (model.num_classes == 0) model.num_classes = num_classes;
+  if (model_registry().at(model.type).task == TaskKind::classification) {
+    if (model.own.get<int64_t>("num_classes", 0) == 0) model.own.set("num_classes", num_classes);
     if (model.max_len == 0) model.max_len = content_length(config.data);
     return;
   }
-  // Keys a layer sees at most, [memory; segment], in training or in evaluation.
-  const int64_t train_keys = config.data.tgt_len + model.mem_len;
-  const int64_t eval_keys = config.eval.tgt_len.value_or(config.data.tgt_len) +
-                            config.eval.mem_len.value_or(model.mem_len);
+  // Keys a layer sees at most, [memory; segment], in training or in evaluation; mem_len is a key
+  // of every language model type (layers/models/lm_transformer.h LmConfig).
+  const int64_t mem_len = model.own.get<int64_t>("mem_len", 0);
+  const int64_t train_keys = config.data.tgt_len + mem_len;
+  const int64_t eval_keys =
+      config.eval.tgt_len.value_or(config.data.tgt_len) + config.eval.mem_len.value_or(mem_len);
   if (model.max_len == 0) model.max_len = std::max(train_keys, eval_keys);
 }
 

@@ -31,6 +31,9 @@ struct AttentionOptions {
   // encodings that leave them out (FastRPB) take these unless their mapping says otherwise.
   int64_t special_front = 0;
   int64_t special_back = 0;
+  // The model's attention_dropout: the default of a variant's own `dropout` option (for the
+  // variants that drop attention weights: softmax, rel_xl).
+  double dropout = 0;
 
   Generator& generator() const;
 };

@@ -22,8 +22,9 @@ Var rel_shift(const Var& x);
 
 class RelXlAttention final : public Attention {
  public:
-  // Options: dropout (on the attention weights, default 0), clamp_len (distances above it use
-  // its embedding; 0 = no clamp). Needs opt.model_dim (even): the width of the sinusoids.
+  // Options: dropout (on the attention weights; default opt.dropout, the model's
+  // attention_dropout), clamp_len (distances above it use its embedding; 0 = no clamp). Needs
+  // opt.model_dim (even): the width of the sinusoids.
   explicit RelXlAttention(const AttentionOptions& opt);
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override;

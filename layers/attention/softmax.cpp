@@ -14,7 +14,8 @@ namespace {
 class SoftmaxAttention final : public Attention {
  public:
   explicit SoftmaxAttention(const AttentionOptions& opt)
-      : dropout_(opt.options.get<double>("dropout", 0.0)), gen_(fork_generator(opt.generator())) {
+      : dropout_(opt.options.get<double>("dropout", opt.dropout)),
+        gen_(fork_generator(opt.generator())) {
     RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, "attention softmax",
                  "dropout must be in [0, 1), got {}", dropout_);
     register_generator("generator", gen_);

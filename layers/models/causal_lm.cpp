@@ -11,24 +11,50 @@ namespace {
 
 constexpr const char* kWho = "model";
 
-Options causal_attention_options(const ModelConfig& c) {
-  const std::string type = c.attention.get<std::string>("type", "softmax");
-  RELPOS_CHECK(type != "rel_xl", kWho,
-               "causal_lm with rel_xl attention is Transformer-XL: use model.type transformer_xl "
-               "(shared u, v, clamp_len, same_length)");
-  // with(): the user's mapping stays as written, and its reads are still recorded there.
-  Options attention = c.attention.with("type", type);
-  if (type == "softmax" && !attention.has("dropout"))
-    attention = attention.with("dropout", fmt::format("{}", c.attention_dropout));
-  return attention;
+// causal_lm's keys: the shell's, and recurrent_state (linear attention's running sums
+// Σ phi(k) v^T, Σ phi(k) carried from segment to segment instead of hidden states: the whole
+// past, exactly, in memory fixed in length).
+struct CausalLmConfig : LmConfig {
+  bool recurrent_state = false;
+
+  static CausalLmConfig read(const ModelConfig& config) {
+    CausalLmConfig c{LmConfig::read(config)};
+    c.recurrent_state = config.own.get<bool>("recurrent_state", c.recurrent_state);
+    RELPOS_CHECK(config.attention.get<std::string>("type", "softmax") != "rel_xl", kWho,
+                 "causal_lm with rel_xl attention is Transformer-XL: use model.type "
+                 "transformer_xl (shared u, v, clamp_len, same_length)");
+    if (config.index_first)
+      refuse_index_first_unless(!c.recurrent_state,
+                                "a memory holds hidden states, not token ids: set mem_len: 0");
+    return c;
+  }
+};
+
+LmShell causal_shell(const ModelConfig& c) {
+  const CausalLmConfig k = CausalLmConfig::read(c);
+  LmShell shell;
+  shell.attention =
+      c.attention.empty() ? Options(c.attention.where()).set("type", "softmax") : c.attention;
+  shell.final_norm = c.norm == "pre";
+  shell.context = {k.mem_len, 0, false};
+  shell.tie_weights = k.tie_weights;
+  shell.recurrent_state = k.recurrent_state;
+  return shell;
 }
 
 class CausalLm final : public LmTransformer {
  public:
-  CausalLm(const ModelConfig& c, Generator& gen)
-      : LmTransformer(c, gen, causal_attention_options(c), 1.0, /*final_norm=*/c.norm == "pre") {
+  static ModelType type() {
+    return {TaskKind::language_modelling,
+            "the LM shell with any attention of the registry, built causally",
+            {"relu", "post", "none"},
+            [](const ModelConfig& c) { CausalLmConfig::read(c); },
+            {}};
+  }
+
+  CausalLm(const ModelConfig& c, Generator& gen) : LmTransformer(c, gen, causal_shell(c)) {
     check_context(context());
-    if (!c.recurrent_state) return;
+    if (!carries_recurrent_state()) return;
     const Attention& attention = layers().at<EncoderBlock>(0)->attention().attention();
     RELPOS_CHECK(attention.caps().carries_state && c.positional.empty() && c.positions == "none",
                  kWho,
@@ -51,7 +77,7 @@ class CausalLm final : public LmTransformer {
  protected:
   void check_context(const LmContext& context) const override {
     LmTransformer::check_context(context);
-    RELPOS_CHECK(!config().recurrent_state || context.mem_len == 0, kWho,
+    RELPOS_CHECK(!carries_recurrent_state() || context.mem_len == 0, kWho,
                  "recurrent_state already carries the whole past: mem_len must be 0, got {}",
                  context.mem_len);
     RELPOS_CHECK(context.clamp_len == 0 && !context.same_length, kWho,

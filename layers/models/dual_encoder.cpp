@@ -14,7 +14,8 @@ namespace {
 //   pre:  x' = x + drop(attn(ln(x), ln(y)))      post: x' = ln(x + drop(attn(x, y)))
 class CrossInteraction : public Module {
  public:
-  CrossInteraction(const ModelConfig& c, const MultiHeadAttentionConfig& attention, Generator& gen)
+  CrossInteraction(const EncoderConfig& c, const MultiHeadAttentionConfig& attention,
+                   Generator& gen)
       : pre_norm_(c.norm == "pre") {
     ln_ = register_module("ln", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
     attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(attention));
@@ -35,21 +36,55 @@ class CrossInteraction : public Module {
   std::shared_ptr<Dropout> dropout_;
 };
 
+// The classifier keys, and how the two documents meet: combine "concat" [u, v] or "features"
+// [u, v, u*v, u-v]; interaction "none" or "cross_attention" (before pooling, each document attends
+// to the other once, with the model's attention and positional encoding, Lq != Lk).
+struct DualEncoderConfig : ClassifierConfig {
+  std::string combine = "concat";
+  std::string interaction = "none";
+
+  static DualEncoderConfig read(const ModelConfig& config) {
+    DualEncoderConfig c{ClassifierConfig::read(config)};
+    c.combine = config.own.get<std::string>("combine", c.combine);
+    c.interaction = config.own.get<std::string>("interaction", c.interaction);
+    check_model_choice("combine", c.combine, {"concat", "features"});
+    check_model_choice("interaction", c.interaction, {"none", "cross_attention"});
+    RELPOS_CHECK(c.head == "mlp", "model",
+                 "dual_encoder has its own head (Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> "
+                 "ReLU -> Dense(classes)); head must be 'mlp', got '{}'",
+                 c.head);
+    RELPOS_CHECK(config.mlp_dim >= 2, "model",
+                 "dual_encoder needs mlp_dim >= 2 (its head has mlp_dim / 2 units), got {}",
+                 config.mlp_dim);
+    return c;
+  }
+};
+
 class DualEncoderClassifier final : public Classifier {
  public:
-  DualEncoderClassifier(const ModelConfig& c, Generator& gen) : Classifier(c) {
-    encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(c, gen));
-    if (c.interaction == "cross_attention") {
+  static ModelType type() {
+    return {TaskKind::classification,
+            "one shared encoder over two documents, then a head (LRA Retrieval)",
+            {"gelu", "pre", "learned"},
+            [](const ModelConfig& c) { DualEncoderConfig::read(c); },
+            {}};
+  }
+
+  DualEncoderClassifier(const ModelConfig& c, Generator& gen)
+      : Classifier(c), dual_(DualEncoderConfig::read(c)) {
+    dual_.check_sizes(c);
+    encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(c, dual_, gen));
+    if (dual_.interaction == "cross_attention") {
       MultiHeadAttentionConfig attention = encoder_->attention_config();
       attention.gen = &gen;
       interaction_ =
           register_module("interaction", std::make_shared<CrossInteraction>(c, attention, gen));
     }
-    const int64_t in = (c.combine == "features" ? 4 : 2) * c.model_dim;
+    const int64_t in = (dual_.combine == "features" ? 4 : 2) * c.model_dim;
     head_ = register_module(
         "head",
-        std::make_shared<MlpHead>(std::vector<int64_t>{in, c.mlp_dim, c.mlp_dim / 2, c.num_classes},
-                                  c.dtype, gen));
+        std::make_shared<MlpHead>(
+            std::vector<int64_t>{in, c.mlp_dim, c.mlp_dim / 2, dual_.num_classes}, c.dtype, gen));
   }
 
   Var forward(const ClassifierInputs& inputs) override {
@@ -67,16 +102,19 @@ class DualEncoderClassifier final : public Classifier {
       b.hidden = b_to_a;
     }
     const Var u = encoder_->pool(a), v = encoder_->pool(b);  // [B, d]
-    const Var pair = config().combine == "concat" ? cat({u, v}, 1) : cat({u, v, u * v, u - v}, 1);
+    const Var pair = dual_.combine == "concat" ? cat({u, v}, 1) : cat({u, v, u * v, u - v}, 1);
     return head_->forward(pair);  // [B, classes]
   }
 
+  int64_t num_classes() const override { return dual_.num_classes; }
+  SpecialTokens special_tokens() const override { return encoder_->special_tokens(); }
   // A later cross attention carries every row to the pooled one: nothing is out of reach.
   std::vector<std::string> warnings() const override {
     return interaction_ != nullptr ? std::vector<std::string>{} : encoder_->warnings("encoder");
   }
 
  private:
+  DualEncoderConfig dual_;
   std::shared_ptr<TransformerEncoder> encoder_;
   std::shared_ptr<CrossInteraction> interaction_;
   std::shared_ptr<MlpHead> head_;

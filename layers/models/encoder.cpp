@@ -6,23 +6,7 @@
 #include "autograd/functions.h"
 
 namespace relpos {
-namespace {
-
-// The attention mapping the layers are built from. The model's attention_dropout becomes the
-// variant's `dropout` when the mapping has none and the variant takes one (softmax); the user's
-// Options are left as they are (with() records reads on them, so make_model can still check).
-Options attention_options(const ModelConfig& c) {
-  const std::string dropout = fmt::format("{}", c.attention_dropout);
-  if (c.attention.empty())
-    return Options(c.attention.where()).set("type", "softmax").set("dropout", dropout);
-  if (c.attention.get<std::string>("type", "") == "softmax" && !c.attention.has("dropout"))
-    return c.attention.with("dropout", dropout);
-  return c.attention;
-}
-
-}  // namespace
-
-EncoderBlock::EncoderBlock(const ModelConfig& c, const MultiHeadAttentionConfig& attention,
+EncoderBlock::EncoderBlock(const EncoderConfig& c, const MultiHeadAttentionConfig& attention,
                            Generator& gen)
     : pre_norm_(c.norm == "pre") {
   ln1_ = register_module("ln1", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
@@ -73,49 +57,51 @@ Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window
   return after_attention(x, attn_->forward(x, keys, in));
 }
 
-TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : config_(c) {
+TransformerEncoder::TransformerEncoder(const ModelConfig& c, const ClassifierConfig& k,
+                                       Generator& gen)
+    : config_(c), classifier_(k) {
   const int64_t d = c.model_dim;
-  const int64_t front = c.cls == "none" ? 0 : 1;  // CLS vector or [CLS] token
-  const int64_t back = c.cls == "token" ? 1 : 0;  // [SEP]
-  const int64_t specials = c.cls == "token" ? 2 : 0;
-  seq_len_ = content_tokens(c) + front + back;
+  const int64_t front = k.cls == "none" ? 0 : 1;  // CLS vector or [CLS] token
+  const int64_t back = k.cls == "token" ? 1 : 0;  // [SEP]
+  const int64_t specials = k.cls == "token" ? 2 : 0;
+  seq_len_ = k.content_tokens(c.max_len) + front + back;
 
-  if (c.cls == "vector") {
+  if (k.cls == "vector") {
     cls_ = Var(zeros({d}, c.dtype), true);
     register_parameter("cls", cls_);
   }
-  if (c.input == "tokens") {
+  if (k.input == "tokens") {
     embedding_ = register_module(
         "embedding", std::make_shared<Embedding>(c.vocab_size + specials, d, c.dtype, gen));
-    normal_(embedding_->weight().value(), 0.0, c.embedding_init_std, gen);
-  } else if (c.input == "patches") {
-    const PatchGeometry g = patch_geometry(c);
+    normal_(embedding_->weight().value(), 0.0, k.embedding_init_std, gen);
+  } else if (k.input == "patches") {
+    const PatchGeometry g = k.patch_geometry(c.max_len);
     patch_proj_ = register_module("patch_proj",
                                   std::make_shared<Linear>(g.size * g.size, d, true, c.dtype, gen));
   } else {  // pixels
     pixel_proj_ = register_module("pixel_proj", std::make_shared<Linear>(1, d, true, c.dtype, gen));
     if (specials > 0) {
       special_ = register_module("special", std::make_shared<Embedding>(specials, d, c.dtype, gen));
-      normal_(special_->weight().value(), 0.0, c.embedding_init_std, gen);
+      normal_(special_->weight().value(), 0.0, k.embedding_init_std, gen);
     }
   }
   if (c.positions == "learned") {
     learned_positions_ = register_module(
         "position", std::make_shared<LearnedPositionalEmbedding>(seq_len_, d, c.dtype, gen));
     // N(0, 0.02) by default, as both references (LRA AddPositionEmbs, BERT initializer_range).
-    normal_(learned_positions_->weight().value(), 0.0, c.position_init_std, gen);
+    normal_(learned_positions_->weight().value(), 0.0, k.position_init_std, gen);
   } else if (c.positions == "learned2d") {
     grid_positions_ = register_module(
         "position", std::make_shared<LearnedGridPositionalEmbedding>(
-                        front, c.position_grid[0], c.position_grid[1], back, d, c.dtype, gen));
+                        front, k.position_grid[0], k.position_grid[1], back, d, c.dtype, gen));
     for (Var* table :
          {&grid_positions_->special(), &grid_positions_->row(), &grid_positions_->col()})
-      if (table->defined()) normal_(table->value(), 0.0, c.position_init_std, gen);
+      if (table->defined()) normal_(table->value(), 0.0, k.position_init_std, gen);
   } else if (c.positions == "sinusoidal") {
     sinusoidal_positions_ = register_module(
         "position", std::make_shared<SinusoidalPositionalEmbedding>(seq_len_, d, c.dtype));
   }
-  if (c.norm == "post" && c.embedding_norm)
+  if (c.norm == "post" && k.embedding_norm)
     embedding_norm_ =
         register_module("embedding_norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
@@ -124,7 +110,8 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
   mha.model_dim = d;
   mha.num_heads = c.num_heads;
   mha.qkv_dim = c.qkv_dim;
-  mha.attention = attention_options(c);
+  mha.attention = c.attention;
+  mha.dropout = c.attention_dropout;
   mha.max_len = seq_len_;
   mha.special_front = front;
   mha.special_back = back;
@@ -133,7 +120,7 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
   mha.stacked_hidden = c.stacked_hidden;
   mha.dtype = c.dtype;
   mha.gen = &gen;
-  if (c.share_positional) {
+  if (k.share_positional) {
     // One encoding for every layer (SPE as the LRA reference runs it).
     const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : d;
     AttentionOptions opt{c.positional, c.num_heads, qkv / c.num_heads, d, seq_len_, c.dtype, &gen,
@@ -146,7 +133,7 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, Generator& gen) : c
   attention_config_ = mha;
   attention_config_.gen = nullptr;  // `gen` is the caller's: set it again when building from this
   layers_ = register_module("layers", std::make_shared<ModuleList>());
-  const int64_t blocks = c.tied_blocks ? 1 : c.num_layers;
+  const int64_t blocks = k.tied_blocks ? 1 : c.num_layers;
   for (int64_t i = 0; i < blocks; ++i)
     layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
   if (c.norm == "pre")
@@ -157,7 +144,8 @@ Var TransformerEncoder::embed(const Tensor& tokens) const {
   if (embedding_ != nullptr) return embedding_->forward(tokens);  // [B, L, d]
   if (patch_proj_ != nullptr) {
     const Tensor values = mul_scalar(cast(tokens, config_.dtype), 1.0 / 255.0);  // [B, L]
-    return patch_proj_->forward(Var(image_patches(values, patch_geometry(config_))));
+    return patch_proj_->forward(
+        Var(image_patches(values, classifier_.patch_geometry(config_.max_len))));
   }
   // Pixels: value / 255 through Linear(1, d); ids >= vocab_size are CLS / SEP rows of `special`.
   const Tensor limit =
@@ -207,7 +195,7 @@ EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& ke
   if (embedding_norm_ != nullptr) x = embedding_norm_->forward(x);
   x = dropout_->forward(x);
   for (int64_t i = 0; i < config_.num_layers; ++i) {
-    auto block = layers_->at<EncoderBlock>(config_.tied_blocks ? 0 : i);
+    auto block = layers_->at<EncoderBlock>(classifier_.tied_blocks ? 0 : i);
     if (i == 0 && config_.index_first) {
       const IndexFirstInputs in = index_first_inputs(tokens);
       x = block->forward_index_first(x, in.ids, in.table, in.positions, mask, false);
@@ -239,7 +227,7 @@ TransformerEncoder::IndexFirstInputs TransformerEncoder::index_first_inputs(
 
 Var TransformerEncoder::pool(const EncoderOutput& out) const {
   const Var& h = out.hidden;  // [B, L, d]
-  if (config_.pooling == "cls") return select(h, 1, 0);
+  if (classifier_.pooling == "cls") return select(h, 1, 0);
   if (!out.key_mask.defined()) return mean(h, {1});
   const Tensor m = cast(out.key_mask, h.dtype()).unsqueeze(2);  // [B, L, 1]
   return sum(h * Var(m), {1}) / Var(sum(m, {1}));               // [B, d] / [B, 1]
@@ -247,7 +235,8 @@ Var TransformerEncoder::pool(const EncoderOutput& out) const {
 
 std::vector<std::string> TransformerEncoder::warnings(const std::string& name) const {
   // Tied blocks and a shared encoding use the last block's weights in earlier blocks too.
-  if (config_.pooling != "cls" || config_.tied_blocks || config_.share_positional) return {};
+  if (classifier_.pooling != "cls" || classifier_.tied_blocks || classifier_.share_positional)
+    return {};
   const int64_t last = config_.num_layers - 1;
   Positional* positional = layers_->at<EncoderBlock>(last)->attention().positional();
   if (positional == nullptr || positional->reaches_leading_special_rows()) return {};

@@ -16,6 +16,7 @@
 #include "layers/embedding.h"
 #include "layers/feed_forward.h"
 #include "layers/layer_norm.h"
+#include "layers/models/classifier_config.h"
 #include "layers/models/model.h"
 #include "layers/positional/absolute.h"
 
@@ -26,7 +27,7 @@ namespace relpos {
 //   post: x = ln1(x + drop(attn(x)));  x = ln2(x + drop(mlp(x)))
 class EncoderBlock : public Module {
  public:
-  EncoderBlock(const ModelConfig& config, const MultiHeadAttentionConfig& attention,
+  EncoderBlock(const EncoderConfig& config, const MultiHeadAttentionConfig& attention,
                Generator& gen);
 
   // x: [B, L, d], key_mask [B, L] u8 or undefined -> [B, L, d]
@@ -64,14 +65,17 @@ struct EncoderOutput {
 
 class TransformerEncoder : public Module {
  public:
-  // Checks of the config are make_model's; this builds what it describes.
-  TransformerEncoder(const ModelConfig& config, Generator& gen);
+  // Checks of the configs are make_model's and ClassifierConfig's; this builds what they describe.
+  TransformerEncoder(const ModelConfig& config, const ClassifierConfig& classifier, Generator& gen);
 
   // tokens [B, L] i64/i32 (with [CLS] ... [SEP] ids when cls == "token"), key_mask [B, L] u8 or
   // undefined.
   EncoderOutput forward(const Tensor& tokens, const Tensor& key_mask = {});
   // -> [B, model_dim]: row 0 (pooling "cls") or the mean over real tokens ("mean").
   Var pool(const EncoderOutput& out) const;
+
+  // The [CLS] / [SEP] ids the data must carry (cls: token), or none.
+  SpecialTokens special_tokens() const { return classifier_.special_tokens(config_.vocab_size); }
 
   // What a user should know about this encoder (registered under `name`), one line each: a
   // relative encoding in the last block whose term cannot reach the pooled CLS row (FastRPB
@@ -97,6 +101,7 @@ class TransformerEncoder : public Module {
   IndexFirstInputs index_first_inputs(const Tensor& tokens) const;
 
   ModelConfig config_;
+  ClassifierConfig classifier_;
   int64_t seq_len_ = 0;
   MultiHeadAttentionConfig attention_config_;
   Var cls_;                               // [model_dim], cls == "vector"

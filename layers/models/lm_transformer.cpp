@@ -37,10 +37,26 @@ Var LmOutputLayer::forward(const Var& h, const Var& embedding) const {
   return matmul(h, w, false, true) + bias_;                // [B, L, V]
 }
 
-LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const Options& attention,
-                             double embedding_scale, bool final_norm)
-    : LanguageModel(c), embedding_scale_(embedding_scale) {
-  context_ = {c.mem_len, c.clamp_len, c.same_length};
+LmConfig LmConfig::read(const ModelConfig& config) {
+  LmConfig c;
+  c.mem_len = config.own.get<int64_t>("mem_len", c.mem_len);
+  c.tie_weights = config.own.get<bool>("tie_weights", c.tie_weights);
+  RELPOS_CHECK(c.mem_len >= 0, kWho, "mem_len must be >= 0, got {}", c.mem_len);
+  RELPOS_CHECK(config.positions != "learned2d", kWho,
+               "positions 'learned2d' places the pixels of an image; {} reads a sequence (use "
+               "learned, sinusoidal or none)",
+               config.type);
+  if (config.index_first)
+    refuse_index_first_unless(c.mem_len == 0,
+                              "a memory holds hidden states, not token ids: set mem_len: 0");
+  return c;
+}
+
+LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const LmShell& shell)
+    : LanguageModel(c),
+      context_(shell.context),
+      embedding_scale_(shell.embedding_scale),
+      recurrent_state_(shell.recurrent_state) {
   const int64_t d = c.model_dim;
   embedding_ =
       register_module("embedding", std::make_shared<Embedding>(c.vocab_size, d, c.dtype, gen));
@@ -56,7 +72,8 @@ LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const Options
   mha.model_dim = d;
   mha.num_heads = c.num_heads;
   mha.qkv_dim = c.qkv_dim;
-  mha.attention = attention;
+  mha.attention = shell.attention;
+  mha.dropout = c.attention_dropout;
   mha.positional = c.positional;  // copies share the read record: each layer reads it again
   mha.max_len = c.max_len;
   mha.bias = c.projection_bias;
@@ -67,10 +84,10 @@ LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const Options
   layers_ = register_module("layers", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < c.num_layers; ++i)
     layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
-  if (final_norm)
+  if (shell.final_norm)
     norm_ = register_module("norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
   output_ = register_module(
-      "output", std::make_shared<LmOutputLayer>(c.vocab_size, d, c.tie_weights, c.dtype));
+      "output", std::make_shared<LmOutputLayer>(c.vocab_size, d, shell.tie_weights, c.dtype));
 
   // Transformer-XL's weights_init: weights N(0, 0.02), LayerNorm gains N(1, 0.02), biases 0.
   // Positional encodings and the attention's own parameters keep their documented inits.
@@ -152,7 +169,7 @@ LmOutput LmTransformer::forward(const Tensor& tokens, const LmState& state) {
     AttentionCarry
         carry;  // recurrent_state: the attention's running sums, "layers.<i>.attention.*"
     const std::string prefix = "layers." + std::to_string(i) + ".attention.";
-    if (config().recurrent_state)
+    if (recurrent_state_)
       for (const auto& [name, t] : state)
         if (name.rfind(prefix, 0) == 0) carry.in[name.substr(prefix.size())] = t;
     auto block = layers_->at<EncoderBlock>(i);
@@ -166,7 +183,7 @@ LmOutput LmTransformer::forward(const Tensor& tokens, const LmState& state) {
       x = block->forward_index_first(x, tokens, table, positions, Tensor(), true);
     } else {
       x = block->forward_causal(x, mem > 0 ? Var(memory) : Var(), window,
-                                config().recurrent_state ? &carry : nullptr);
+                                recurrent_state_ ? &carry : nullptr);
     }
     for (const auto& [name, t] : carry.out) out.state[prefix + name] = t;
   }

@@ -24,6 +24,26 @@
 
 namespace relpos {
 
+// The `model:` keys every language model of this shell shares, from ModelConfig::own.
+struct LmConfig {
+  int64_t mem_len = 0;      // hidden states kept from earlier segments as memory (0: none)
+  bool tie_weights = true;  // the output layer is the embedding matrix (plus a bias)
+
+  // The keys of config.own, checked.
+  static LmConfig read(const ModelConfig& config);
+};
+
+// What a language model type makes of the shell.
+struct LmShell {
+  Options attention;             // the mapping every layer's attention is built from
+  double embedding_scale = 1.0;  // multiplies the token embedding (Transformer-XL: sqrt(d_model))
+  bool final_norm = false;       // a LayerNorm after the blocks
+  LmContext context;             // memory, clamp_len, same_length as trained
+  bool tie_weights = true;
+  // Linear attention's running sums carried from segment to segment instead of hidden states.
+  bool recurrent_state = false;
+};
+
 // The output layer: logits = h·Wᵀ + b, W the embedding matrix when tied.
 class LmOutputLayer : public Module {
  public:
@@ -41,26 +61,24 @@ class LmTransformer : public LanguageModel {
   LmOutput forward(const Tensor& tokens, const LmState& state) override;
   LmContext context() const override { return context_; }
   void set_context(const LmContext& context) override;
-  bool carries_state() const override { return context_.mem_len > 0 || config().recurrent_state; }
+  bool carries_state() const override { return context_.mem_len > 0 || recurrent_state_; }
 
   const ModuleList& layers() const { return *layers_; }
 
  protected:
-  // `attention`: the mapping every layer's attention is built from; `embedding_scale` multiplies
-  // the token embedding (Transformer-XL: sqrt(d_model)); `final_norm`: a LayerNorm after the
-  // blocks.
-  LmTransformer(const ModelConfig& config, Generator& gen, const Options& attention,
-                double embedding_scale, bool final_norm);
+  LmTransformer(const ModelConfig& config, Generator& gen, const LmShell& shell);
 
   // Refuses a context this model cannot run (called with the config's context and on every
   // set_context); the base checks what every LM shares.
   virtual void check_context(const LmContext& context) const;
   // Makes the layers follow a new context (Transformer-XL's clamp_len).
   virtual void apply_context(const LmContext& context) {}
+  bool carries_recurrent_state() const { return recurrent_state_; }
 
  private:
   LmContext context_;
   double embedding_scale_;
+  bool recurrent_state_;
   int64_t max_keys_ = 0;  // the longest [memory; segment] the tables cover (0: any)
   std::shared_ptr<Embedding> embedding_;
   std::shared_ptr<LearnedPositionalEmbedding> learned_positions_;

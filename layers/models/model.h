@@ -1,14 +1,14 @@
-// Models (DESIGN §4, §12; EXPERIMENTS.md "Model details", "Transformer-XL"): the classifiers and
-// language models the experiments train, built by name from a typed ModelConfig. The attention
-// variant, its feature map and the relative positional encoding come from the attention registry
-// (the `attention:` and `positional:` mappings), so every cell of the papers' tables is one config.
-//   sequence_classifier   LRA ListOps / Text / Image and the MNIST BERT-style encoder
-//   dual_encoder          LRA Retrieval: one shared encoder over both documents
-//   transformer_xl        character LM: rel_xl blocks with segment memory (Dai et al. 2019)
-//   causal_lm             the same LM shell with any attention of the registry, built causally
+// Models (DESIGN §4, §12, §13; EXPERIMENTS.md "Model details", "Transformer-XL"): the
+// classifiers and language models the experiments train. Each model type registers itself from
+// its own file (RELPOS_REGISTER_MODEL) with its task, its trunk defaults and the reader of its own
+// `model:` keys; what every model shares is the trunk (EncoderConfig). The attention variant, its
+// feature map and the relative positional encoding come from the attention registry (the
+// `attention:` and `positional:` mappings), so every cell of the papers' tables is one config.
+// `relpos list` prints the registered types.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,17 +16,18 @@
 
 #include "core/generator.h"
 #include "core/options.h"
-#include "layers/image_patches.h"
+#include "core/task_kind.h"
 #include "layers/module.h"
 #include "layers/registry.h"
 
 namespace relpos {
 
-// Fields marked "" take the model's default (with_model_defaults below).
-struct ModelConfig {
-  std::string type = "sequence_classifier";  // a registered model name (list above)
-  int64_t vocab_size = 0;   // token ids in [0, vocab_size); 0: taken from the dataset
-  int64_t num_classes = 0;  // classifiers; 0: taken from the dataset
+// What every model shares, whatever its type: the trunk (widths, blocks, norm, dropout, absolute
+// positions, the attention spec). train/config.cpp reads it from `model:`; check_encoder_config
+// checks it; every other `model:` key belongs to the model type (ModelConfig::own). Fields
+// marked "" take the type's default (ModelType::defaults).
+struct EncoderConfig {
+  int64_t vocab_size = 0;  // token ids in [0, vocab_size); 0: taken from the dataset
   // Classifiers: content tokens per sequence (no CLS/SEP); language models: the longest key
   // sequence, memory + segment. 0: taken from the data.
   int64_t max_len = 0;
@@ -36,78 +37,56 @@ struct ModelConfig {
   int64_t qkv_dim = 0;      // width of q, k, v over all heads; 0: model_dim
   int64_t mlp_dim = 512;    // hidden width of the block MLPs and of the classifier head
   double dropout = 0.1;
-  double attention_dropout = 0.1;  // passed to the variant as `dropout` unless its mapping has one
-  std::string activation;    // block MLP: gelu | relu; "": gelu (classifiers), relu (LMs, as TXL)
-  std::string norm;          // pre (LRA) | post (BERT, TXL); "": pre (classifiers), post (LMs)
-  bool tied_blocks = false;  // one block applied num_layers times (LRA ListOps)
-  bool projection_bias = false;  // biases of q/k/v/out projections (LRA: none; BERT: yes)
-  // Input: "tokens" (Embedding [vocab(+specials), model_dim]), "pixels" (value / 255 through
-  // Linear(1, model_dim); ids are pixel intensities 0-255) or "patches" (the ids are a square
-  // image of max_len pixels; each token is a patch_size x patch_size patch of value / 255, one
-  // every patch_stride pixels, through Linear(patch_size^2, model_dim): layers/image_patches.h).
-  std::string input = "tokens";
-  int64_t patch_size = 0;           // input "patches"; 0: 3
-  int64_t patch_stride = 0;         // input "patches"; 0: 2
-  double embedding_init_std = 1.0;  // N(0, std) for the token embedding (LRA: 1, BERT: 0.02)
-  // Absolute positions: learned | learned2d | sinusoidal | none; "": learned (classifiers), none
-  // (LMs). learned2d (classifiers of images): token (r, c) of the position_grid [rows, cols]
-  // (rows x cols = the tokens of an image, row-major) gets row[r] + col[c], each CLS / SEP its
-  // own vector.
+  double attention_dropout = 0.1;  // the variant's `dropout` unless its mapping has one
+  std::string activation;          // block MLP: gelu | relu
+  std::string norm;                // pre (LRA) | post (BERT, TXL)
+  bool projection_bias = false;    // biases of q/k/v/out projections (LRA: none; BERT: yes)
+  // Absolute positions: learned | learned2d | sinusoidal | none. learned2d (classifiers of
+  // images): token (r, c) of the classifier's position_grid [rows, cols] gets row[r] + col[c].
   std::string positions;
-  std::vector<int64_t> position_grid;
-  double position_init_std = 0.02;  // N(0, std) for learned positions, each table (LRA, BERT: 0.02)
-  // The CLS: "vector" (a learned zero-initialized vector prepended after embedding: LRA), "token"
-  // (the data carries [CLS] ... [SEP] as ids vocab_size and vocab_size + 1: BERT), "none".
-  std::string cls = "vector";
-  std::string pooling = "cls";  // cls | mean (over real tokens)
-  // Head on the pooled vector: "mlp" (Dense(mlp_dim) -> ReLU -> Dense(classes): LRA) or "tanh"
-  // (BERT pooler Dense(model_dim) -> tanh -> Dense(classes)).
-  std::string head = "mlp";
-  // dual_encoder: how the two pooled vectors u, v meet: "concat" [u, v] or "features"
-  // [u, v, u*v, u-v]; then Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> ReLU -> Dense(classes).
-  std::string combine = "concat";
-  // dual_encoder: "none", or "cross_attention": before pooling, each document attends to the
-  // other once (one layer shared by both directions, the model's attention and positional
-  // encoding, which then sees Lq != Lk: seed 004's cross attention for skew).
-  std::string interaction = "none";
   Options attention{"model.attention"};    // {type: softmax} when empty
   Options positional{"model.positional"};  // none when empty
-  bool share_positional = false;           // one encoding for all layers (SPE as in LRA)
   // How each attention combines its heads: "concat" (Concat(heads)·W^O) or "stacked" (seed 001's
   // Tanh(Tanh(Stack(heads) W^H) W^O), W^H stacked_hidden wide; model_dim / head size outputs).
   std::string head_combiner = "concat";
   int64_t stacked_hidden = 16;
-  // Post-LN classifiers: a LayerNorm on the embeddings before the first block (BERT); false: none
-  // (Vaswani et al.), which index_first needs.
-  bool embedding_norm = true;
   // The first block's attention computed index-first from the token ids (ISDPA, seed 001): the
   // projections of the embedding table and the positions once, QKᵀ by four gathered terms. Equal
   // to the standard first block wherever that attention reads embedding + absolute position
-  // directly: post-LN, no embedding LayerNorm, token inputs, softmax attention without dropout on
-  // its weights or a relative encoding, no memory. The embedding dropout then reaches only the
-  // residual path (the tables cannot carry a per-token mask); with dropout 0, or in evaluation,
-  // the model computes exactly what it would without index_first.
+  // directly: post-LN, token inputs with no embedding LayerNorm, softmax attention without
+  // dropout on its weights or a relative encoding, no memory. The embedding dropout then reaches
+  // only the residual path (the tables cannot carry a per-token mask); with dropout 0, or in
+  // evaluation, the model computes exactly what it would without index_first.
   bool index_first = false;
-  // Language models:
-  int64_t mem_len = 0;       // hidden states kept from earlier segments as memory (0: none)
-  int64_t clamp_len = 0;     // transformer_xl: distances above it use its embedding (0: none)
-  bool same_length = false;  // transformer_xl: every query sees exactly mem_len keys
-  bool untie_r = false;      // transformer_xl: one u, v pair per layer (default: shared)
-  bool tie_weights = true;   // the output layer is the embedding matrix (plus a bias)
-  // causal_lm with linear attention: carry its running sums Σ phi(k) v^T, Σ phi(k) from segment
-  // to segment instead of hidden states: the whole past, exactly, in memory fixed in length.
-  bool recurrent_state = false;
   DType dtype = DType::f32;
 };
 
-// Whether `type` names a language model (transformer_xl, causal_lm).
-bool is_language_model(const std::string& type);
-// `config` with its "" fields set to the defaults of its type.
-ModelConfig with_model_defaults(ModelConfig config);
-// input "patches": the image (side sqrt(max_len)) and its patches.
-PatchGeometry patch_geometry(const ModelConfig& config);
-// The tokens the encoder makes of an input of max_len ids: max_len, or the patches of the image.
-int64_t content_tokens(const ModelConfig& config);
+// A model's config: the trunk, the registered type, and the type's own keys as written (read
+// and checked by the type: ModelType::read). Copies are independent values.
+struct ModelConfig : EncoderConfig {
+  std::string type = "sequence_classifier";  // a registered model type
+  Options own{"model"};
+
+  ModelConfig() = default;
+  ModelConfig(const ModelConfig& other)
+      : EncoderConfig(other), type(other.type), own(other.own.clone()) {}
+  ModelConfig& operator=(const ModelConfig& other) {
+    EncoderConfig::operator=(other);
+    type = other.type;
+    own = other.own.clone();
+    return *this;
+  }
+};
+
+// The trunk's checks, naming the field and the valid values ("[model] ..."); make_model runs
+// them with the sizes filled in.
+void check_encoder_config(const EncoderConfig& config);
+// "[model] unknown <field> '<value>'; known: <valid>" unless value is one of `valid`.
+void check_model_choice(const std::string& field, const std::string& value,
+                        const std::vector<std::string>& valid);
+// index_first is exact only where the first attention reads embedding + absolute position
+// (EncoderConfig::index_first): refuses, saying `why`, unless `ok`.
+void refuse_index_first_unless(bool ok, const std::string& why);
 
 // What a model reads from a batch (datasets/collate.h Batch, on the model's device).
 struct ClassifierInputs {
@@ -142,8 +121,9 @@ class Classifier : public Model {
  public:
   // -> logits [B, num_classes]
   virtual Var forward(const ClassifierInputs& inputs) = 0;
-  // cls "token": [CLS] = vocab_size, [SEP] = vocab_size + 1; otherwise none.
-  virtual SpecialTokens special_tokens() const;
+  virtual int64_t num_classes() const = 0;
+  // The [CLS] / [SEP] ids the data must carry (classifier key cls: token), or none.
+  virtual SpecialTokens special_tokens() const = 0;
 
  protected:
   explicit Classifier(ModelConfig config) : Model(std::move(config)) {}
@@ -184,12 +164,47 @@ class LanguageModel : public Model {
   explicit LanguageModel(ModelConfig config) : Model(std::move(config)) {}
 };
 
-using ModelRegistry = Registry<Model, const ModelConfig&, Generator&>;
+// The trunk defaults of a model type (its "" fields).
+struct EncoderDefaults {
+  std::string activation, norm, positions;
+};
+
+// A model type: what it is for, its trunk defaults, its own `model:` keys and its builder.
+struct ModelType {
+  TaskKind task = TaskKind::classification;
+  std::string about;  // one line for `relpos list` and errors
+  EncoderDefaults defaults;
+  // Reads the type's own keys from config.own with the checks that need no sizes (vocab_size,
+  // max_len and num_classes may still be 0 when a config is loaded). Every key it knows is
+  // read, so the caller can refuse the rest by name.
+  std::function<void(const ModelConfig&)> read;
+  std::function<std::shared_ptr<Model>(const ModelConfig&, Generator&)> build;
+};
+
+// The model types by name: each registers itself from its own file (RELPOS_REGISTER_MODEL).
+class ModelRegistry {
+ public:
+  bool add(const std::string& name, ModelType type);
+  bool contains(const std::string& name) const { return types_.count(name) != 0; }
+  std::vector<std::string> names() const;
+  // The type, or "[model] unknown model 'x'; known: ...".
+  const ModelType& at(const std::string& name) const;
+
+ private:
+  std::map<std::string, ModelType> types_;
+};
 ModelRegistry& model_registry();
+
+// The registered types of a task, by name.
+std::vector<std::string> model_types_for(TaskKind task);
+// `config` with its "" trunk fields set to the defaults of its type.
+ModelConfig with_model_defaults(ModelConfig config);
+// Reads the own keys of config.type (ModelType::read) and refuses any it did not read.
+void check_model_keys(const ModelConfig& config);
 
 // Builds config.type (its "" fields set to the type's defaults) with every parameter drawn from
 // `gen`; checks the sizes (vocab_size, num_classes of classifiers, max_len must be set), and
-// refuses attention/positional options nothing read.
+// refuses own keys and attention/positional options nothing read.
 std::shared_ptr<Model> make_model(const ModelConfig& config, Generator& gen);
 // The same, as the kind a task needs; errors name the model type and what was expected.
 std::shared_ptr<Classifier> make_classifier(const ModelConfig& config, Generator& gen);
@@ -197,10 +212,15 @@ std::shared_ptr<LanguageModel> make_language_model(const ModelConfig& config, Ge
 
 }  // namespace relpos
 
-// In a model's .cpp: RELPOS_REGISTER_MODEL("name", Class); Class(const ModelConfig&, Generator&).
-#define RELPOS_REGISTER_MODEL(name, Type)                                                          \
-  static const bool RELPOS_REGISTRY_CONCAT(relpos_model_registered_, __LINE__) =                   \
-      ::relpos::model_registry().add(                                                              \
-          name, [](const ::relpos::ModelConfig& config, ::relpos::Generator& gen) {                \
-            return std::static_pointer_cast<::relpos::Model>(std::make_shared<Type>(config, gen)); \
-          })
+// In a model's .cpp: RELPOS_REGISTER_MODEL("name", Class), where Class has
+//   Class(const ModelConfig&, Generator&)   the builder
+//   static ModelType type()                 its task, about line, trunk defaults and key reader
+// (type().build is filled in here).
+#define RELPOS_REGISTER_MODEL(name, Class)                                                    \
+  static const bool RELPOS_REGISTRY_CONCAT(relpos_model_registered_, __LINE__) = [] {         \
+    ::relpos::ModelType type = Class::type();                                                 \
+    type.build = [](const ::relpos::ModelConfig& config, ::relpos::Generator& gen) {          \
+      return std::static_pointer_cast<::relpos::Model>(std::make_shared<Class>(config, gen)); \
+    };                                                                                        \
+    return ::relpos::model_registry().add(name, std::move(type));                             \
+  }()

@@ -9,17 +9,28 @@ namespace {
 
 class SequenceClassifier final : public Classifier {
  public:
-  SequenceClassifier(const ModelConfig& c, Generator& gen) : Classifier(c) {
-    encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(c, gen));
-    if (c.head == "mlp") {
+  static ModelType type() {
+    return {TaskKind::classification,
+            "one encoder, pooled, then a head (LRA ListOps / Text / Image, MNIST)",
+            {"gelu", "pre", "learned"},
+            [](const ModelConfig& c) { ClassifierConfig::read(c); },
+            {}};
+  }
+
+  SequenceClassifier(const ModelConfig& c, Generator& gen)
+      : Classifier(c), keys_(ClassifierConfig::read(c)) {
+    const ClassifierConfig& k = keys_;
+    k.check_sizes(c);
+    encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(c, k, gen));
+    if (k.head == "mlp") {
       head_ = register_module(
           "head", std::make_shared<MlpHead>(
-                      std::vector<int64_t>{c.model_dim, c.mlp_dim, c.num_classes}, c.dtype, gen));
+                      std::vector<int64_t>{c.model_dim, c.mlp_dim, k.num_classes}, c.dtype, gen));
     } else {  // tanh
       pooler_ = register_module(
           "pooler", std::make_shared<Linear>(c.model_dim, c.model_dim, true, c.dtype, gen));
       classifier_ = register_module(
-          "classifier", std::make_shared<Linear>(c.model_dim, c.num_classes, true, c.dtype, gen));
+          "classifier", std::make_shared<Linear>(c.model_dim, k.num_classes, true, c.dtype, gen));
     }
   }
 
@@ -30,9 +41,12 @@ class SequenceClassifier final : public Classifier {
     return classifier_->forward(tanh(pooler_->forward(pooled)));
   }
 
+  int64_t num_classes() const override { return keys_.num_classes; }
+  SpecialTokens special_tokens() const override { return encoder_->special_tokens(); }
   std::vector<std::string> warnings() const override { return encoder_->warnings("encoder"); }
 
  private:
+  ClassifierConfig keys_;
   std::shared_ptr<TransformerEncoder> encoder_;
   std::shared_ptr<MlpHead> head_;
   std::shared_ptr<Linear> pooler_, classifier_;

@@ -17,35 +17,67 @@ namespace {
 
 constexpr const char* kWho = "model";
 
-Options rel_xl_options(const ModelConfig& c) {
-  const std::string type = c.attention.get<std::string>("type", "rel_xl");
-  RELPOS_CHECK(type == "rel_xl", kWho,
-               "transformer_xl runs rel_xl attention (its relative positions); got attention "
-               "'{}': use causal_lm for other attention",
-               type);
-  RELPOS_CHECK(c.positional.empty(), kWho,
-               "transformer_xl has its own relative positions; remove model.positional (type "
-               "'{}') or use causal_lm",
-               c.positional.get<std::string>("type", ""));
+// transformer_xl's keys: the shell's, clamp_len (distances above it use its embedding; 0: none),
+// same_length (every query sees exactly mem_len keys) and untie_r (one u, v pair per layer).
+struct TransformerXlConfig : LmConfig {
+  int64_t clamp_len = 0;
+  bool same_length = false;
+  bool untie_r = false;
+
+  static TransformerXlConfig read(const ModelConfig& config) {
+    TransformerXlConfig c{LmConfig::read(config)};
+    c.clamp_len = config.own.get<int64_t>("clamp_len", c.clamp_len);
+    c.same_length = config.own.get<bool>("same_length", c.same_length);
+    c.untie_r = config.own.get<bool>("untie_r", c.untie_r);
+    RELPOS_CHECK(c.clamp_len >= 0, kWho, "clamp_len must be >= 0, got {}", c.clamp_len);
+    const std::string type = config.attention.get<std::string>("type", "rel_xl");
+    RELPOS_CHECK(type == "rel_xl", kWho,
+                 "transformer_xl runs rel_xl attention (its relative positions); got attention "
+                 "'{}': use causal_lm for other attention",
+                 type);
+    RELPOS_CHECK(config.positional.empty(), kWho,
+                 "transformer_xl has its own relative positions; remove model.positional (type "
+                 "'{}') or use causal_lm",
+                 config.positional.get<std::string>("type", ""));
+    RELPOS_CHECK(!config.attention.has("clamp_len"), kWho,
+                 "transformer_xl takes clamp_len from model.clamp_len, not from model.attention");
+    RELPOS_CHECK(config.positions == "none", kWho,
+                 "transformer_xl has relative positions only: positions must be 'none', got '{}'",
+                 config.positions);
+    if (config.index_first)
+      refuse_index_first_unless(false, "it computes softmax attention, got attention 'rel_xl'");
+    return c;
+  }
+};
+
+LmShell rel_xl_shell(const ModelConfig& c, const TransformerXlConfig& k) {
+  LmShell shell;
   // with(): the user's mapping stays as written, and its reads are still recorded there.
-  Options attention = c.attention.with("type", "rel_xl");
-  if (!attention.has("dropout"))
-    attention = attention.with("dropout", fmt::format("{}", c.attention_dropout));
-  RELPOS_CHECK(!attention.has("clamp_len"), kWho,
-               "transformer_xl takes clamp_len from model.clamp_len, not from model.attention");
-  return attention.with("clamp_len", std::to_string(c.clamp_len));
+  shell.attention = c.attention.with("type", "rel_xl");
+  shell.embedding_scale = std::sqrt(static_cast<double>(c.model_dim));
+  shell.context = {k.mem_len, k.clamp_len, k.same_length};
+  shell.tie_weights = k.tie_weights;
+  return shell;
 }
 
 class TransformerXl final : public LmTransformer {
  public:
+  static ModelType type() {
+    return {TaskKind::language_modelling,
+            "Transformer-XL: rel_xl blocks with segment memory (Dai et al. 2019)",
+            {"relu", "post", "none"},
+            [](const ModelConfig& c) { TransformerXlConfig::read(c); },
+            {}};
+  }
+
   TransformerXl(const ModelConfig& c, Generator& gen)
-      : LmTransformer(c, gen, rel_xl_options(c), std::sqrt(static_cast<double>(c.model_dim)),
-                      /*final_norm=*/false) {
-    RELPOS_CHECK(c.positions == "none", kWho,
-                 "transformer_xl has relative positions only: positions must be 'none', got '{}'",
-                 c.positions);
+      : TransformerXl(c, gen, TransformerXlConfig::read(c)) {}
+
+  TransformerXl(const ModelConfig& c, Generator& gen, const TransformerXlConfig& k)
+      : LmTransformer(c, gen, rel_xl_shell(c, k)) {
     check_context(context());
-    if (c.untie_r) return;
+    apply_context(context());
+    if (k.untie_r) return;
     // One u and one v for every layer (the reference's r_w_bias, r_r_bias), N(0, 0.02).
     auto& first = attention_of(0);
     r_w_bias_ = Var(first.r_w_bias().value().clone(), true);

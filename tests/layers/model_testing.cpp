@@ -12,7 +12,7 @@ namespace relpos::test {
 ModelConfig tiny_model_config(DType dtype) {
   ModelConfig c;
   c.vocab_size = 11;
-  c.num_classes = 3;
+  c.own.set("num_classes", 3);
   c.max_len = 8;
   c.num_layers = 2;
   c.num_heads = 2;

@@ -23,7 +23,7 @@ TEST_CASE(
     "image models: patch input embeds each patch of the image; padding and other lengths refused") {
   // A 6 x 6 image in 3 x 3 patches every 2 pixels: 9 tokens + the CLS vector.
   ModelConfig m = tiny_model_config();
-  m.input = "patches";
+  m.own.set("input", "patches");
   m.vocab_size = 256;
   m.max_len = 36;
   m.positional = test::options("model.positional", {{"type", "fastrpb2d"}});
@@ -64,13 +64,13 @@ TEST_CASE(
     "image models: learned2d positions place the pixels of a grid; [CLS] and [SEP] get their own") {
   // [CLS] + a 2 x 3 image + [SEP]: row [2, d] and col [3, d] for the pixels, special [2, d].
   ModelConfig m = tiny_model_config();
-  m.input = "pixels";
+  m.own.set("input", "pixels");
   m.vocab_size = 256;
-  m.cls = "token";
+  m.own.set("cls", "token");
   m.max_len = 6;
   m.positions = "learned2d";
-  m.position_grid = {2, 3};
-  m.position_init_std = 0.5;
+  m.own.set_list("position_grid", {"2", "3"});
+  m.own.set("position_init_std", 0.5);
   auto model = build_model(m);
   auto p = params_of(*model);
   CHECK(p.count("encoder.position.weight") == 0);
@@ -85,10 +85,10 @@ TEST_CASE(
        {"encoder.position.special", "encoder.position.row", "encoder.position.col"})
     CHECK_MESSAGE(sum(abs(p[name].grad())).item() > 0, name);
   // A CLS vector and no [SEP]: no special row is needed beyond the CLS's.
-  m.cls = "vector";
+  m.own.set("cls", "vector");
   CHECK(params_of(*build_model(m))["encoder.position.special"].shape() == Shape{1, 8});
   // The tables start at N(0, position_init_std): 400 x 100 draws.
-  m.position_grid = {400, 100};
+  m.own.set_list("position_grid", {"400", "100"});
   m.max_len = 40000;
   m.model_dim = 100;
   m.num_heads = 4;
@@ -110,27 +110,27 @@ TEST_CASE("image models: bad configs name the field, the value and what fits") {
         "8 (the tokens of the image, row-major), got []");
   CHECK(error([](ModelConfig& c) {
           c.positions = "learned2d";
-          c.position_grid = {3, 3};
+          c.own.set_list("position_grid", {"3", "3"});
         }) ==
         "[model] positions 'learned2d' needs position_grid: [rows, cols] with rows x cols = "
         "8 (the tokens of the image, row-major), got [3, 3]");
   CHECK(error([](ModelConfig& c) {
           c.positions = "learned2d";
-          c.position_grid = {-2, -4};
+          c.own.set_list("position_grid", {"-2", "-4"});
         }).find("got [-2, -4]") != std::string::npos);
   CHECK(error([](ModelConfig& c) {
-          c.position_grid = {2, 4};
+          c.own.set_list("position_grid", {"2", "4"});
         }) ==
         "[model] position_grid is read by positions 'learned2d' only, got positions 'learned'");
   CHECK(error([](ModelConfig& c) {
           c.type = "causal_lm";
           c.positions = "learned2d";
-          c.position_grid = {2, 4};
+          c.own.set_list("position_grid", {"2", "4"});
         }) ==
         "[model] positions 'learned2d' places the pixels of an image; causal_lm reads a "
         "sequence (use learned, sinusoidal or none)");
   const auto patches = [](ModelConfig& c) {
-    c.input = "patches";
+    c.own.set("input", "patches");
     c.vocab_size = 256;
     c.max_len = 36;
   };
@@ -142,18 +142,18 @@ TEST_CASE("image models: bad configs name the field, the value and what fits") {
         "pixels");
   CHECK(error([&](ModelConfig& c) {
           patches(c);
-          c.patch_stride = 4;
+          c.own.set("patch_stride", 4);
         }) ==
         "[model] input 'patches' needs patch_stride > 0 dividing the image side 6 and "
         "patch_size >= patch_stride (every pixel in a patch), got patch_size 3 "
         "patch_stride 4");
   CHECK(error([&](ModelConfig& c) {
           patches(c);
-          c.patch_size = -1;
+          c.own.set("patch_size", -1);
         }) == "[model] patch_size and patch_stride must be positive (or 0: 3 and 2), got -1 and 0");
   CHECK(error([&](ModelConfig& c) {
           patches(c);
-          c.cls = "token";
+          c.own.set("cls", "token");
         }) ==
         "[model] input 'patches' reads whole images: [CLS] / [SEP] ids among the pixels "
         "would be read as pixels (use cls: vector)");
@@ -163,20 +163,20 @@ TEST_CASE("image models: bad configs name the field, the value and what fits") {
         }) ==
         "[model] input 'patches' takes 8-bit values (ids 0-255): vocab_size must be 256, "
         "got 11");
-  CHECK(error([](ModelConfig& c) { c.patch_size = 3; }) ==
+  CHECK(error([](ModelConfig& c) { c.own.set("patch_size", 3); }) ==
         "[model] patch_size and patch_stride are read by input 'patches' only, got input "
         "'tokens'");
+  // Classifier keys are not a language model's: refused by name.
   CHECK(error([](ModelConfig& c) {
           c.type = "causal_lm";
-          c.patch_stride = 2;
-        }) ==
-        "[model] patch_size and patch_stride are read by input 'patches' only, got input "
-        "'tokens'");
+          c.own = Options("model");
+          c.own.set("patch_stride", 2);
+        }).find("[model] unknown option 'patch_stride'; known: mem_len,") == 0);
   // learned2d counts the patches, not the pixels.
   CHECK(error([&](ModelConfig& c) {
           patches(c);
           c.positions = "learned2d";
-          c.position_grid = {6, 6};
+          c.own.set_list("position_grid", {"6", "6"});
         }) ==
         "[model] positions 'learned2d' needs position_grid: [rows, cols] with rows x cols = "
         "9 (the tokens of the image, row-major), got [6, 6]");

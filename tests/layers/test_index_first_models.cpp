@@ -19,7 +19,7 @@ namespace {
 ModelConfig vaswani_config() {
   ModelConfig c = test::tiny_model_config(DType::f64);
   c.norm = "post";
-  c.embedding_norm = false;
+  c.own.set("embedding_norm", false);
   c.projection_bias = true;  // the bias goes with the token's row, once
   return c;
 }
@@ -57,11 +57,11 @@ TEST_CASE("index first: a classifier's first block equals the standard one (f64,
         Case{"vector", "sinusoidal", "stacked", false}, Case{"none", "none", "concat", true}}) {
     RELPOS_INFO("cls {} positions {} {} tied {}", k.cls, k.positions, k.combiner, k.tied);
     ModelConfig c = vaswani_config();
-    c.cls = k.cls;
-    c.pooling = k.cls == "none" ? "mean" : "cls";
+    c.own.set("cls", k.cls);
+    c.own.set("pooling", k.cls == "none" ? "mean" : "cls");
     c.positions = k.positions;
     c.head_combiner = k.combiner;
-    c.tied_blocks = k.tied;
+    c.own.set("tied_blocks", k.tied);
     ModelConfig fast = c;
     fast.index_first = true;
     auto standard = test::build_model(c, 3), indexed = test::build_model(fast, 3);
@@ -114,12 +114,12 @@ TEST_CASE("index first: refused wherever it would not be exact, saying why") {
   pre.norm = "pre";
   CHECK(err(pre) == head + "norm 'pre' normalizes the block's input first (use post)");
   ModelConfig bert = vaswani_config();
-  bert.embedding_norm = true;
+  bert.own.set("embedding_norm", true);
   CHECK(err(bert) == head +
                          "embedding_norm: true puts a LayerNorm on the embeddings (set it "
                          "false)");
   ModelConfig pixels = vaswani_config();
-  pixels.input = "pixels";
+  pixels.own.set("input", "pixels");
   pixels.vocab_size = 256;
   CHECK(err(pixels) == head + "input 'pixels' goes through a projection, not a lookup");
   ModelConfig linear = vaswani_config();
@@ -134,7 +134,7 @@ TEST_CASE("index first: refused wherever it would not be exact, saying why") {
   CHECK(err(dropatt) ==
         head + "it has no dropout on the attention weights: set attention_dropout: 0");
   ModelConfig memory = test::tiny_lm_config("causal_lm");
-  memory.mem_len = 4;
+  memory.own.set("mem_len", 4);
   memory.index_first = true;
   CHECK(test::error_of([&] { test::build_lm(memory); }) ==
         head + "a memory holds hidden states, not token ids: set mem_len: 0");

@@ -69,8 +69,8 @@ TEST_CASE("models: a tiny LRA classifier has torch names and shapes") {
   CHECK(model->special_tokens().sep_id == -1);
 
   // BERT style: [CLS]/[SEP] ids, projection biases, the pooler head, post-LN.
-  c.cls = "token";
-  c.head = "tanh";
+  c.own.set("cls", "token");
+  c.own.set("head", "tanh");
   c.norm = "post";
   c.projection_bias = true;
   auto bert = build_model(c);
@@ -92,7 +92,7 @@ TEST_CASE("models: tied blocks hold one block's parameters and apply it num_laye
   one.num_layers = 1;
   ModelConfig tied = tiny_model_config();
   tied.num_layers = 3;
-  tied.tied_blocks = true;
+  tied.own.set("tied_blocks", true);
   auto a = build_model(one, 5);
   auto b = build_model(tied, 5);  // the same draws: one block either way
   std::vector<std::string> na, nb;
@@ -152,8 +152,8 @@ TEST_CASE("models: appended padding leaves the logits unchanged, per variant and
     ModelConfig c = tiny_model_config();
     c.attention = test::options("model.attention", k.attention);
     c.positional = test::options("model.positional", k.positional);
-    c.cls = k.cls;
-    c.pooling = k.pooling;
+    c.own.set("cls", k.cls);
+    c.own.set("pooling", k.pooling);
     auto model = build_model(c, 3);
     model->eval();
     // Make the FastRPB weights large enough to matter (their init is ~1e-5).
@@ -207,11 +207,11 @@ TEST_CASE(
     std::vector<std::vector<int64_t>> rows = {{3, 1, 4, 1, 5}, {9, 2, 6}, {5, 3, 5, 8, 9, 7, 9}};
     if (!k.grid.empty()) {
       c.positional.set_list("grid", k.grid);
-      c.input = "pixels";
+      c.own.set("input", "pixels");
       c.vocab_size = 256;
       c.max_len = 6;
-      c.cls = "none";
-      c.pooling = "mean";
+      c.own.set("cls", "none");
+      c.own.set("pooling", "mean");
       c.positions = "none";
       rows = {{0, 255, 128, 7, 9, 200}, {255, 255, 0, 1, 17, 3}, {40, 80, 120, 160, 200, 240}};
     }
@@ -274,15 +274,15 @@ TEST_CASE(
   // Nothing to report where the term reaches the output: mean pooling, tied blocks (the one
   // block runs first too), the encoding on the CLS row (special_tokens_front: 0), no FastRPB.
   c.num_layers = 1;
-  c.cls = "none";
-  c.pooling = "mean";
+  c.own.set("cls", "none");
+  c.own.set("pooling", "mean");
   CHECK(build_model(c)->warnings().empty());
-  c.cls = "vector";
-  c.pooling = "cls";
+  c.own.set("cls", "vector");
+  c.own.set("pooling", "cls");
   c.num_layers = 2;
-  c.tied_blocks = true;
+  c.own.set("tied_blocks", true);
   CHECK(build_model(c)->warnings().empty());
-  c.tied_blocks = false;
+  c.own.set("tied_blocks", false);
   c.positional =
       test::options("model.positional", {{"type", "fastrpb"}, {"special_tokens_front", "0"}});
   CHECK(build_model(c)->warnings().empty());
@@ -317,10 +317,10 @@ TEST_CASE("models: pre-LN and post-LN both run and differ; absolute positions; p
 
   // MNIST style: 8-bit pixels as ids, [CLS] 256 and [SEP] 257 from a small "special" table.
   ModelConfig m = tiny_model_config();
-  m.input = "pixels";
+  m.own.set("input", "pixels");
   m.vocab_size = 256;
-  m.cls = "token";
-  m.head = "tanh";
+  m.own.set("cls", "token");
+  m.own.set("head", "tanh");
   m.norm = "post";
   m.positions = "learned";
   auto model = build_model(m);
@@ -347,8 +347,8 @@ TEST_CASE("models: dual encoder, concat and features, one shared encoder") {
     INFO(combine);
     ModelConfig c = tiny_model_config();
     c.type = "dual_encoder";
-    c.num_classes = 2;
-    c.combine = combine;
+    c.own.set("num_classes", 2);
+    c.own.set("combine", combine);
     auto model = build_model(c);
     auto p = params_of(*model);
     const int64_t in = std::string(combine) == "concat" ? 16 : 32;
@@ -380,7 +380,7 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
   };
   CHECK(error([](ModelConfig& c) { c.vocab_size = 0; }) ==
         "[model] vocab_size must be positive (0 means: take it from the dataset first), got 0");
-  CHECK(error([](ModelConfig& c) { c.num_classes = 0; }) ==
+  CHECK(error([](ModelConfig& c) { c.own.set("num_classes", 0); }) ==
         "[model] num_classes must be positive (0 means: take it from the dataset first), got 0");
   CHECK(error([](ModelConfig& c) { c.max_len = -1; }) ==
         "[model] max_len must be positive (0 means: take it from the dataset first), got -1");
@@ -395,21 +395,26 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
         "[model] unknown norm 'mid'; known: pre, post");
   CHECK(error([](ModelConfig& c) { c.positions = "rope"; }) ==
         "[model] unknown positions 'rope'; known: learned, learned2d, sinusoidal, none");
-  CHECK(error([](ModelConfig& c) { c.cls = "first"; }) ==
+  CHECK(error([](ModelConfig& c) { c.own.set("cls", "first"); }) ==
         "[model] unknown cls 'first'; known: vector, token, none");
-  CHECK(error([](ModelConfig& c) { c.pooling = "max"; }) ==
+  CHECK(error([](ModelConfig& c) { c.own.set("pooling", "max"); }) ==
         "[model] unknown pooling 'max'; known: cls, mean");
-  CHECK(error([](ModelConfig& c) { c.head = "linear"; }) ==
+  CHECK(error([](ModelConfig& c) { c.own.set("head", "linear"); }) ==
         "[model] unknown head 'linear'; known: mlp, tanh");
-  CHECK(error([](ModelConfig& c) { c.combine = "sum"; }) ==
-        "[model] unknown combine 'sum'; known: concat, features");
-  CHECK(error([](ModelConfig& c) { c.input = "bytes"; }) ==
+  CHECK(error([](ModelConfig& c) {
+          c.type = "dual_encoder";
+          c.own.set("combine", "sum");
+        }) == "[model] unknown combine 'sum'; known: concat, features");
+  CHECK(error([](ModelConfig& c) {
+          c.own.set("combine", "features");
+        }).find("[model] unknown option 'combine'; known: cls,") == 0);
+  CHECK(error([](ModelConfig& c) { c.own.set("input", "bytes"); }) ==
         "[model] unknown input 'bytes'; known: tokens, pixels, patches");
   CHECK(error([](ModelConfig& c) { c.activation = "silu"; }) ==
         "[model] unknown activation 'silu'; known: gelu, relu");
-  CHECK(error([](ModelConfig& c) { c.cls = "none"; }) ==
+  CHECK(error([](ModelConfig& c) { c.own.set("cls", "none"); }) ==
         "[model] pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
-  CHECK(error([](ModelConfig& c) { c.input = "pixels"; }) ==
+  CHECK(error([](ModelConfig& c) { c.own.set("input", "pixels"); }) ==
         "[model] input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got 11");
   CHECK(error([](ModelConfig& c) { c.type = "seq2seq"; }) ==
         fmt::format("[model] unknown model 'seq2seq'; known: {}",
@@ -455,7 +460,7 @@ TEST_CASE("models: a shared positional encoding is one module under every layer"
   auto separate = params_of(*build_model(c));
   CHECK(separate.count("encoder.layers.0.attn.positional.weight") == 1);
   CHECK(separate.count("encoder.layers.1.attn.positional.weight") == 1);
-  c.share_positional = true;
+  c.own.set("share_positional", true);
   auto shared = params_of(*build_model(c));
   CHECK(shared.count("encoder.layers.0.attn.positional.weight") == 1);
   CHECK(shared.count("encoder.layers.1.attn.positional.weight") == 0);  // listed once

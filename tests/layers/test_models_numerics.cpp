@@ -39,7 +39,7 @@ TEST_CASE("models: f64 parameter gradients match central differences") {
            {"vector", "concat"}, {"token", "concat"}, {"vector", "stacked"}}) {
     RELPOS_INFO("{} {}", cls, combiner);
     ModelConfig c = tiny_model_config(DType::f64);
-    c.cls = cls;
+    c.own.set("cls", cls);
     c.head_combiner = combiner;
     c.positional = test::options("model.positional", {{"type", "fastrpb"}});
     auto model = build_model(c, 11);
@@ -51,11 +51,11 @@ TEST_CASE("models: f64 parameter gradients match central differences") {
 TEST_CASE("models: f64 parameter gradients of an image model (patches, learned2d, FastRPB 2D)") {
   // A 6 x 6 image in 3 x 3 patches every 2 pixels: a 3 x 3 grid of tokens after the CLS vector.
   ModelConfig c = tiny_model_config(DType::f64);
-  c.input = "patches";
+  c.own.set("input", "patches");
   c.vocab_size = 256;
   c.max_len = 36;
   c.positions = "learned2d";
-  c.position_grid = {3, 3};
+  c.own.set_list("position_grid", {"3", "3"});
   c.positional = test::options("model.positional", {{"type", "fastrpb2d"}});
   c.positional.set_list("grid", {"3", "3"});
   auto model = build_model(c, 13);

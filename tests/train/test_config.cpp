@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "layers/models/classifier_config.h"
 #include "tests/harness.h"
 #include "train/config.h"
 
@@ -44,8 +45,8 @@ seed: 7
   CHECK(c.name == "demo");
   CHECK(c.model.num_layers == 3);
   CHECK(c.model.model_dim == 32);
-  CHECK(c.model.tied_blocks);
-  CHECK(c.model.num_heads == 4);  // default kept
+  CHECK(c.model.own.get<bool>("tied_blocks", false));  // a key of the model type
+  CHECK(c.model.num_heads == 4);                       // default kept
   CHECK(c.model.attention.get<std::string>("feature_map", "") == "sikf");
   CHECK(c.model.positional.get_list<int64_t>("grid", {}) == std::vector<int64_t>{14, 14});
   CHECK(c.data.dir == "data/mnist");
@@ -140,31 +141,31 @@ TEST_CASE("config: every user error names the key path and what is valid") {
   SUBCASE("wrong type") {
     CHECK(load_error(good, {"model.num_layers=many"}) ==
           "[config] model.num_layers: expected an integer, got 'many'");
+    // The model type's own keys are read by the type (Options): "[model] option ...".
     CHECK(load_error(good, {"model.tied_blocks=maybe"}) ==
-          "[config] model.tied_blocks: expected true or false, got 'maybe'");
+          "[model] option 'tied_blocks' must be true or false, got 'maybe'");
     CHECK(load_error(good, {"model.num_layers=[1, 2]"}) ==
           "[config] model.num_layers: expected an integer, got a list");
     CHECK(load_error(good, {"model=3"}) == "[config] 'model' must be a mapping");
-    CHECK(load_error(good, {"model.position_grid=14"}) ==
-          "[config] model.position_grid: expected a list of integers like [14, 14], got '14'");
-    CHECK(load_error(good, {"model.position_grid={a: 1}"}) ==
-          "[config] model.position_grid: expected a list of integers like [14, 14], got a "
-          "mapping");
-    CHECK(load_error(good, {"model.position_grid=[14, x]"}) ==
-          "[config] model.position_grid: expected a list of integers like [14, 14], got an item "
-          "'x'");
-    CHECK(load_error(good, {"model.position_grid=[[14], 14]"}) ==
-          "[config] model.position_grid: expected a list of integers like [14, 14], got an item "
-          "'(a list)'");
+    const std::string grid = "model.positions=learned2d";
+    CHECK(load_error(good, {grid, "model.position_grid={a: 1}"}) ==
+          "[config] model.position_grid: nested mappings are not options");
+    CHECK(load_error(good, {grid, "model.position_grid=[14, x]"}) ==
+          "[model] option 'position_grid' must be an integer, got 'x'");
+    CHECK(load_error(good, {grid, "model.position_grid=[[14], 14]"}) ==
+          "[config] model.position_grid: list items must be scalars");
+    CHECK(load_error(good, {"model.position_grid=[14, 14]"}) ==
+          "[model] position_grid is read by positions 'learned2d' only, got positions 'learned'");
   }
   SUBCASE("an image model's keys") {
     const RunConfig c =
         load_config(good, {"model.input=patches", "model.patch_size=5", "model.patch_stride=4",
                            "model.positions=learned2d", "model.position_grid=[7, 7]"});
-    CHECK(c.model.input == "patches");
-    CHECK(c.model.patch_size == 5);
-    CHECK(c.model.patch_stride == 4);
-    CHECK(c.model.position_grid == std::vector<int64_t>{7, 7});
+    const ClassifierConfig k = ClassifierConfig::read(c.model);
+    CHECK(k.input == "patches");
+    CHECK(k.patch_size == 5);
+    CHECK(k.patch_stride == 4);
+    CHECK(k.position_grid == std::vector<int64_t>{7, 7});
   }
   SUBCASE("missing file, also as a base") {
     CHECK(load_error((dir.path / "nope.yaml").string()) ==

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "datasets/prepare.h"
+#include "layers/models/classifier_config.h"
 #include "layers/models/model.h"
 #include "tests/harness.h"
 #include "tools/relpos/reproduce.h"
@@ -111,9 +112,9 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
         if (scale.name == "cpu" && cell.task == "mnist") {
           // The floor: at least 14x14 tokens of the image, 2-D FastRPB on that grid,
           // >= 2 blocks.
-          ModelConfig image = config.model;
-          image.max_len = (28 / config.data.image_pool) * (28 / config.data.image_pool);
-          CHECK(content_tokens(image) >= 14 * 14);
+          const int64_t pixels = (28 / config.data.image_pool) * (28 / config.data.image_pool);
+          CHECK(ClassifierConfig::read(with_model_defaults(config.model)).content_tokens(pixels) >=
+                14 * 14);
           CHECK(config.model.num_layers >= 2);
           if (cell.pe == "fastrpb2d")
             CHECK(config.model.positional.get_list<int64_t>("grid", {}) ==

@@ -178,10 +178,16 @@ TEST_CASE("lm training: the same bits at 1 and 2 threads, so load on the machine
 TEST_CASE("lm training: a classifier on a corpus, or a language model on labels, is refused") {
   test::ScratchDir scratch;
   const std::string data = make_corpus(scratch);
-  const RunConfig wrong = tiny_lm(scratch, data, "wrong", {"model.type=sequence_classifier"});
+  const RunConfig wrong =
+      tiny_lm(scratch, data, "wrong", {"model.type=sequence_classifier", "model.mem_len=null"});
   CHECK(test::error_of([&] { make_task(wrong, Device::cpu(), {"val"}); })
-            .find("model.type 'sequence_classifier' is a classifier, but data.dataset 'chars' is "
-                  "a character corpus") != std::string::npos);
+            .find("model.type 'sequence_classifier' is for classification, but data.dataset "
+                  "'chars' is for language modelling (use causal_lm or transformer_xl)") !=
+        std::string::npos);
+  // A key of another model type is refused by name when the config is read.
+  CHECK(test::error_of([&] {
+          tiny_lm(scratch, data, "wrong", {"model.type=sequence_classifier"});
+        }).find("[config] unknown key 'model.mem_len'; valid keys of 'model': ") == 0);
   const RunConfig no_len = tiny_lm(scratch, data, "no_len", {"data.tgt_len=0"});
   CHECK(test::error_of([&] {
           make_task(no_len, Device::cpu(), {"val"});

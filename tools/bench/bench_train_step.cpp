@@ -90,9 +90,10 @@ Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, 
         .to(device);
   };
   LmState memory;
-  if (model_config.mem_len > 0) {  // a full memory, as every segment after the first has
+  const int64_t mem_len = model->context().mem_len;
+  if (mem_len > 0) {  // a full memory, as every segment after the first has
     NoGradGuard no_grad;
-    memory = model->forward(random_ids(model_config.mem_len), {}).state;
+    memory = model->forward(random_ids(mem_len), {}).state;
   }
   const Tensor inputs = random_ids(len), targets = random_ids(len).reshape({batch * len});
   const double clip = config.train.clip_grad_norm;

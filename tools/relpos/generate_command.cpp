@@ -98,7 +98,9 @@ int generate_command(const std::vector<std::string>& args) {
   Tensor vocabulary;
   for (const auto& [name, t] : data.state)
     if (name == "vocabulary") vocabulary = t;
-  RELPOS_CHECK(vocabulary.defined() && is_language_model(config.model.type), "generate",
+  RELPOS_CHECK(vocabulary.defined() &&
+                   model_registry().at(config.model.type).task == TaskKind::language_modelling,
+               "generate",
                "'{}' is not a language-model checkpoint (no vocabulary; model.type '{}')",
                checkpoint, config.model.type);
   const std::vector<uint8_t> symbols = vocabulary.to_vector<uint8_t>();
