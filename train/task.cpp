@@ -15,9 +15,7 @@ std::unique_ptr<Task> make_language_model_task(const RunConfig& config, Device d
                                                const std::vector<std::string>& splits);
 
 bool is_language_modelling(const DataConfig& data) {
-  for (const char* corpus : {"enwik8", "text8", "moby-dick", "chars"})
-    if (data.dataset == corpus) return true;
-  return false;
+  return dataset_task_kind(data) == TaskKind::language_modelling;
 }
 
 std::unique_ptr<Task> make_task(const RunConfig& config, Device device,

@@ -49,7 +49,7 @@ seed: 7
   CHECK(c.model.attention.get<std::string>("feature_map", "") == "sikf");
   CHECK(c.model.positional.get_list<int64_t>("grid", {}) == std::vector<int64_t>{14, 14});
   CHECK(c.data.dir == "data/mnist");
-  CHECK(c.data.image_pool == 2);
+  CHECK(c.data.own.get<int64_t>("image_pool", 1) == 2);
   CHECK(c.optimizer.get<double>("lr", 0) == 1e-3);
   CHECK(c.optimizer.get_list<double>("betas", {}) == std::vector<double>{0.9, 0.98});
   CHECK(c.train.epochs == 2);
