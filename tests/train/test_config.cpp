@@ -113,6 +113,16 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(e.find("valid keys of 'model'") != std::string::npos);
     CHECK(e.find("num_layers") != std::string::npos);
   }
+  SUBCASE("data: the dataset reads its own keys; a key it does not read lists the valid ones") {
+    const std::string e = load_error(good, {"data.image_pool=2", "data.dataset=listops"});
+    CHECK(e.find("[config] unknown key 'data.image_pool'; valid keys of 'data': ") == 0);
+    CHECK(e.find("batch_size") != std::string::npos);
+    CHECK(e.find("tokenizer") != std::string::npos);  // listops's own key
+    CHECK(load_error(good, {"data.dataset=mnsit"})
+              .find("[config] unknown dataset 'mnsit'; known: ") == 0);
+    CHECK(load_error(good, {"data.dataset="}).find("[config] data.dataset is required (aan, ") ==
+          0);
+  }
   SUBCASE("a repeated key names both lines (YAML would keep only the last)") {
     const std::string twice =
         dir.write("twice.yaml",
