@@ -1,21 +1,16 @@
-// The datasets `relpos data prepare` makes here, by name (datasets/prepare.h).
-#include <map>
-
+// `relpos data prepare` by name (datasets/prepare.h), read from the dataset registry.
 #include "datasets/prepare.h"
+
+#include "datasets/dataset_registry.h"
 
 namespace relpos {
 
 Preparer find_preparer(const std::string& name) {
-  static const std::map<std::string, Preparer> table = {
-      {"listops", prepare_listops},
-      {"mnist", prepare_mnist},
-      {"fashion-mnist", prepare_fashion_mnist},
-      {"enwik8", prepare_enwik8},
-      {"text8", prepare_text8},
-      {"moby-dick", prepare_moby_dick},
-  };
-  const auto it = table.find(name);
-  return it == table.end() ? Preparer() : it->second;
+  return dataset_registry().contains(name) ? dataset_registry().at(name).prepare : Preparer();
+}
+
+std::string download_instructions(const std::string& name) {
+  return dataset_registry().at(name, "data prepare").how_to_get;
 }
 
 }  // namespace relpos

@@ -25,12 +25,14 @@ std::string prepare_enwik8(const PrepareRequest& request);  // --from FILE[.zip]
 std::string prepare_text8(const PrepareRequest& request);   // --from FILE[.zip]
 std::string prepare_moby_dick(const PrepareRequest& request);
 
-// The preparer of a dataset made here (listops, mnist, fashion-mnist, enwik8, text8, moby-dick);
-// an empty function for any other name.
 using Preparer = std::function<std::string(const PrepareRequest&)>;
+
+// The registered preparer of dataset `name` (datasets/dataset_registry.h); an empty function
+// for a dataset that cannot be made here and for an unknown name.
 Preparer find_preparer(const std::string& name);
 
-// Where to get a dataset that cannot be made here (imdb, aan, cifar10), and the layout expected.
+// How to get dataset `name` and the layout its reader expects (its registry entry's text); an
+// unknown name fails listing the registered ones.
 std::string download_instructions(const std::string& name);
 
 }  // namespace relpos

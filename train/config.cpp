@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "datasets/dataset_registry.h"
 
 namespace relpos {
 namespace {
@@ -335,31 +336,26 @@ void read_model(Section s, ModelConfig& m) {
   s.finish_with(m.own);
 }
 
+// The keys every dataset has; the rest belong to the dataset, whose registry entry reads and
+// checks them (datasets/dataset_registry.h).
 void read_data(Section s, DataConfig& d) {
   s.read("dataset", d.dataset);
   s.read("dir", d.dir);
   s.read("max_len", d.max_len);
   s.read("batch_size", d.batch_size);
   s.read("eval_batch_size", d.eval_batch_size);
-  s.read("tokenizer", d.tokenizer);
-  s.read("val_fraction", d.val_fraction);
   s.read("train_limit", d.train_limit);
   s.read("eval_limit", d.eval_limit);
-  s.read("image_pool", d.image_pool);
   s.read("prefetch", d.prefetch);
   s.read("drop_last", d.drop_last);
   s.read("tgt_len", d.tgt_len);
-  s.finish();
-  RELPOS_CHECK(!d.dataset.empty(), kWho,
-               "data.dataset is required (mnist, fashion-mnist, listops, imdb, aan, cifar10; "
-               "enwik8, text8, moby-dick, chars)");
+  RELPOS_CHECK(!d.dataset.empty(), kWho, "data.dataset is required ({})", dataset_names());
+  d.own = s.rest("data");
+  dataset_registry().at(d.dataset, kWho).make(d.own);  // reads and checks its own keys
+  s.finish_with(d.own);
   RELPOS_CHECK(d.tgt_len >= 0, kWho, "data.tgt_len must be >= 0, got {}", d.tgt_len);
   RELPOS_CHECK(d.batch_size > 0 && d.eval_batch_size >= 0, kWho,
                "data.batch_size must be positive, got {}", d.batch_size);
-  RELPOS_CHECK(d.val_fraction >= 0 && d.val_fraction < 1, kWho,
-               "data.val_fraction must be in [0, 1), got {}", d.val_fraction);
-  RELPOS_CHECK(d.image_pool >= 1 && 28 % d.image_pool == 0, kWho,
-               "data.image_pool must divide 28 (1, 2, 4, 7, 14), got {}", d.image_pool);
   RELPOS_CHECK(d.max_len >= 0 && d.train_limit >= 0 && d.eval_limit >= 0 && d.prefetch >= 0, kWho,
                "data.max_len, train_limit, eval_limit and prefetch must be >= 0");
   if (d.dir.empty()) d.dir = "data/" + d.dataset;

@@ -18,26 +18,22 @@
 namespace relpos {
 
 struct DataConfig {
-  // Classification: mnist | fashion-mnist (IDX), listops (TSV), imdb (aclImdb/), aan (TSV
-  // pairs), cifar10 (binary batches). Language modelling (train.txt, valid.txt, test.txt):
-  // enwik8, text8, moby-dick, chars (any folder of the three).
+  // A name in the dataset registry (datasets/dataset_registry.h; `relpos list` prints them).
   std::string dataset;
   std::string dir;      // where the files are; default data/<dataset>
-  int64_t max_len = 0;  // content tokens kept per sequence; 0: the dataset's LRA length
-  // Language modelling (enwik8, text8, moby-dick, chars): batch_size rows of the stream read in
-  // segments of tgt_len tokens (Transformer-XL's LMOrderedIterator).
+  int64_t max_len = 0;  // content tokens kept per sequence; 0: the dataset's default length
+  // Language modelling: batch_size rows of the stream read in segments of tgt_len tokens
+  // (Transformer-XL's LMOrderedIterator).
   int64_t tgt_len = 0;
   int64_t batch_size = 32;
-  int64_t eval_batch_size = 0;    // 0: batch_size
-  std::string tokenizer = "lra";  // listops: lra | lra_2021
-  // Datasets without a validation split (mnist, fashion-mnist, imdb) take it from the end of the
-  // training split: this fraction of it (0: validate on the test split, as the LRA Text setup).
-  double val_fraction = 0.1;
-  int64_t train_limit = 0;  // keep the first N training examples (0: all)
-  int64_t eval_limit = 0;   // keep the first N validation and test examples (0: all)
-  int64_t image_pool = 1;   // mnist / fashion-mnist: average-pool the 28x28 image by this factor
-  int64_t prefetch = 2;     // batches assembled ahead on a background thread
-  bool drop_last = false;   // drop the last incomplete training batch (LRA Retrieval)
+  int64_t eval_batch_size = 0;  // 0: batch_size
+  int64_t train_limit = 0;      // keep the first N training examples (0: all)
+  int64_t eval_limit = 0;       // keep the first N validation and test examples (0: all)
+  int64_t prefetch = 2;         // batches assembled ahead on a background thread
+  bool drop_last = false;       // drop the last incomplete training batch (LRA Retrieval)
+  // The dataset's own keys (e.g. image_pool, tokenizer, val_fraction, tokens), read and checked
+  // by its registry entry.
+  Options own{"data"};
 };
 
 struct TrainConfig {

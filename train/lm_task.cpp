@@ -12,35 +12,21 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/comm/comm.h"
 #include "datasets/char_corpus.h"
 #include "datasets/lm_batches.h"
-#include "datasets/prepare.h"
 #include "train/distributed.h"
 #include "train/predictions.h"
 #include "train/task.h"
+#include "train/task_data.h"
 
 namespace relpos {
 namespace {
 
 constexpr const char* kWho = "lm";
-
-// The corpus of data.dir, or an error saying how to make it.
-CharCorpus load_corpus(const DataConfig& data) {
-  const std::filesystem::path train = std::filesystem::path(data.dir) / "train.txt";
-  if (!std::filesystem::exists(train)) {
-    const std::string how =
-        data.dataset == "chars"
-            ? "put train.txt, valid.txt and test.txt there"
-            : fmt::format("run relpos data prepare {} --out {}", data.dataset, data.dir);
-    fail("data", "no {} ({} has no prepared splits): {}", train.string(), data.dataset, how);
-  }
-  return read_char_splits(data.dir);
-}
 
 Tensor vocabulary_tensor(const CharCorpus& corpus) {
   std::vector<uint8_t> bytes = corpus.symbols;

@@ -15,23 +15,21 @@ std::unique_ptr<Task> make_language_model_task(const RunConfig& config, Device d
                                                const std::vector<std::string>& splits);
 
 bool is_language_modelling(const DataConfig& data) {
-  for (const char* corpus : {"enwik8", "text8", "moby-dick", "chars"})
-    if (data.dataset == corpus) return true;
-  return false;
+  return dataset_task_kind(data) == TaskKind::language_modelling;
 }
 
 std::unique_ptr<Task> make_task(const RunConfig& config, Device device,
                                 const std::vector<std::string>& splits) {
   RELPOS_CHECK(!splits.empty(), "task", "no split to load");
-  const bool lm = is_language_modelling(config.data);
   const TaskKind model_task = model_registry().at(config.model.type).task;
-  const TaskKind data_task = lm ? TaskKind::language_modelling : TaskKind::classification;
+  const TaskKind data_task = dataset_task_kind(config.data);
   RELPOS_CHECK(model_task == data_task, "config",
                "model.type '{}' is for {}, but data.dataset '{}' is for {} (use {})",
                config.model.type, task_kind_name(model_task), config.data.dataset,
                task_kind_name(data_task), fmt::join(model_types_for(data_task), " or "));
-  return lm ? make_language_model_task(config, device, splits)
-            : make_classification_task(config, device, splits);
+  return data_task == TaskKind::language_modelling
+             ? make_language_model_task(config, device, splits)
+             : make_classification_task(config, device, splits);
 }
 
 std::string selection_metric(const RunConfig& config, const Task& task) {

@@ -54,12 +54,12 @@ class Task {
   virtual void restore_state(const CheckpointData& data) {}
 };
 
-// The task of `config` (by data.dataset: a character corpus is language modelling), with the
+// The task of `config` (by data.dataset's task kind in the dataset registry), with the
 // model built from config.seed and moved to `device`, and the data of `splits` loaded.
 std::unique_ptr<Task> make_task(const RunConfig& config, Device device,
                                 const std::vector<std::string>& splits = {"train", "val", "test"});
 
-// Whether data.dataset names a character corpus for language modelling.
+// Whether data.dataset is registered for language modelling (datasets/dataset_registry.h).
 bool is_language_modelling(const DataConfig& data);
 
 // The metric train.metric names, or the task's default; errors when the task has no such metric.

@@ -178,6 +178,7 @@ TEST_CASE("idx prepare: download instructions give the URLs; unknown names list 
   } catch (const Error& e) {
     error = e.what();
   }
-  CHECK(error.find("[data prepare] unknown dataset 'cifar100'; known: listops, mnist, ") == 0);
-  CHECK(error.find("cifar10") != std::string::npos);
+  CHECK(error.find("[data prepare] unknown dataset 'cifar100'; known: aan, ") == 0);
+  for (const char* known : {"cifar10", "listops", "mnist"})
+    CHECK(error.find(known) != std::string::npos);
 }

@@ -50,7 +50,7 @@ seed: 7
   CHECK(c.model.attention.get<std::string>("feature_map", "") == "sikf");
   CHECK(c.model.positional.get_list<int64_t>("grid", {}) == std::vector<int64_t>{14, 14});
   CHECK(c.data.dir == "data/mnist");
-  CHECK(c.data.image_pool == 2);
+  CHECK(c.data.own.get<int64_t>("image_pool", 1) == 2);
   CHECK(c.optimizer.get<double>("lr", 0) == 1e-3);
   CHECK(c.optimizer.get_list<double>("betas", {}) == std::vector<double>{0.9, 0.98});
   CHECK(c.train.epochs == 2);
@@ -113,6 +113,16 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(e.find("unknown key 'model.num_layer'") != std::string::npos);
     CHECK(e.find("valid keys of 'model'") != std::string::npos);
     CHECK(e.find("num_layers") != std::string::npos);
+  }
+  SUBCASE("data: the dataset reads its own keys; a key it does not read lists the valid ones") {
+    const std::string e = load_error(good, {"data.image_pool=2", "data.dataset=listops"});
+    CHECK(e.find("[config] unknown key 'data.image_pool'; valid keys of 'data': ") == 0);
+    CHECK(e.find("batch_size") != std::string::npos);
+    CHECK(e.find("tokenizer") != std::string::npos);  // listops's own key
+    CHECK(load_error(good, {"data.dataset=mnsit"})
+              .find("[config] unknown dataset 'mnsit'; known: ") == 0);
+    CHECK(load_error(good, {"data.dataset="}).find("[config] data.dataset is required (aan, ") ==
+          0);
   }
   SUBCASE("a repeated key names both lines (YAML would keep only the last)") {
     const std::string twice =

@@ -48,7 +48,8 @@ std::shared_ptr<Model> build_model(const RunConfig& config) {
                                     ? sizes.at(config.data.dataset)
                                     : std::pair<int64_t, int64_t>{256, 2};
   ModelConfig model = config.model;
-  complete_model_config(model, config, config.data.tokenizer == "lra_2021" ? 16 : vocab, classes);
+  const bool lra_2021 = config.data.own.get<std::string>("tokenizer", "") == "lra_2021";
+  complete_model_config(model, config, lra_2021 ? 16 : vocab, classes);
   Generator gen(config.seed);
   return make_model(model, gen);
 }
@@ -112,7 +113,8 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
         if (scale.name == "cpu" && cell.task == "mnist") {
           // The floor: at least 14x14 tokens of the image, 2-D FastRPB on that grid,
           // >= 2 blocks.
-          const int64_t pixels = (28 / config.data.image_pool) * (28 / config.data.image_pool);
+          const auto pool = config.data.own.get<int64_t>("image_pool", 1);
+          const int64_t pixels = (28 / pool) * (28 / pool);
           CHECK(ClassifierConfig::read(with_model_defaults(config.model)).content_tokens(pixels) >=
                 14 * 14);
           CHECK(config.model.num_layers >= 2);

@@ -22,9 +22,7 @@ constexpr const char* kUsage =
     "       relpos bench attention [--lengths 1024,2048,...] [--device cpu|cuda] [--json] ...\n"
     "       relpos list [--combinations]\n"
     "       relpos --version\n"
-    "       relpos COMMAND --help\n"
-    "datasets: listops, mnist, fashion-mnist, moby-dick (made here); enwik8, text8 (--from the\n"
-    "file you downloaded); imdb, aan, cifar10 (printed: where to get them and the layout)\n";
+    "       relpos COMMAND --help\n";
 
 }  // namespace
 

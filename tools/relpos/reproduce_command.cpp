@@ -35,7 +35,7 @@ constexpr const char* kUsage =
     "runs/reproduce/all-<scale>) and writes report.md there.\n"
     "Finished runs are skipped, so a rerun resumes the grid; --resume also continues a run\n"
     "that was interrupted from its last checkpoint. --data-dir holds one folder per dataset\n"
-    "(mnist, listops, imdb, aan, cifar10; default data/). --only keeps the cells whose name\n"
+    "the table's configs name (data.dataset; default data/). --only keeps the cells whose name\n"
     "(e.g. lra/text/linear_sikf_fastrpb) contains PATTERN (figure3: a list of bench variants).\n"
     "--seeds N overrides the scale's number of seeds. --runs DIR reports the cells' run\n"
     "directories found in DIR and trains nothing (without it: --out, whose missing cells are\n"

@@ -1,0 +1,151 @@
+// The `tsv` dataset: the user's own labelled text. data.dir holds train.tsv, valid.tsv and
+// test.tsv, one example per line as `label<TAB>text` (a final line without '\n' and CRLF line ends
+// are fine), labels 0..C-1 with C = 1 + the largest training label. Own key `data.tokens`:
+//   bytes (default): id = byte + 1, 0 = padding, vocab 257 (as datasets/imdb.h);
+//   words: split on whitespace; 0 = padding, 1 = a word not in the training split, then the
+//          training split's words in order of first appearance; vocab 2 + distinct words.
+// Texts are cut to data.max_len tokens (default 512). Every malformed line is an error naming the
+// file and the line: no tab, a label that is not a non-negative integer, an empty text, a label
+// of valid/test that is not a training class.
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "datasets/dataset_registry.h"
+#include "datasets/read_error.h"
+
+namespace relpos {
+
+namespace {
+
+constexpr const char* kReader = "tsv";
+
+struct Line {
+  int64_t number = 0;  // 1-based
+  int64_t label = 0;
+  std::string text;
+};
+
+// The examples of one file, each line checked; `path` names it in errors.
+std::vector<Line> read_lines(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_file_bytes(kReader, path);
+  const std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::vector<Line> lines;
+  int64_t number = 0;
+  for (size_t start = 0; start < all.size();) {
+    const size_t end = std::min(all.find('\n', start), all.size());
+    std::string_view line = all.substr(start, end - start);
+    start = end + 1;
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const size_t tab = line.find('\t');
+    if (tab == std::string_view::npos)
+      read_error(kReader, path, at_line(number), "no tab; expected label<TAB>text");
+    const std::string_view label = line.substr(0, tab);
+    Line parsed{number, 0, std::string(line.substr(tab + 1))};
+    const auto [at, ec] = std::from_chars(label.data(), label.data() + label.size(), parsed.label);
+    if (label.empty() || ec != std::errc() || at != label.data() + label.size())
+      read_error(kReader, path, at_line(number),
+                 "label '" + std::string(label) + "' is not an integer; expected 0, 1, 2, ...");
+    if (parsed.label < 0)
+      read_error(kReader, path, at_line(number),
+                 "label " + std::to_string(parsed.label) + " is negative; expected 0, 1, 2, ...");
+    if (parsed.text.empty())
+      read_error(kReader, path, at_line(number), "empty text; expected label<TAB>text");
+    lines.push_back(std::move(parsed));
+  }
+  if (lines.empty()) read_error(kReader, path, at_line(1), "no examples; expected label<TAB>text");
+  return lines;
+}
+
+// The whitespace-separated words of `text`.
+std::vector<std::string_view> words_of(std::string_view text) {
+  std::vector<std::string_view> words;
+  constexpr std::string_view kSpace = " \t\r\v\f";
+  for (size_t start = text.find_first_not_of(kSpace); start != std::string_view::npos;) {
+    const size_t end = std::min(text.find_first_of(kSpace, start), text.size());
+    words.push_back(text.substr(start, end - start));
+    start = text.find_first_not_of(kSpace, end);
+  }
+  return words;
+}
+
+// data.tokens: true for words, false for bytes.
+bool reads_words(const Options& own) {
+  const auto tokens = own.get<std::string>("tokens", "bytes");
+  RELPOS_CHECK(tokens == "bytes" || tokens == "words", "config",
+               "data.tokens must be bytes or words, got '{}'", tokens);
+  return tokens == "words";
+}
+
+class TsvSource final : public DatasetSource {
+ public:
+  explicit TsvSource(const Options& own) : words_(reads_words(own)) {}
+  int64_t default_length() const override { return 512; }
+
+  Dataset read_split(const DataFolder& folder, const std::string& split,
+                     int64_t max_len) const override {
+    const std::string train_path = folder.file("train.tsv");
+    const std::vector<Line> train = read_lines(train_path);
+    int64_t classes = 0;
+    std::unordered_map<std::string, int32_t> vocabulary;  // word -> id (words only)
+    for (const Line& line : train) {
+      classes = std::max(classes, line.label + 1);
+      if (words_)
+        for (std::string_view word : words_of(line.text))
+          vocabulary.emplace(word, static_cast<int32_t>(vocabulary.size()) + 2);
+    }
+    const std::string path =
+        split == "train" ? train_path : folder.file(split == "val" ? "valid.tsv" : "test.tsv");
+    Dataset d;
+    d.name = folder.dataset + "/" + split;
+    d.vocab_size = words_ ? 2 + static_cast<int64_t>(vocabulary.size()) : 257;
+    d.num_classes = classes;
+    for (const Line& line : split == "train" ? train : read_lines(path)) {
+      if (line.label >= classes)
+        read_error(kReader, path, at_line(line.number),
+                   "label " + std::to_string(line.label) + " is not a class of " + train_path +
+                       " (0 to " + std::to_string(classes - 1) + ")");
+      Example e;
+      e.label = line.label;
+      if (words_) {
+        const std::vector<std::string_view> words = words_of(line.text);
+        if (words.empty())
+          read_error(kReader, path, at_line(line.number),
+                     "no words in the text; expected label<TAB>text");
+        for (std::string_view word : words) {
+          if (static_cast<int64_t>(e.tokens.size()) == max_len) break;
+          const auto it = vocabulary.find(std::string(word));
+          e.tokens.push_back(it == vocabulary.end() ? 1 : it->second);
+        }
+      } else {
+        const size_t n = std::min(line.text.size(), static_cast<size_t>(max_len));
+        for (size_t i = 0; i < n; ++i)
+          e.tokens.push_back(static_cast<int32_t>(static_cast<uint8_t>(line.text[i])) + 1);
+      }
+      d.examples.push_back(std::move(e));
+    }
+    return d;
+  }
+
+ private:
+  bool words_;
+};
+
+}  // namespace
+
+RELPOS_REGISTER_DATASET(
+    "tsv",
+    {.kind = TaskKind::classification,
+     .description = "your own labelled text: train.tsv, valid.tsv, test.tsv of label<TAB>text",
+     .how_to_get =
+         "tsv is your own labelled text: put train.tsv, valid.tsv and test.tsv in DIR, one\n"
+         "  example per line as label<TAB>text with labels 0, 1, 2, ... (valid and test use the\n"
+         "  classes of train); data.tokens: bytes (default) or words.",
+     .make = make_source<TsvSource>,
+     .prepare = nullptr});
+
+}  // namespace relpos

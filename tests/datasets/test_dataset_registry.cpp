@@ -1,0 +1,81 @@
+// The dataset registry: every entry describes itself and says how to get its files, unknown names
+// list the registered ones, missing files say how to get them, and MNIST pooling (now the MNIST
+// family's own transform) averages blocks.
+#include <string>
+
+#include "datasets/dataset_registry.h"
+#include "datasets/mnist_family.h"
+#include "tests/harness.h"
+
+using namespace relpos;
+using relpos::test::error_of;
+
+TEST_CASE("dataset registry: every dataset has a description, a task kind and a way to get it") {
+  const std::vector<std::string> names = dataset_registry().names();
+  REQUIRE(names.size() >= 10);
+  int classification = 0, language_modelling = 0;
+  for (const std::string& name : names) {
+    CAPTURE(name);
+    const DatasetEntry& entry = dataset_registry().at(name);
+    CHECK(!entry.description.empty());
+    CHECK(entry.description.find('\n') == std::string::npos);  // one line
+    CHECK((entry.prepare || !entry.how_to_get.empty()));
+    CHECK(!entry.how_to_get.empty());
+    (entry.kind == TaskKind::classification ? classification : language_modelling) += 1;
+    // Every dataset builds from no keys of its own (all of them have defaults).
+    const auto source = entry.make(Options("data"));
+    REQUIRE(source != nullptr);
+    if (entry.kind == TaskKind::classification) CHECK(source->default_length() > 0);
+  }
+  CHECK(classification > 0);
+  CHECK(language_modelling > 0);
+}
+
+TEST_CASE("dataset registry: an unknown name lists every registered one") {
+  const std::string error = error_of([] { dataset_registry().at("mnsit"); });
+  CHECK(error.find("[data] unknown dataset 'mnsit'; known: ") == 0);
+  for (const std::string& name : dataset_registry().names()) {
+    CAPTURE(name);
+    CHECK(error.find(name) != std::string::npos);
+  }
+  CHECK(error_of([] {
+          make_dataset_source("cifar100", Options("data"));
+        }).find("unknown dataset 'cifar100'") != std::string::npos);
+  CHECK(error_of([] {
+          dataset_registry().at("x", "data prepare");
+        }).find("[data prepare] unknown dataset 'x'") == 0);
+}
+
+TEST_CASE("dataset registry: a missing file says how to get the dataset, on one line") {
+  const DataFolder folder{"cifar10", "/nowhere/cifar"};
+  const std::string error = error_of([&] { folder.file("test_batch.bin"); });
+  CHECK(error.find("[data] test_batch.bin not found in '/nowhere/cifar': cifar10: download ") == 0);
+  CHECK(error.find("/nowhere/cifar/cifar-10-batches-bin/") != std::string::npos);  // DIR replaced
+  CHECK(error.find("--set data.dir=") != std::string::npos);
+  CHECK(error.find('\n') == std::string::npos);
+}
+
+TEST_CASE("dataset registry: a dataset's own keys are checked where they are read") {
+  CHECK(error_of([] { make_dataset_source("mnist", Options("data").set("image_pool", 3)); }) ==
+        "[config] data.image_pool must divide 28 (1, 2, 4, 7, 14), got 3");
+  CHECK(error_of([] { make_dataset_source("imdb", Options("data").set("val_fraction", 1)); }) ==
+        "[config] data.val_fraction must be in [0, 1), got 1");
+  CHECK(error_of([] {
+          make_dataset_source("listops", Options("data").set("tokenizer", "x"));
+        }).find("unknown tokenizer 'x'") != std::string::npos);
+  CHECK(make_dataset_source("mnist", Options("data").set("image_pool", 4))->default_length() == 49);
+}
+
+TEST_CASE("mnist family: pooling averages each block, rounded") {
+  Dataset d;
+  Example e;
+  e.tokens.resize(28 * 28);
+  for (int r = 0; r < 28; ++r)
+    for (int c = 0; c < 28; ++c) e.tokens[r * 28 + c] = (r < 14 ? 0 : 254) + (c % 2);
+  d.examples.push_back(e);
+  // [784] -> [4]: the top blocks alternate 0 and 1 (mean 0.5 -> 1), the bottom 254 and 255.
+  pool_images(d, 14);
+  CHECK(d.examples[0].tokens == std::vector<int32_t>{1, 1, 255, 255});
+  pool_images(d, 1);  // factor 1 leaves it alone
+  CHECK(d.examples[0].tokens.size() == 4);
+}
