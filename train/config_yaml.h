@@ -1,0 +1,19 @@
+// The YAML of a run configuration before it is read into a RunConfig (train/config.h): a file
+// with its `base:` chain merged mapping by mapping (the file's own keys win; a cycle is an error),
+// `--set` overrides applied, and repeated keys refused, with errors naming the file and line.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+namespace relpos {
+
+// The file at `path` (a regular file or a pipe, at most 16 MB) with its bases merged.
+YAML::Node load_config_yaml(const std::string& path);
+// Resolved YAML text (e.g. a checkpoint's) as a tree; `origin` names it in errors.
+YAML::Node parse_config_yaml(const std::string& text, const std::string& origin);
+// "a.b.c=value" applied to the tree; the value is parsed as YAML (`[14, 14]` is a list).
+void apply_override(YAML::Node& root, const std::string& text);
+
+}  // namespace relpos
