@@ -30,12 +30,9 @@ struct CausalLmConfig : LmConfig {
   }
 };
 
-LmShell causal_shell(const ModelConfig& c) {
+LmShell causal_lm_shell(const ModelConfig& c) {
   const CausalLmConfig k = CausalLmConfig::read(c);
-  LmShell shell;
-  shell.attention =
-      c.attention.empty() ? Options(c.attention.where()).set("type", "softmax") : c.attention;
-  shell.final_norm = c.norm == "pre";
+  LmShell shell = causal_shell(c);
   shell.context = {k.mem_len, 0, false};
   shell.tie_weights = k.tie_weights;
   shell.recurrent_state = k.recurrent_state;
@@ -52,7 +49,7 @@ class CausalLm final : public LmTransformer {
             {}};
   }
 
-  CausalLm(const ModelConfig& c, Generator& gen) : LmTransformer(c, gen, causal_shell(c)) {
+  CausalLm(const ModelConfig& c, Generator& gen) : LmTransformer(c, gen, causal_lm_shell(c)) {
     check_context(context());
     if (!carries_recurrent_state()) return;
     const Attention& attention = layers().at<EncoderBlock>(0)->attention().attention();
@@ -80,10 +77,6 @@ class CausalLm final : public LmTransformer {
     RELPOS_CHECK(!carries_recurrent_state() || context.mem_len == 0, kWho,
                  "recurrent_state already carries the whole past: mem_len must be 0, got {}",
                  context.mem_len);
-    RELPOS_CHECK(context.clamp_len == 0 && !context.same_length, kWho,
-                 "clamp_len and same_length are transformer_xl settings; causal_lm has neither "
-                 "(got clamp_len {}, same_length {})",
-                 context.clamp_len, context.same_length);
   }
 };
 

@@ -52,11 +52,20 @@ LmConfig LmConfig::read(const ModelConfig& config) {
   return c;
 }
 
+LmShell causal_shell(const ModelConfig& c) {
+  LmShell shell;
+  shell.attention =
+      c.attention.empty() ? Options(c.attention.where()).set("type", "softmax") : c.attention;
+  shell.final_norm = c.norm == "pre";
+  return shell;
+}
+
 LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const LmShell& shell)
     : LanguageModel(c),
       context_(shell.context),
       embedding_scale_(shell.embedding_scale),
-      recurrent_state_(shell.recurrent_state) {
+      recurrent_state_(shell.recurrent_state),
+      clamps_(shell.clamps) {
   const int64_t d = c.model_dim;
   embedding_ =
       register_module("embedding", std::make_shared<Embedding>(c.vocab_size, d, c.dtype, gen));
@@ -124,6 +133,10 @@ void LmTransformer::check_context(const LmContext& context) const {
                "memory was embedded at positions of its own segment); use positions: none with a "
                "relative encoding (positional: shaw, skew, fastrpb, ...) or mem_len: 0",
                config().type, config().positions);
+  RELPOS_CHECK(clamps_ || (context.clamp_len == 0 && !context.same_length), kWho,
+               "clamp_len and same_length are transformer_xl settings; {} has neither (got "
+               "clamp_len {}, same_length {})",
+               config().type, context.clamp_len, context.same_length);
 }
 
 void LmTransformer::set_context(const LmContext& context) {

@@ -42,7 +42,15 @@ struct LmShell {
   bool tie_weights = true;
   // Linear attention's running sums carried from segment to segment instead of hidden states.
   bool recurrent_state = false;
+  // Whether the model takes clamp_len and same_length (Transformer-XL's relative positions);
+  // other models refuse a context that sets them.
+  bool clamps = false;
 };
+
+// The shell of a causal model over the registry's attention: the mapping as written ({type:
+// softmax} when empty), a final LayerNorm after pre-LN blocks (as GPT-2), none after post-LN
+// ones (as Transformer-XL), no memory.
+LmShell causal_shell(const ModelConfig& config);
 
 // The output layer: logits = h·Wᵀ + b, W the embedding matrix when tied.
 class LmOutputLayer : public Module {
@@ -79,6 +87,7 @@ class LmTransformer : public LanguageModel {
   LmContext context_;
   double embedding_scale_;
   bool recurrent_state_;
+  bool clamps_;
   int64_t max_keys_ = 0;  // the longest [memory; segment] the tables cover (0: any)
   std::shared_ptr<Embedding> embedding_;
   std::shared_ptr<LearnedPositionalEmbedding> learned_positions_;

@@ -34,13 +34,9 @@ struct TransformerLmConfig {
 };
 
 LmShell absolute_shell(const ModelConfig& c) {
-  const TransformerLmConfig k = TransformerLmConfig::read(c);
-  LmShell shell;
-  shell.attention =
-      c.attention.empty() ? Options(c.attention.where()).set("type", "softmax") : c.attention;
-  shell.final_norm = c.norm == "pre";
-  shell.tie_weights = k.tie_weights;
-  return shell;  // context: no memory, no clamp_len, no same_length
+  LmShell shell = causal_shell(c);  // no memory, no clamp_len, no same_length
+  shell.tie_weights = TransformerLmConfig::read(c).tie_weights;
+  return shell;
 }
 
 class TransformerLm final : public LmTransformer {
@@ -56,15 +52,6 @@ class TransformerLm final : public LmTransformer {
 
   TransformerLm(const ModelConfig& c, Generator& gen) : LmTransformer(c, gen, absolute_shell(c)) {
     check_context(context());
-  }
-
- protected:
-  void check_context(const LmContext& context) const override {
-    LmTransformer::check_context(context);
-    RELPOS_CHECK(context.clamp_len == 0 && !context.same_length, kWho,
-                 "clamp_len and same_length are transformer_xl settings; transformer_lm has "
-                 "neither (got clamp_len {}, same_length {})",
-                 context.clamp_len, context.same_length);
   }
 };
 

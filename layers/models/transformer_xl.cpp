@@ -56,6 +56,7 @@ LmShell rel_xl_shell(const ModelConfig& c, const TransformerXlConfig& k) {
   shell.attention = c.attention.with("type", "rel_xl");
   shell.embedding_scale = std::sqrt(static_cast<double>(c.model_dim));
   shell.context = {k.mem_len, k.clamp_len, k.same_length};
+  shell.clamps = true;
   shell.tie_weights = k.tie_weights;
   return shell;
 }
