@@ -48,11 +48,20 @@ const char* type_name() {
   return "text";
 }
 
+}  // namespace
+
+template <typename T>
+bool parse_scalar(const std::string& text, T& out) {
+  return parse(text, out);
+}
+
+namespace {
+
 template <typename T>
 T parse_or_throw(const std::string& where, const std::string& key, const std::string& text) {
   T out{};
-  RELPOS_CHECK(parse(text, out), where, "option '{}' must be {}, got '{}'", key, type_name<T>(),
-               text);
+  RELPOS_CHECK(parse_scalar(text, out), where, "option '{}' must be {}, got '{}'", key,
+               type_name<T>(), text);
   return out;
 }
 
@@ -147,6 +156,7 @@ std::vector<std::string> Options::asked() const {
 }
 
 #define RELPOS_OPTIONS_INSTANTIATE(T)                             \
+  template bool parse_scalar<T>(const std::string&, T&);          \
   template T Options::get<T>(const std::string&, const T&) const; \
   template T Options::require<T>(const std::string&) const;       \
   template std::vector<T> Options::get_list<T>(const std::string&, const std::vector<T>&) const;

@@ -46,37 +46,10 @@ class ConfigSection {
     if (!v || v.IsNull()) return;
     RELPOS_CHECK(v.IsScalar(), kWho, "{}: expected {}, got a {}", where(key), kind<T>(),
                  v.IsMap() ? "mapping" : "list");
-    try {
-      value = v.as<T>();
-    } catch (const YAML::Exception&) {
-      throw Error(
-          fmt::format("[{}] {}: expected {}, got '{}'", kWho, where(key), kind<T>(), v.Scalar()));
-    }
-  }
-
-  // A list of integers such as `[14, 14]`.
-  void read(const std::string& key, std::vector<int64_t>& values) {
-    known_.insert(key);
-    const YAML::Node v = child(key);
-    if (!v || v.IsNull()) return;
-    RELPOS_CHECK(v.IsSequence(), kWho, "{}: expected a list of integers like [14, 14], got {}",
-                 where(key), v.IsMap() ? "a mapping" : "'" + v.Scalar() + "'");
-    std::vector<int64_t> read_values;
-    for (const YAML::Node& item : v) {
-      const auto bad = [&] {
-        return Error(
-            fmt::format("[{}] {}: expected a list of integers like [14, 14], got an item "
-                        "'{}'",
-                        kWho, where(key), item.IsScalar() ? item.Scalar() : "(a list)"));
-      };
-      if (!item.IsScalar()) throw bad();
-      try {
-        read_values.push_back(item.as<int64_t>());
-      } catch (const YAML::Exception&) {
-        throw bad();
-      }
-    }
-    values = read_values;
+    // The scalar parser of every component's options (core/options.h): a value means the same
+    // wherever it is written.
+    RELPOS_CHECK(parse_scalar(v.Scalar(), value), kWho, "{}: expected {}, got '{}'", where(key),
+                 kind<T>(), v.Scalar());
   }
 
   // A mapping of scalars and scalar lists, kept as Options for the component to read.
