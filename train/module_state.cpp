@@ -1,5 +1,5 @@
-// capture_state / restore_module / restore_optimizer (training_state.h).
-#include "train/training_state.h"
+// capture_state / restore_module / restore_optimizer (module_state.h).
+#include "train/module_state.h"
 
 #include <map>
 #include <set>

@@ -1,5 +1,6 @@
-// The glue between a model (and its optimizer) and a checkpoint's CheckpointData: what a resumed
-// run needs to continue bit-exactly, keyed by the module's dotted names (train/checkpoint.h).
+// The module's and its optimizer's part of the training state (train/training_state.h) to and
+// from a checkpoint's CheckpointData, keyed by the module's dotted names (train/checkpoint.h).
+// `relpos eval` and `relpos generate` read the module's part alone.
 #pragma once
 
 #include "layers/module.h"
