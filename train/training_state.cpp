@@ -59,7 +59,8 @@ struct Loader {
     const auto it = data.texts.find(key);
     value = it != data.texts.end() ? it->second : "";
   }
-  // The task's metrics in evaluate()'s order (the loss first); absent ones read 0.
+  // The task's metrics the checkpoint has, in evaluate()'s order (the loss first); none before
+  // the run's first validation.
   void metrics(const std::string& prefix, Metrics& m) {
     m = Metrics();
     m.unit = task.unit();
@@ -67,7 +68,7 @@ struct Loader {
     std::stable_partition(names.begin(), names.end(), [](const auto& n) { return n == "loss"; });
     for (const std::string& name : names) {
       const auto it = data.floats.find(prefix + "." + name);
-      m.values.emplace_back(name, it != data.floats.end() ? it->second : 0.0);
+      if (it != data.floats.end()) m.values.emplace_back(name, it->second);
     }
     const auto count = data.ints.find(prefix + ".count");
     m.count = count != data.ints.end() ? count->second : 0;
