@@ -44,7 +44,7 @@ def blank(text):
     line_start = True
     while i < n:
         c = text[i]
-        if line_start and c == "#" or (line_start and c in " \t" and text[i:].lstrip(" \t")[:1] == "#"):
+        if line_start and text[i:i + 200].lstrip(" \t")[:1] == "#":
             # A preprocessor directive, with its backslash continuations.
             j = i
             while j < n:
