@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fails when a C++ source differs from the repo's .clang-format style; lists the files.
+# Fails when a C++ source differs from the repo's .clang-format style, listing the files, or
+# has a function over 80 lines (tools/check-function-length.py), listing the functions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' '*.inc')
@@ -13,3 +14,4 @@ if ((${#bad[@]})); then
   exit 1
 fi
 echo "[check-format] ${#files[@]} files formatted"
+python3 tools/check-function-length.py

@@ -1,151 +1,139 @@
-// capture_state / restore_module / restore_optimizer (training_state.h).
+// TrainingState (training_state.h): the one list of the training state, and the two walks over
+// it, Saver (state -> CheckpointData) and Loader (CheckpointData -> state).
 #include "train/training_state.h"
 
-#include <map>
-#include <set>
+#include <algorithm>
+#include <cassert>
+#include <utility>
 
 #include "core/error.h"
-#include "core/ops.h"
+#include "train/distributed.h"
 
 namespace relpos {
 
 namespace {
 
-// Entries by name; an in-memory CheckpointData could list a name twice.
-template <typename T>
-std::map<std::string, const T*> by_name(const std::vector<std::pair<std::string, T>>& entries,
-                                        const char* kind) {
-  std::map<std::string, const T*> out;
-  for (const auto& [name, value] : entries)
-    RELPOS_CHECK(out.emplace(name, &value).second, "checkpoint", "{} '{}' is given twice", kind,
-                 name);
-  return out;
-}
+// Writes each entry of the list into `data`.
+struct Saver {
+  CheckpointData& data;
 
-// Every name the model has is in the checkpoint and every checkpoint entry is one the model has.
-template <typename T>
-void check_names(const std::vector<std::string>& model, const std::map<std::string, T>& saved,
-                 const char* kind) {
-  for (const std::string& name : model)
-    RELPOS_CHECK(saved.count(name) == 1, "checkpoint", "{} '{}' is missing from the checkpoint",
-                 kind, name);
-  const std::set<std::string> known(model.begin(), model.end());
-  for (const auto& entry : saved)
-    RELPOS_CHECK(known.count(entry.first) == 1, "checkpoint",
-                 "the checkpoint has {} '{}', which the model does not have", kind, entry.first);
-}
+  void module(Module& model, Optimizer& optimizer) {
+    assert(data.params.empty());  // the list's first entry
+    data = capture_state(model, &optimizer);
+  }
+  void integer(const char* key, int64_t value) { data.ints[key] = value; }
+  void real(const char* key, double value) { data.floats[key] = value; }
+  void text(const char* key, const std::string& value) { data.texts[key] = value; }
+  // Metrics under "<prefix>.<name>" (floats) and "<prefix>.count" (int).
+  void metrics(const std::string& prefix, const Metrics& m) {
+    for (const auto& [name, value] : m.values) data.floats[prefix + "." + name] = value;
+    data.ints[prefix + ".count"] = m.count;
+  }
+  void check(const RunPosition&, const std::string&) {}
+  void task_state(Task& task, const RunPosition&) { task.save_state(data); }
+  void rank_generators(Module& model) { gather_generator_states(model, data); }
+};
 
-template <typename T>
-std::vector<std::string> names_of(const std::vector<std::pair<std::string, T>>& entries) {
-  std::vector<std::string> out;
-  for (const auto& entry : entries) out.push_back(entry.first);
-  return out;
-}
+// Sets each entry of the list from `data`; optional entries absent from it keep their value.
+struct Loader {
+  const CheckpointData& data;
+  const std::string& source;
+  const Task& task;
+  const ResumeCheck& on_read;
 
-// The model's tensor `current` can take the checkpoint's `saved`: same dtype and shape.
-void check_fits(const char* kind, const std::string& name, const Tensor& saved,
-                const Tensor& current) {
-  RELPOS_CHECK(saved.defined(), "checkpoint", "{} '{}' is an undefined tensor in the checkpoint",
-               kind, name);
-  RELPOS_CHECK(saved.dtype() == current.dtype(), "checkpoint",
-               "{} '{}' is {} in the checkpoint, the model expects {}", kind, name,
-               dtype_name(saved.dtype()), dtype_name(current.dtype()));
-  RELPOS_CHECK(saved.shape() == current.shape(), "checkpoint",
-               "{} '{}' has shape {} in the checkpoint, the model expects {}", kind, name,
-               shape_str(saved.shape()), shape_str(current.shape()));
-}
-
-// A copy of `t` on `device` that shares no storage with the checkpoint data.
-Tensor copy_to(const Tensor& t, Device device) {
-  return t.device() == device ? t.clone() : t.to(device);
-}
-
-void check_optimizer_params(const Optimizer& optimizer,
-                            const std::vector<std::pair<std::string, Var>>& named) {
-  const std::vector<Var>& params = optimizer.params();
-  RELPOS_CHECK(params.size() == named.size(), "checkpoint",
-               "the optimizer holds {} parameters, the module has {}; build the optimizer from "
-               "module.parameters()",
-               params.size(), named.size());
-  for (size_t i = 0; i < params.size(); ++i)
-    RELPOS_CHECK(params[i].impl() == named[i].second.impl(), "checkpoint",
-                 "the optimizer's parameter {} is not the module's parameter '{}'; build the "
-                 "optimizer from module.parameters() (after module.to())",
-                 i, named[i].first);
-}
+  void module(Module& model, Optimizer& optimizer) {
+    restore_module(model, data);
+    restore_optimizer(optimizer, model, data);
+  }
+  void integer(const char* key, int64_t& value) {
+    const auto it = data.ints.find(key);
+    RELPOS_CHECK(it != data.ints.end(), "train", "'{}' is not a training checkpoint (no '{}')",
+                 source, key);
+    value = it->second;
+  }
+  void real(const char* key, double& value) {
+    const auto it = data.floats.find(key);
+    if (it != data.floats.end()) value = it->second;
+  }
+  void text(const char* key, std::string& value) {
+    const auto it = data.texts.find(key);
+    value = it != data.texts.end() ? it->second : "";
+  }
+  // The task's metrics the checkpoint has, in evaluate()'s order (the loss first); none before
+  // the run's first validation.
+  void metrics(const std::string& prefix, Metrics& m) {
+    m = Metrics();
+    m.unit = task.unit();
+    std::vector<std::string> names = task.metric_names();
+    std::stable_partition(names.begin(), names.end(), [](const auto& n) { return n == "loss"; });
+    for (const std::string& name : names) {
+      const auto it = data.floats.find(prefix + "." + name);
+      if (it != data.floats.end()) m.values.emplace_back(name, it->second);
+    }
+    const auto count = data.ints.find(prefix + ".count");
+    m.count = count != data.ints.end() ? count->second : 0;
+  }
+  void check(const RunPosition& position, const std::string& config) {
+    if (on_read) on_read(position, config);
+  }
+  // The training stream positioned where the run stood, then its carried state (LM memory).
+  void task_state(Task& t, const RunPosition& position) {
+    t.seek(position.epoch, position.batch_in_epoch);
+    t.restore_state(data);
+  }
+  void rank_generators(Module& model) { restore_generator_states(model, data); }
+};
 
 }  // namespace
 
-CheckpointData capture_state(Module& module, const Optimizer* optimizer) {
+TrainingState::TrainingState(Task& task, Optimizer& optimizer, RunPosition& position,
+                             std::string config)
+    : task_(task), optimizer_(optimizer), position_(position), config_(std::move(config)) {}
+
+// The one list: every part of the training state, in the order a load restores it. Checkpoint
+// names: the module and optimizer under /params, /buffers, /rng, /counters and /optimizer; the
+// position as root attributes; the task's state and each rank's generators under /state.
+template <typename Io>
+void TrainingState::visit(Io& io) {
+  Model& model = task_.model();
+  RunPosition& p = position_;
+  io.module(model, optimizer_);  // generators here are rank 0's
+  io.integer("step", p.step);
+  io.integer("epoch", p.epoch);
+  io.integer("batch_in_epoch", p.batch_in_epoch);
+  io.integer("evals_without_improvement", p.evals_without_improvement);
+  io.integer("best_step", p.best_step);
+  io.real("best_metric", p.best_metric);
+  io.real("wall_time_s", p.wall_time_s);
+  io.real("train_time_s", p.train_time_s);
+  io.metrics("val_best", p.best_val);
+  io.metrics("val_last", p.last_val);
+  std::string config = config_;          // loaded: the checkpoint's, for the check
+  std::string version = RELPOS_VERSION;  // the relpos that wrote it; not used on load
+  io.text("config", config);
+  io.text("relpos_version", version);
+  io.check(p, config);
+  io.task_state(task_, p);    // "memory.<name>", "vocabulary" (language models)
+  io.rank_generators(model);  // "rng_ranks.<name>" (data parallel)
+}
+
+void TrainingState::start() {
+  task_.seek(0, 0);
+  seed_generators_per_rank(task_.model());
+}
+
+CheckpointData TrainingState::save() {
   CheckpointData data;
-  const std::vector<std::pair<std::string, Var>> named = module.named_parameters();
-  for (const auto& [name, var] : named) data.params.emplace_back(name, var.value());
-  for (const auto& [name, slot] : module.buffer_slots()) data.buffers.emplace_back(name, *slot);
-  for (const auto& [name, slot] : module.generator_slots())
-    data.generators.emplace_back(name, *slot);
-  for (const auto& [name, slot] : module.counter_slots()) data.counters.emplace_back(name, *slot);
-  if (optimizer != nullptr) {
-    check_optimizer_params(*optimizer, named);
-    for (size_t i = 0; i < named.size(); ++i)
-      data.optimizer.emplace_back(named[i].first, optimizer->state()[i]);
-  }
+  Saver saver{data};
+  visit(saver);
   return data;
 }
 
-void restore_module(Module& module, const CheckpointData& data) {
-  // Check everything first, so a refused checkpoint leaves the module as it was.
-  std::vector<std::pair<std::string, Var>> params = module.named_parameters();
-  const auto saved_params = by_name(data.params, "parameter");
-  check_names(names_of(params), saved_params, "parameter");
-  for (const auto& [name, var] : params) {
-    const Tensor& saved = *saved_params.at(name);
-    check_fits("parameter", name, saved, var.value());
-    RELPOS_CHECK(all_finite(saved), "checkpoint",
-                 "parameter '{}' holds NaN or Inf values: the weights diverged before this "
-                 "checkpoint was written",
-                 name);
-  }
-
-  const std::vector<std::pair<std::string, Tensor*>> buffers = module.buffer_slots();
-  const auto saved_buffers = by_name(data.buffers, "buffer");
-  check_names(names_of(buffers), saved_buffers, "buffer");
-  for (const auto& [name, slot] : buffers)
-    if (slot->defined()) check_fits("buffer", name, *saved_buffers.at(name), *slot);
-
-  const std::vector<std::pair<std::string, Generator*>> generators = module.generator_slots();
-  const auto saved_generators = by_name(data.generators, "generator");
-  check_names(names_of(generators), saved_generators, "generator");
-
-  const std::vector<std::pair<std::string, int64_t*>> counters = module.counter_slots();
-  const auto saved_counters = by_name(data.counters, "counter");
-  check_names(names_of(counters), saved_counters, "counter");
-
-  for (auto& [name, var] : params) var.set_value(copy_to(*saved_params.at(name), var.device()));
-  for (const auto& [name, slot] : buffers) {
-    const Tensor& saved = *saved_buffers.at(name);
-    *slot = copy_to(saved, slot->defined() ? slot->device() : Device::cpu());
-  }
-  for (const auto& [name, slot] : generators) *slot = *saved_generators.at(name);
-  for (const auto& [name, slot] : counters) *slot = *saved_counters.at(name);
-}
-
-void restore_optimizer(Optimizer& optimizer, const Module& module, const CheckpointData& data) {
-  const std::vector<std::pair<std::string, Var>> params = module.named_parameters();
-  check_optimizer_params(optimizer, params);
-  RELPOS_CHECK(!data.optimizer.empty() || params.empty(), "checkpoint",
-               "the checkpoint has no optimizer state");
-  const auto saved = by_name(data.optimizer, "optimizer state for parameter");
-  check_names(names_of(params), saved, "optimizer state for parameter");
-  std::vector<Optimizer::State> states(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Device device = params[i].second.device();
-    for (const auto& [key, t] : *saved.at(params[i].first)) {
-      RELPOS_CHECK(t.defined(), "checkpoint", "optimizer state '{}/{}' is an undefined tensor",
-                   params[i].first, key);
-      states[i][key] = copy_to(t, t.dim() == 0 ? Device::cpu() : device);
-    }
-  }
-  optimizer.state() = std::move(states);
+void TrainingState::load(const CheckpointData& data, const std::string& source,
+                         const ResumeCheck& check) {
+  position_ = RunPosition();
+  Loader loader{data, source, task_, check};
+  visit(loader);
 }
 
 }  // namespace relpos

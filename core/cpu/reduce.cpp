@@ -159,56 +159,56 @@ struct SumExpOp {
   }
 };
 
-// out (keepdim, contiguous) = P over the reduced groups of x; shift: per output or null.
+// x at kept index o and reduced index r (both over the outer groups).
+template <typename T>
+const T* x_at(const ReduceLayout& L, const T* x, int64_t o, int64_t r) {
+  return x + group_offset(o, L.kept_sizes, L.kept_strides) +
+         group_offset(r, L.red_sizes, L.red_strides);
+}
+
+// Reduced innermost group: out[o] = P over r of the run x[o, r, 0:n].
 template <typename P>
-void reduce_with(const ReduceLayout& L, const typename P::In* x, typename P::Out* out,
-                 const typename P::In* shift, int64_t numel) {
+void reduce_runs(const ReduceLayout& L, const typename P::In* x, typename P::Out* out,
+                 const typename P::In* shift, bool parallel, int64_t tasks) {
   using T = typename P::In;
   using A = typename P::A;
-  const int64_t n = L.inner, R = L.reduced, n_out = L.inner_reduced ? L.kept : L.kept * n;
-  if (numel == 0) {  // empty reduction: the identity (sum 0, logsumexp -inf)
-    for (int64_t o = 0; o < n_out; ++o) out[o] = P::finalize(P::identity(), T(0));
-    return;
-  }
-  const bool parallel = numel > kParallelWork;
-  const int64_t tasks = std::clamp<int64_t>(numel / L.kept / kTaskWork, 1, kMaxTasks);
-  auto x_at = [&](int64_t o, int64_t r) {
-    return x + group_offset(o, L.kept_sizes, L.kept_strides) +
-           group_offset(r, L.red_sizes, L.red_strides);
-  };
-
-  if (L.inner_reduced) {  // out[o] = P over r of the run x[o, r, 0:n]
-    if (L.kept >= kMaxTasks || tasks == 1) {
+  const int64_t n = L.inner, R = L.reduced;
+  if (L.kept >= kMaxTasks || tasks == 1) {
 #pragma omp parallel for schedule(static) if (parallel)
-      for (int64_t o = 0; o < L.kept; ++o) {
-        const T s = shift ? shift[o] : T(0);
-        A acc = P::identity();
-        for (int64_t r = 0; r < R; ++r) acc = P::fold(acc, x_at(o, r), n, s);
-        out[o] = P::finalize(acc, s);
-      }
-      return;
-    }
-    // Few long outputs: split each over runs (or over columns when there are few runs).
-    const int64_t r_parts = std::min(R, tasks);
-    const Split sp{R, n, r_parts, std::min(n, (tasks + r_parts - 1) / r_parts)};
-    std::vector<A> part(sp.count());  // one accumulator per task, merged in task order
     for (int64_t o = 0; o < L.kept; ++o) {
       const T s = shift ? shift[o] : T(0);
-#pragma omp parallel for schedule(static) if (parallel)
-      for (int64_t t = 0; t < sp.count(); ++t) {
-        const auto [r0, r1, c0, c1] = sp.range(t);
-        A acc = P::identity();
-        for (int64_t r = r0; r < r1; ++r) acc = P::fold(acc, x_at(o, r) + c0, c1 - c0, s);
-        part[t] = acc;
-      }
-      A acc = part[0];
-      for (int64_t t = 1; t < sp.count(); ++t) acc = P::merge(acc, part[t]);
+      A acc = P::identity();
+      for (int64_t r = 0; r < R; ++r) acc = P::fold(acc, x_at(L, x, o, r), n, s);
       out[o] = P::finalize(acc, s);
     }
     return;
   }
+  // Few long outputs: split each over runs (or over columns when there are few runs).
+  const int64_t r_parts = std::min(R, tasks);
+  const Split sp{R, n, r_parts, std::min(n, (tasks + r_parts - 1) / r_parts)};
+  std::vector<A> part(sp.count());  // one accumulator per task, merged in task order
+  for (int64_t o = 0; o < L.kept; ++o) {
+    const T s = shift ? shift[o] : T(0);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t t = 0; t < sp.count(); ++t) {
+      const auto [r0, r1, c0, c1] = sp.range(t);
+      A acc = P::identity();
+      for (int64_t r = r0; r < r1; ++r) acc = P::fold(acc, x_at(L, x, o, r) + c0, c1 - c0, s);
+      part[t] = acc;
+    }
+    A acc = part[0];
+    for (int64_t t = 1; t < sp.count(); ++t) acc = P::merge(acc, part[t]);
+    out[o] = P::finalize(acc, s);
+  }
+}
 
-  // Kept innermost group: out[o, 0:n] = P over r of the rows x[o, r, 0:n].
+// Kept innermost group: out[o, 0:n] = P over r of the rows x[o, r, 0:n].
+template <typename P>
+void reduce_rows(const ReduceLayout& L, const typename P::In* x, typename P::Out* out,
+                 const typename P::In* shift, bool parallel, int64_t tasks) {
+  using T = typename P::In;
+  using A = typename P::A;
+  const int64_t n = L.inner, R = L.reduced;
   if (L.kept >= kMaxTasks || tasks == 1) {
 #pragma omp parallel if (parallel)
     {
@@ -217,7 +217,7 @@ void reduce_with(const ReduceLayout& L, const typename P::In* x, typename P::Out
       for (int64_t o = 0; o < L.kept; ++o) {
         const T* so = shift ? shift + o * n : nullptr;
         std::fill(acc.begin(), acc.end(), P::identity());
-        for (int64_t r = 0; r < R; ++r) P::fold_rows(acc.data(), x_at(o, r), n, so);
+        for (int64_t r = 0; r < R; ++r) P::fold_rows(acc.data(), x_at(L, x, o, r), n, so);
         for (int64_t i = 0; i < n; ++i) out[o * n + i] = P::finalize(acc[i], so ? so[i] : T(0));
       }
     }
@@ -236,12 +236,30 @@ void reduce_with(const ReduceLayout& L, const typename P::In* x, typename P::Out
       const auto [r0, r1, c0, c1] = sp.range(t);
       A* acc = part.data() + (t / sp.c_parts) * n + c0;
       for (int64_t r = r0; r < r1; ++r)
-        P::fold_rows(acc, x_at(o, r) + c0, c1 - c0, so ? so + c0 : nullptr);
+        P::fold_rows(acc, x_at(L, x, o, r) + c0, c1 - c0, so ? so + c0 : nullptr);
     }
     for (int64_t p = 1; p < sp.r_parts; ++p)
       for (int64_t i = 0; i < n; ++i) part[i] = P::merge(part[i], part[p * n + i]);
     for (int64_t i = 0; i < n; ++i) out[o * n + i] = P::finalize(part[i], so ? so[i] : T(0));
   }
+}
+
+// out (keepdim, contiguous) = P over the reduced groups of x; shift: per output or null.
+template <typename P>
+void reduce_with(const ReduceLayout& L, const typename P::In* x, typename P::Out* out,
+                 const typename P::In* shift, int64_t numel) {
+  using T = typename P::In;
+  if (numel == 0) {  // empty reduction: the identity (sum 0, logsumexp -inf)
+    const int64_t n_out = L.inner_reduced ? L.kept : L.kept * L.inner;
+    for (int64_t o = 0; o < n_out; ++o) out[o] = P::finalize(P::identity(), T(0));
+    return;
+  }
+  const bool parallel = numel > kParallelWork;
+  const int64_t tasks = std::clamp<int64_t>(numel / L.kept / kTaskWork, 1, kMaxTasks);
+  if (L.inner_reduced)
+    reduce_runs<P>(L, x, out, shift, parallel, tasks);
+  else
+    reduce_rows<P>(L, x, out, shift, parallel, tasks);
 }
 
 }  // namespace

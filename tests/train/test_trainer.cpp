@@ -1,7 +1,8 @@
 // The Trainer end to end on a tiny generated image task (MNIST IDX files written here): it
 // learns, is deterministic, resumes bit-exactly, accumulates gradients like a bigger batch,
 // stops early, and stops on a non-finite loss naming the step (and, in anomaly mode, the op); and
-// the dual encoder learns from generated retrieval pairs.
+// the dual encoder learns from generated retrieval pairs; and every entry of a checkpoint
+// round-trips through the training state's one list.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -16,7 +17,10 @@
 #include "tests/harness.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/optimizer.h"
+#include "train/task.h"
 #include "train/trainer.h"
+#include "train/training_state.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -209,6 +213,65 @@ TEST_CASE("trainer: a checkpoint written by an earlier relpos resumes bit-exactl
   CHECK(r.finished);
   CHECK(r.steps == 12);
   check_same_params(last_checkpoint(straight), last_checkpoint(resumed_run));
+}
+
+// Every entry of a checkpoint of today's format, loaded through the training state's one list
+// and saved again, comes back with the same name and bits (the configuration text is the run's).
+TEST_CASE("training state: every entry of a checkpoint round-trips through load and save") {
+  const fs::path fixture = fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5";
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  const RunConfig config =
+      tiny_config(scratch, data, "state", {"train.clip_grad_norm=0.5", "train.accumulate=2"});
+  const std::unique_ptr<Task> task = make_task(config, Device::cpu());
+  const auto optimizer = make_optimizer(task->model().parameters(), config.optimizer);
+  RunPosition position;
+  TrainingState state(*task, *optimizer, position, config.yaml);
+  const CheckpointData saved = read_checkpoint(fixture.string());
+  state.load(saved, fixture.string());
+  CHECK(position.step == 5);
+  CHECK(position.best_step == saved.ints.at("best_step"));
+  const CheckpointData again = state.save();
+
+  CHECK(again.ints == saved.ints);
+  REQUIRE(again.floats.size() == saved.floats.size());
+  for (const auto& [key, value] : saved.floats) {  // best_metric is NaN before a validation
+    CAPTURE(key);
+    REQUIRE(again.floats.count(key) == 1);
+    CHECK(std::memcmp(&value, &again.floats.at(key), sizeof(double)) == 0);
+  }
+  CHECK(again.texts.at("config") == config.yaml);
+  CHECK(again.texts.count("relpos_version") == 1);
+  check_same_params(saved, again);
+  const auto check_tensors = [](const auto& a, const auto& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(a[i].first);
+      CHECK(a[i].first == b[i].first);
+      CHECK(same_bits(a[i].second, b[i].second));
+    }
+  };
+  check_tensors(saved.buffers, again.buffers);
+  check_tensors(saved.state, again.state);
+  REQUIRE(saved.optimizer.size() == again.optimizer.size());
+  for (size_t i = 0; i < saved.optimizer.size(); ++i) {
+    CHECK(saved.optimizer[i].first == again.optimizer[i].first);
+    REQUIRE(saved.optimizer[i].second.size() == again.optimizer[i].second.size());
+    for (const auto& [key, value] : saved.optimizer[i].second)
+      CHECK(same_bits(value, again.optimizer[i].second.at(key)));
+  }
+  REQUIRE(saved.generators.size() == again.generators.size());
+  for (size_t i = 0; i < saved.generators.size(); ++i) {
+    CHECK(saved.generators[i].first == again.generators[i].first);
+    CHECK(saved.generators[i].second.seed() == again.generators[i].second.seed());
+    CHECK(saved.generators[i].second.offset() == again.generators[i].second.offset());
+  }
+  CHECK(saved.counters == again.counters);
+
+  CheckpointData no_step = saved;
+  no_step.ints.erase("step");
+  CHECK(test::error_of([&] { state.load(no_step, "x.h5"); }) ==
+        "[train] 'x.h5' is not a training checkpoint (no 'step')");
 }
 
 TEST_CASE("trainer: accumulating two half batches matches one full batch") {
