@@ -24,20 +24,31 @@ class Schedule {
   double base_lr_;
 };
 
-using ScheduleRegistry = Registry<Schedule, const Options&, double>;
+// What a schedule is built around: the optimizer's lr and the run's length in updates (0: not
+// known), which schedules that decay over the run take as their total_steps unless set.
+struct ScheduleRun {
+  double base_lr = 0;
+  int64_t steps = 0;
+};
+
+using ScheduleRegistry = Registry<Schedule, const Options&, const ScheduleRun&>;
 ScheduleRegistry& schedule_registry();
 
-// Builds the schedule named by options' `type` around `base_lr`, then refuses unread options.
-std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr);
+// Builds the schedule named by options' `type` ({type: constant} when empty) around `base_lr`,
+// then refuses unread options.
+std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr,
+                                        int64_t run_steps = 0);
 
 // min(1, step / warmup), 1 when warmup is 0: the shared linear warmup factor.
 double warmup_factor(int64_t step, int64_t warmup);
 
 }  // namespace relpos
 
-// In a variant's .cpp: RELPOS_REGISTER_SCHEDULE("name", Class); Class(const Options&, double).
-#define RELPOS_REGISTER_SCHEDULE(name, Type)                                                      \
-  static const bool RELPOS_REGISTRY_CONCAT(relpos_schedule_registered_, __LINE__) =               \
-      ::relpos::schedule_registry().add(name, [](const ::relpos::Options& options, double lr) {   \
-        return std::static_pointer_cast<::relpos::Schedule>(std::make_shared<Type>(options, lr)); \
+// In a variant's .cpp: RELPOS_REGISTER_SCHEDULE("name", Class);
+// Class(const Options&, const ScheduleRun&).
+#define RELPOS_REGISTER_SCHEDULE(name, Type)                                                       \
+  static const bool RELPOS_REGISTRY_CONCAT(relpos_schedule_registered_, __LINE__) =                \
+      ::relpos::schedule_registry().add(name, [](const ::relpos::Options& options,                 \
+                                                 const ::relpos::ScheduleRun& run) {               \
+        return std::static_pointer_cast<::relpos::Schedule>(std::make_shared<Type>(options, run)); \
       })

@@ -6,7 +6,7 @@ namespace {
 
 class ConstantSchedule : public Schedule {
  public:
-  ConstantSchedule(const Options&, double lr) : Schedule(lr) {}
+  ConstantSchedule(const Options&, const ScheduleRun& run) : Schedule(run.base_lr) {}
   double lr_at(int64_t) const override { return base_lr(); }
 };
 

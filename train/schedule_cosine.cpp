@@ -1,7 +1,7 @@
 // Linear warmup then cosine decay to 0, as HF transformers' get_cosine_schedule_with_warmup:
 //   step < warmup: lr·step/warmup;  else with p = (step − warmup)/(total − warmup),
 //   lr·max(0, ½(1 + cos(π·2·cycles·p))). cycles = 0.5 (the default) is one half-cosine to 0.
-// Options: total_steps (required), warmup_steps (0), cycles (0.5).
+// Options: total_steps (the run's updates unless set), warmup_steps (0), cycles (0.5).
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -14,11 +14,13 @@ namespace {
 
 class CosineSchedule : public Schedule {
  public:
-  CosineSchedule(const Options& options, double lr)
-      : Schedule(lr),
-        total_(options.require<int64_t>("total_steps")),
+  CosineSchedule(const Options& options, const ScheduleRun& run)
+      : Schedule(run.base_lr),
+        total_(options.get<int64_t>("total_steps", run.steps)),
         warmup_(options.get<int64_t>("warmup_steps", 0)),
         cycles_(options.get<double>("cycles", 0.5)) {
+    RELPOS_CHECK(total_ > 0, options.where(),
+                 "total_steps is required where the run's length is not known, got {}", total_);
     RELPOS_CHECK(warmup_ >= 0 && total_ > warmup_, options.where(),
                  "need 0 <= warmup_steps < total_steps, got {} and {}", warmup_, total_);
     RELPOS_CHECK(cycles_ > 0, options.where(), "cycles must be > 0, got {}", cycles_);

@@ -45,8 +45,8 @@ std::vector<Factor> parse_factors(const Options& options, const std::string& tex
 
 class LraSchedule : public Schedule {
  public:
-  LraSchedule(const Options& options, double lr)
-      : Schedule(lr),
+  LraSchedule(const Options& options, const ScheduleRun& run)
+      : Schedule(run.base_lr),
         factors_(parse_factors(options, options.get<std::string>(
                                             "factors", "constant * linear_warmup * rsqrt_decay"))),
         warmup_(options.get<int64_t>("warmup_steps", 1000)) {

@@ -39,16 +39,6 @@ namespace relpos {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// The run's schedule mapping ({type: constant} when absent); schedules that decay over the run
-// get its length as total_steps unless the mapping sets one.
-Options run_schedule_options(const RunConfig& config, int64_t total_steps) {
-  if (config.schedule.empty()) return Options("schedule").set("type", "constant");
-  const auto type = config.schedule.get<std::string>("type", "");
-  if ((type == "linear_decay" || type == "cosine") && !config.schedule.has("total_steps"))
-    return config.schedule.with("total_steps", std::to_string(total_steps));
-  return config.schedule;
-}
-
 namespace {
 
 // What one update did, for the log and the decision to validate.
@@ -230,7 +220,7 @@ void Trainer::State::build() {
   reducer = std::make_unique<GradientReducer>(model.parameters());
   const int64_t per_epoch = std::max<int64_t>(1, task->batches_per_epoch() / c.train.accumulate);
   total_steps = c.train.steps > 0 ? c.train.steps : c.train.epochs * per_epoch;
-  schedule = make_schedule(run_schedule_options(c, total_steps), optimizer->lr());
+  schedule = make_schedule(c.schedule, optimizer->lr(), total_steps);
 }
 
 // The training state from options.resume; metrics.jsonl cut back to the checkpoint's step.

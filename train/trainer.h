@@ -65,8 +65,4 @@ class Trainer {
   std::unique_ptr<State> s_;
 };
 
-// The run's schedule mapping ({type: constant} when absent); linear_decay and cosine get the
-// run's length as total_steps unless the mapping sets one.
-Options run_schedule_options(const RunConfig& config, int64_t total_steps);
-
 }  // namespace relpos

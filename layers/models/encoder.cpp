@@ -60,12 +60,31 @@ Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window
 TransformerEncoder::TransformerEncoder(const ModelConfig& c, const ClassifierConfig& k,
                                        Generator& gen)
     : config_(c), classifier_(k) {
-  const int64_t d = c.model_dim;
   const int64_t front = k.cls == "none" ? 0 : 1;  // CLS vector or [CLS] token
   const int64_t back = k.cls == "token" ? 1 : 0;  // [SEP]
-  const int64_t specials = k.cls == "token" ? 2 : 0;
   seq_len_ = k.content_tokens(c.max_len) + front + back;
+  // Registered, and drawn from `gen`, in this order (parameter names and initial values).
+  add_input(gen);
+  add_positions(front, back, gen);
+  if (c.norm == "post" && k.embedding_norm)
+    embedding_norm_ = register_module(
+        "embedding_norm", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+  const MultiHeadAttentionConfig mha = block_attention(front, back, gen);
+  attention_config_ = mha;
+  attention_config_.gen = nullptr;  // `gen` is the caller's: set it again when building from this
+  layers_ = register_module("layers", std::make_shared<ModuleList>());
+  const int64_t blocks = k.tied_blocks ? 1 : c.num_layers;
+  for (int64_t i = 0; i < blocks; ++i)
+    layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
+  if (c.norm == "pre")
+    norm_ = register_module("norm", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
+}
 
+void TransformerEncoder::add_input(Generator& gen) {
+  const ModelConfig& c = config_;
+  const ClassifierConfig& k = classifier_;
+  const int64_t d = c.model_dim, specials = k.cls == "token" ? 2 : 0;
   if (k.cls == "vector") {
     cls_ = Var(zeros({d}, c.dtype), true);
     register_parameter("cls", cls_);
@@ -85,6 +104,12 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, const ClassifierCon
       normal_(special_->weight().value(), 0.0, k.embedding_init_std, gen);
     }
   }
+}
+
+void TransformerEncoder::add_positions(int64_t front, int64_t back, Generator& gen) {
+  const ModelConfig& c = config_;
+  const ClassifierConfig& k = classifier_;
+  const int64_t d = c.model_dim;
   if (c.positions == "learned") {
     learned_positions_ = register_module(
         "position", std::make_shared<LearnedPositionalEmbedding>(seq_len_, d, c.dtype, gen));
@@ -101,13 +126,13 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, const ClassifierCon
     sinusoidal_positions_ = register_module(
         "position", std::make_shared<SinusoidalPositionalEmbedding>(seq_len_, d, c.dtype));
   }
-  if (c.norm == "post" && k.embedding_norm)
-    embedding_norm_ =
-        register_module("embedding_norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
-  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+}
 
+MultiHeadAttentionConfig TransformerEncoder::block_attention(int64_t front, int64_t back,
+                                                             Generator& gen) const {
+  const ModelConfig& c = config_;
   MultiHeadAttentionConfig mha;
-  mha.model_dim = d;
+  mha.model_dim = c.model_dim;
   mha.num_heads = c.num_heads;
   mha.qkv_dim = c.qkv_dim;
   mha.attention = c.attention;
@@ -120,24 +145,18 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, const ClassifierCon
   mha.stacked_hidden = c.stacked_hidden;
   mha.dtype = c.dtype;
   mha.gen = &gen;
-  if (k.share_positional) {
+  if (classifier_.share_positional) {
     // One encoding for every layer (SPE as the LRA reference runs it).
-    const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : d;
-    AttentionOptions opt{c.positional, c.num_heads, qkv / c.num_heads, d, seq_len_, c.dtype, &gen,
-                         front,        back};
+    const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : c.model_dim;
+    AttentionOptions opt{c.positional, c.num_heads, qkv / c.num_heads,
+                         c.model_dim,  seq_len_,    c.dtype,
+                         &gen,         front,       back};
     mha.shared_positional = make_positional(opt);
     mha.positional = Options(c.positional.where());
   } else {
     mha.positional = c.positional;  // copies share the read record: each layer reads it again
   }
-  attention_config_ = mha;
-  attention_config_.gen = nullptr;  // `gen` is the caller's: set it again when building from this
-  layers_ = register_module("layers", std::make_shared<ModuleList>());
-  const int64_t blocks = k.tied_blocks ? 1 : c.num_layers;
-  for (int64_t i = 0; i < blocks; ++i)
-    layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
-  if (c.norm == "pre")
-    norm_ = register_module("norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
+  return mha;
 }
 
 Var TransformerEncoder::embed(const Tensor& tokens) const {

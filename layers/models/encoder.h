@@ -91,6 +91,12 @@ class TransformerEncoder : public Module {
   const ModuleList& layers() const { return *layers_; }
 
  private:
+  // The constructor's parts: the CLS vector and the input embedding; the absolute positions; what
+  // every block's attention is built from (front / back: special tokens around the content).
+  void add_input(Generator& gen);
+  void add_positions(int64_t front, int64_t back, Generator& gen);
+  MultiHeadAttentionConfig block_attention(int64_t front, int64_t back, Generator& gen) const;
+
   Var embed(const Tensor& tokens) const;  // [B, L] -> [B, T, d]
   // What the first block's index-first attention reads: ids [B, L'] (with the CLS vector's id),
   // the table [V, d] they index (the embedding, plus the CLS vector's row), the positions.

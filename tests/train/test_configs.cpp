@@ -59,7 +59,7 @@ int64_t build(const RunConfig& config) {
   const auto built = build_model(config);
   CHECK(built->num_parameters() > 0);
   const auto optimizer = make_optimizer(built->parameters(), config.optimizer);
-  CHECK(make_schedule(run_schedule_options(config, 1000), optimizer->lr())->lr_at(10) >= 0);
+  CHECK(make_schedule(config.schedule, optimizer->lr(), 1000)->lr_at(10) >= 0);
   return built->num_parameters();
 }
 

@@ -182,8 +182,8 @@ TEST_CASE("lm training: a classifier on a corpus, or a language model on labels,
       tiny_lm(scratch, data, "wrong", {"model.type=sequence_classifier", "model.mem_len=null"});
   CHECK(test::error_of([&] { make_task(wrong, Device::cpu(), {"val"}); })
             .find("model.type 'sequence_classifier' is for classification, but data.dataset "
-                  "'chars' is for language modelling (use causal_lm or transformer_xl)") !=
-        std::string::npos);
+                  "'chars' is for language modelling (use causal_lm or transformer_lm or "
+                  "transformer_xl)") != std::string::npos);
   // A key of another model type is refused by name when the config is read.
   CHECK(test::error_of([&] {
           tiny_lm(scratch, data, "wrong", {"model.type=sequence_classifier"});

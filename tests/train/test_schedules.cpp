@@ -102,3 +102,21 @@ TEST_CASE("schedule: unknown type, option and factor refused by name") {
   CHECK(!error_of(Options("schedule").set("type", "lra").set("factors", "constant * cosine_decay"))
              .empty());  // steps_per_cycle required
 }
+
+TEST_CASE("schedule: a decaying schedule takes the run's length unless total_steps is set") {
+  for (const char* type : {"linear_decay", "cosine"}) {
+    CAPTURE(type);
+    // The run's 100 updates: halfway at step 50.
+    auto run = make_schedule(Options("schedule").set("type", type), 1.0, 100);
+    CHECK(run->lr_at(50) == doctest::Approx(0.5));
+    // total_steps written in the config wins over the run's length.
+    auto own =
+        make_schedule(Options("schedule").set("type", type).set("total_steps", 200), 1.0, 100);
+    CHECK(own->lr_at(100) == doctest::Approx(0.5));
+    CHECK(error_of(Options("schedule").set("type", type))
+              .find("total_steps is required where the run's length is not known") !=
+          std::string::npos);
+  }
+  // No mapping: constant.
+  CHECK(make_schedule(Options("schedule"), 0.25, 100)->lr_at(99) == 0.25);
+}
