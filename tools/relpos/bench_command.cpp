@@ -10,10 +10,10 @@
 
 #include "core/error.h"
 #include "core/file_write.h"
+#include "core/json.h"
 #include "tools/bench/attention_bench.h"
 #include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
-#include "train/json.h"
 
 namespace relpos::cli {
 
@@ -54,26 +54,19 @@ int64_t available_cpu_memory() {
   return 0;
 }
 
-std::string json_number(double value) {
-  return fmt::format("{:.4f}", value);
-}
-
 // One result; an OOM or skipped one has null timings, its flag set and the reason.
-std::string result_json(const bench::AttentionResult& r) {
+Json result_json(const bench::AttentionResult& r) {
   const bool oom = r.status == bench::AttentionResult::Status::oom;
   const bool skipped = r.status == bench::AttentionResult::Status::skipped;
-  std::string s =
-      fmt::format("{{\"variant\": {}, \"length\": {}, ", json_quote(r.variant->name), r.length);
-  if (oom || skipped)
-    s += fmt::format("\"forward_ms\": null, \"forward_backward_ms\": null, \"peak_bytes\": {}, ",
-                     r.peak_bytes > 0 ? std::to_string(r.peak_bytes) : "null");
-  else
-    s += fmt::format("\"forward_ms\": {}, \"forward_backward_ms\": {}, \"peak_bytes\": {}, ",
-                     json_number(r.forward.median_ms), json_number(r.forward_backward.median_ms),
-                     r.peak_bytes);
-  s += fmt::format("\"oom\": {}, \"skipped\": {}", oom, skipped);
-  if (oom || skipped) s += ", \"reason\": " + json_quote(r.reason);
-  return s + "}";
+  Json j = {{"variant", r.variant->name}, {"length", r.length}};
+  j["forward_ms"] = oom || skipped ? Json() : Json(bench::rounded_ms(r.forward.median_ms));
+  j["forward_backward_ms"] =
+      oom || skipped ? Json() : Json(bench::rounded_ms(r.forward_backward.median_ms));
+  j["peak_bytes"] = !(oom || skipped) || r.peak_bytes > 0 ? Json(r.peak_bytes) : Json();
+  j["oom"] = oom;
+  j["skipped"] = skipped;
+  if (oom || skipped) j["reason"] = r.reason;
+  return j;
 }
 
 int bench_attention(const std::vector<std::string>& args) {
@@ -137,7 +130,7 @@ int bench_attention(const std::vector<std::string>& args) {
           : "none");
   if (!json)
     std::printf("%-22s %7s %11s %11s %10s\n", "variant", "N", "fwd ms", "fwd+bwd ms", "peak MB");
-  std::vector<std::string> results;
+  Json results = Json::array();
   bench::run_attention_bench(o, variants, [&](const bench::AttentionResult& r) {
     const char* name = r.variant->name.c_str();
     const auto n = static_cast<long long>(r.length);
@@ -161,12 +154,10 @@ int bench_attention(const std::vector<std::string>& args) {
     }
     std::fflush(stdout);
   });
-  std::string joined;
-  for (const std::string& s : results) joined += (joined.empty() ? "" : ", ") + s;
-  const std::string object = fmt::format(
-      "{{\"device\": {}, \"batch\": {}, \"heads\": {}, \"dim\": {}, \"threads\": {}, "
-      "\"results\": [{}]}}\n",
-      json_quote(o.device.str()), o.batch, o.heads, o.dim, threads, joined);
+  const Json summary = {{"device", o.device.str()}, {"batch", o.batch},
+                        {"heads", o.heads},         {"dim", o.dim},
+                        {"threads", threads},       {"results", results}};
+  const std::string object = json_line(summary) + "\n";
   if (json) std::fputs(object.c_str(), stdout);
   if (!json_out.empty()) {
     write_file_atomic("bench", json_out, object);
