@@ -20,7 +20,7 @@ std::string selected_path(const CLI::App& app) {
   return path;
 }
 
-void make_app(CLI::App& app, int& status) {
+void make_app(CLI::App& app, int& status, const std::vector<std::string>& args) {
   app.get_formatter()->label("Usage", "usage");
   app.footer([] {
     return "relpos COMMAND --help for each command's options.\n" + registered_names_help();
@@ -32,7 +32,7 @@ void make_app(CLI::App& app, int& status) {
   add_train_command(app, status);
   add_eval_command(app, status);
   add_generate_command(app, status);
-  add_reproduce_command(app, status);
+  add_reproduce_command(app, status, args);
   add_data_command(app, status);
   add_bench_command(app, status);
   add_list_command(app, status);
@@ -44,7 +44,7 @@ int run_relpos(const std::vector<std::string>& args) {
   CLI::App app("relpos: transformers with relative positional encodings, trained and evaluated",
                "relpos");
   int status = 0;
-  make_app(app, status);
+  make_app(app, status, args);
   if (args.empty()) {
     std::fputs(app.help().c_str(), stderr);
     return 2;

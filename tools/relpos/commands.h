@@ -12,7 +12,8 @@ namespace relpos::cli {
 void add_train_command(CLI::App& app, int& status);
 void add_eval_command(CLI::App& app, int& status);
 void add_generate_command(CLI::App& app, int& status);
-void add_reproduce_command(CLI::App& app, int& status);
+// `args`: the whole command line, quoted in report.md.
+void add_reproduce_command(CLI::App& app, int& status, const std::vector<std::string>& args);
 void add_data_command(CLI::App& app, int& status);
 // `relpos bench attention` and `relpos bench index-first` (tools/relpos/bench_index_first.cpp).
 void add_bench_command(CLI::App& app, int& status);

@@ -123,14 +123,14 @@ std::string machine_line() {
 }
 
 // `all`: every table and figure of the scale into o.out, and report.md.
-int reproduce_all(const ReproduceOptions& o, const Scale& scale) {
+int reproduce_all(const ReproduceOptions& o, const Scale& scale,
+                  const std::vector<std::string>& args) {
   const auto started = std::chrono::steady_clock::now();
   const fs::path out(o.out);
   fs::create_directories(out);
   std::ostringstream md;
-  const std::string command =
-      fmt::format("relpos reproduce all --scale {} --device {} --data-dir {} --out {}{}", o.scale,
-                  o.device, o.data_dir, o.out, o.resume ? " --resume" : "");
+  std::string command = "relpos";
+  for (const auto& a : args) command += " " + a;
   md << "# The FastRPB paper reproduced at scale `" << scale.name << "`\n\n"
      << "- scale: " << scale.about << " (configs/paper/scales.yaml)\n"
      << "- command: `" << command << "`\n- machine: " << machine_line() << ", device " << o.device
@@ -194,19 +194,19 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale) {
   return 0;
 }
 
-int reproduce(const ReproduceArgs& a) {
+int reproduce(const ReproduceArgs& a, const std::vector<std::string>& args) {
   const ReproduceOptions o = checked(a);
   const std::vector<Scale> scales = load_scales(o.configs);
   const Scale& scale = find_scale(scales, o.scale);
   if (o.table == "figure3") return reproduce_figure3(scale, o.device, o.out, o.only);
-  if (o.table == "all") return reproduce_all(o, scale);
+  if (o.table == "all") return reproduce_all(o, scale, args);
   reproduce_table(o, scale);
   return 0;
 }
 
 }  // namespace
 
-void add_reproduce_command(CLI::App& app, int& status) {
+void add_reproduce_command(CLI::App& app, int& status, const std::vector<std::string>& args) {
   auto a = std::make_shared<ReproduceArgs>();
   ReproduceOptions& o = a->o;
   CLI::App* sub = app.add_subcommand(
@@ -228,7 +228,7 @@ void add_reproduce_command(CLI::App& app, int& status) {
   sub->add_option("--configs", o.configs, "the configs folder (default configs)")->type_name("DIR");
   sub->add_option("--runs", o.runs, "reports the runs found in DIR, trains nothing")
       ->type_name("DIR");
-  sub->callback([a, &status] { status = reproduce(*a); });
+  sub->callback([a, &status, &args] { status = reproduce(*a, args); });
 }
 
 }  // namespace relpos::cli
