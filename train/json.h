@@ -1,32 +1,31 @@
-// A minimal JSON object writer for metrics.jsonl, summary.json and `relpos eval --json`: keys in
-// insertion order, numbers with full double precision (non-finite ones as null), strings escaped.
+// JSON records of a run (metrics.jsonl, summary.json, `relpos eval --json`) built by chained
+// adds over core/json.h: JsonObject().add("event", "eval").add("step", 3).str().
 #pragma once
 
-#include <cstdint>
 #include <string>
 
+#include "core/json.h"
 #include "train/metrics.h"
 
 namespace relpos {
 
 class JsonObject {
  public:
-  JsonObject& add(const std::string& key, const std::string& value);
-  JsonObject& add(const std::string& key, const char* value) {
-    return add(key, std::string(value));
+  JsonObject() : json_(Json::object()) {}
+  template <typename T>
+  JsonObject& add(const std::string& key, const T& value) {
+    json_[key] = value;
+    return *this;
   }
-  JsonObject& add(const std::string& key, double value);
-  JsonObject& add(const std::string& key, int64_t value);
-  JsonObject& add(const std::string& key, bool value);
-  JsonObject& add(const std::string& key, const JsonObject& value);
-  std::string str() const { return "{" + body_ + "}"; }
+  JsonObject& add(const std::string& key, const JsonObject& value) { return add(key, value.json_); }
+  const Json& json() const { return json_; }
+  // One line: {"key": value, ...}.
+  std::string str() const { return json_line(json_); }
 
  private:
-  void key(const std::string& k);
-  std::string body_;
+  Json json_;
 };
 
-std::string json_quote(const std::string& s);
 // Every value by name, then the count under its unit: {"loss", "accuracy", "macro_f1",
 // "examples"} or {"loss", "bpc", "perplexity", "tokens"}.
 JsonObject metrics_json(const Metrics& m);

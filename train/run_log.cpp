@@ -16,10 +16,11 @@ namespace fs = std::filesystem;
 namespace {
 
 // "[train] cannot write '<path>': <the system's reason>" from spdlog's "... <path>: <reason>".
-[[noreturn]] void log_write_failed(const fs::path& file, const std::string& spdlog_message) {
+Error log_write_error(const fs::path& file, const std::string& spdlog_message) {
   const size_t colon = spdlog_message.rfind(": ");
-  fail("train", "cannot write '{}': {}", file.string(),
-       colon == std::string::npos ? spdlog_message : spdlog_message.substr(colon + 2));
+  return Error(
+      fmt::format("[train] cannot write '{}': {}", file.string(),
+                  colon == std::string::npos ? spdlog_message : spdlog_message.substr(colon + 2)));
 }
 
 }  // namespace
@@ -36,7 +37,7 @@ std::shared_ptr<spdlog::logger> make_run_logger(const fs::path& file, bool verbo
   try {
     file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string());
   } catch (const spdlog::spdlog_ex& e) {
-    log_write_failed(file, e.what());
+    throw log_write_error(file, e.what());
   }
   file_sink->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
   // stderr: everything, or only warnings and errors when quiet.
@@ -48,9 +49,12 @@ std::shared_ptr<spdlog::logger> make_run_logger(const fs::path& file, bool verbo
   logger->flush_on(spdlog::level::info);
   // A failed write of log.txt (spdlog reports it here instead of throwing) stops the run like
   // any other failed write. spdlog's outer catch hands the thrown error back once more: kept.
-  logger->set_error_handler([file](const std::string& message) {
-    if (message.rfind("[train] ", 0) == 0) throw Error(message);
-    log_write_failed(file, message);
+  auto thrown = std::make_shared<std::string>();
+  logger->set_error_handler([file, thrown](const std::string& message) {
+    if (!thrown->empty() && message == *thrown) throw Error(message);
+    const Error error = log_write_error(file, message);
+    *thrown = error.what();
+    throw error;
   });
   return logger;
 }

@@ -35,8 +35,9 @@ Dataset load_split(const DataConfig& data, const std::string& split) {
   RELPOS_CHECK(split == "train" || split == "val" || split == "test", kWho,
                "unknown split '{}'; known: train, val, test", split);
   const DataFolder folder = folder_of(data);
-  RELPOS_CHECK(std::filesystem::is_directory(data.dir), kWho, "no folder '{}' for {}: {}", data.dir,
-               data.dataset, folder.how_to_get());
+  if (!std::filesystem::is_directory(data.dir))
+    fail<DataMissing>(kWho, "no folder '{}' for {}: {}", data.dir, data.dataset,
+                      folder.how_to_get());
   Dataset d =
       make_dataset_source(data.dataset, data.own)->read_split(folder, split, content_length(data));
   const int64_t limit = split == "train" ? data.train_limit : data.eval_limit;

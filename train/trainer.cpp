@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -68,17 +67,16 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   if (!in) return;
   std::string kept, line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
-    const size_t at = line.find("\"step\": ");
-    if (at != std::string::npos) {
-      int64_t record_step = 0;
-      const char* first = line.data() + at + 8;
-      const auto [end, ec] = std::from_chars(first, line.data() + line.size(), record_step);
-      RELPOS_CHECK(ec == std::errc() && end != first, "train",
-                   "'{}' line {}: a record whose step is not a number; the log of this run is "
-                   "damaged (move it away to resume)",
-                   path.string(), number);
-      if (record_step > step) continue;
-    }
+    const Json record = Json::parse(line, nullptr, false);
+    const auto at = record.is_object() ? record.find("step") : record.end();
+    const char* damage = !record.is_object()        ? "a line that is not a JSON object"
+                         : at == record.end()       ? nullptr
+                         : !at->is_number_integer() ? "a record whose step is not a number"
+                                                    : nullptr;
+    RELPOS_CHECK(damage == nullptr, "train",
+                 "'{}' line {}: {}; the log of this run is damaged (move it away to resume)",
+                 path.string(), number, damage);
+    if (at != record.end() && at->get<int64_t>() > step) continue;
     kept += line + "\n";
   }
   in.close();
@@ -316,21 +314,21 @@ double Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
         global_loss(loss.defined() ? loss.value().to(Device::cpu()).item() : 0.0, batch.count);
     const double value = global.mean;
     window.examples += global.count;
-    RELPOS_CHECK(std::isfinite(value), "train",
-                 "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
-                 "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
-                 value, position.step + 1);
+    if (!std::isfinite(value))
+      fail<StepError>("train",
+                      "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
+                      "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
+                      value, position.step + 1);
     if (loss.defined()) {
       if (global.share != 1) loss = loss * global.share;
       if (accumulate > 1) loss = loss * (1.0 / static_cast<double>(accumulate));
       loss.backward();
     }
     return value;
+  } catch (const StepError&) {
+    throw;
   } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.rfind("[train]", 0) == 0) throw;
-    throw Error(
-        fmt::format("[train] step {} (epoch {}): {}", position.step + 1, position.epoch, what));
+    fail<StepError>("train", "step {} (epoch {}): {}", position.step + 1, position.epoch, e.what());
   }
 }
 

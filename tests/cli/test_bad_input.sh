@@ -174,10 +174,15 @@ refused "a token count past int64" "^relpos: \[generate\] --tokens expects an in
 # A run's metrics.jsonl damaged before a resume: the file and line named.
 "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --stop-at-step 1 --quiet >/dev/null 2>&1 ||
   fail "the tiny ListOps run (stopped at step 1) failed"
-echo '{"event": "train", "step": abc}' >>"$tmp/run_log/metrics.jsonl"
+echo '{"event": "train", "step": "abc"}' >>"$tmp/run_log/metrics.jsonl"
 lines=$(wc -l <"$tmp/run_log/metrics.jsonl")
-refused "a damaged metrics.jsonl on resume" \
+refused "a metrics.jsonl record with a text step on resume" \
   "^relpos: \[train\] '$tmp/run_log/metrics.jsonl' line $lines: a record whose step is not a number" \
+  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --quiet \
+  --resume "$tmp/run_log/checkpoints/last.h5"
+sed -i '$ s/.*/{"event": "train", "step": 3/' "$tmp/run_log/metrics.jsonl"  # a line cut short
+refused "a metrics.jsonl line cut short on resume" \
+  "^relpos: \[train\] '$tmp/run_log/metrics.jsonl' line $lines: a line that is not a JSON object" \
   -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --quiet \
   --resume "$tmp/run_log/checkpoints/last.h5"
 

@@ -29,10 +29,17 @@ expect_error_line() {
   grep -q -- "^$prefix" "$tmp/err" || fail "$what: stderr '$(cat "$tmp/err")' lacks '$prefix'"
 }
 
-for sub in "" train eval generate data; do
+# Every subcommand's help comes from its option definitions; an unknown option is one line.
+for sub in "" train eval generate reproduce "data" "data prepare" list bench "bench attention" \
+  "bench index-first"; do
   expect_status 0 "relpos $sub --help" -- "$relpos" $sub --help
-  grep -q usage "$tmp/out" || fail "relpos $sub --help prints no usage"
+  grep -q "^usage: relpos $sub" "$tmp/out" || fail "relpos $sub --help prints no usage"
+  [[ -z $sub ]] && continue
+  expect_status 2 "relpos $sub --nope" -- "$relpos" $sub --nope
+  expect_error_line "relpos $sub --nope" "relpos: \[${sub%% *}"
 done
+expect_status 2 "no command" -- "$relpos"
+grep -q "^usage: relpos" "$tmp/err" || fail "relpos without a command prints no usage on stderr"
 expect_status 0 "--version" -- "$relpos" --version
 
 expect_status 0 "data prepare listops" -- "$relpos" data prepare listops --out "$tmp/listops" \

@@ -235,7 +235,10 @@ TEST_CASE("training state: every entry of a checkpoint round-trips through load 
 
   CHECK(again.ints == saved.ints);
   REQUIRE(again.floats.size() == saved.floats.size());
-  for (const auto& [key, value] : saved.floats) {  // best_metric is NaN before a validation
+  // best_metric is NaN before a validation. (No structured binding: CAPTURE cannot take one.)
+  for (const auto& entry : saved.floats) {
+    const std::string& key = entry.first;
+    const double& value = entry.second;
     CAPTURE(key);
     REQUIRE(again.floats.count(key) == 1);
     CHECK(std::memcmp(&value, &again.floats.at(key), sizeof(double)) == 0);

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/json.h"
 #include "tools/bench/attention_bench.h"
 
 using namespace relpos;
@@ -62,11 +63,14 @@ int main(int argc, char** argv) try {
       else
         std::printf("%-22s %7lld   %s: %s\n", name, n, oom ? "OOM" : "skipped", r.reason.c_str());
     } else if (json) {
-      std::printf(
-          "{\"variant\": \"%s\", \"n\": %lld, \"device\": \"%s\", \"median_ms\": %.4f, "
-          "\"min_ms\": %.4f, \"runs\": %lld, \"peak_bytes\": %lld}\n",
-          name, n, o.device.str().c_str(), t.median_ms, t.min_ms, static_cast<long long>(t.runs),
-          static_cast<long long>(r.peak_bytes));
+      const Json line = {{"variant", name},
+                         {"n", n},
+                         {"device", o.device.str()},
+                         {"median_ms", bench::rounded_ms(t.median_ms)},
+                         {"min_ms", bench::rounded_ms(t.min_ms)},
+                         {"runs", t.runs},
+                         {"peak_bytes", r.peak_bytes}};
+      std::printf("%s\n", json_line(line).c_str());
     } else {
       std::printf("%-22s %7lld %11.2f %10.2f %6lld %10.1f\n", name, n, t.median_ms, t.min_ms,
                   static_cast<long long>(t.runs), static_cast<double>(r.peak_bytes) / (1 << 20));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -17,6 +18,11 @@
 #include "core/device.h"
 
 namespace relpos::bench {
+
+// Milliseconds to 4 decimals for the JSON outputs: more digits than that are noise.
+inline double rounded_ms(double ms) {
+  return std::round(ms * 1e4) / 1e4;
+}
 
 struct Timing {
   double median_ms = 0, min_ms = 0;

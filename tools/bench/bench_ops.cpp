@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "core/ops.h"
 #include "tools/bench/bench_common.h"
 
@@ -163,13 +164,17 @@ int main(int argc, char** argv) try {
     const bench::Timing t = bench::time_call(call, g_device, min_seconds);
     const Memory m = memory_of(call);
     if (json)
-      std::printf(
-          "{\"op\": \"%s\", \"shape\": \"%s\", \"device\": \"%s\", \"median_ms\": %.4f, "
-          "\"min_ms\": %.4f, \"runs\": %lld, \"peak_bytes\": %lld, \"io_bytes\": %lld, "
-          "\"threads\": %d, \"blas_threads\": %d}\n",
-          c.op, c.shape, g_device.str().c_str(), t.median_ms, t.min_ms,
-          static_cast<long long>(t.runs), static_cast<long long>(m.peak_bytes),
-          static_cast<long long>(in_bytes + m.out_bytes), threads, blas_threads);
+      std::printf("%s\n", json_line({{"op", c.op},
+                                     {"shape", c.shape},
+                                     {"device", g_device.str()},
+                                     {"median_ms", bench::rounded_ms(t.median_ms)},
+                                     {"min_ms", bench::rounded_ms(t.min_ms)},
+                                     {"runs", t.runs},
+                                     {"peak_bytes", m.peak_bytes},
+                                     {"io_bytes", in_bytes + m.out_bytes},
+                                     {"threads", threads},
+                                     {"blas_threads", blas_threads}})
+                              .c_str());
     else
       std::printf("%-11s %-36s %10.3f %10.3f %6lld %9.2f\n", c.op, c.shape, t.median_ms, t.min_ms,
                   static_cast<long long>(t.runs), static_cast<double>(m.peak_bytes) / (1 << 20));

@@ -6,26 +6,21 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
 #include "core/file_write.h"
+#include "core/json.h"
 #include "tools/bench/attention_bench.h"
 #include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
-#include "train/json.h"
 
 namespace relpos::cli {
 
 namespace {
 
-constexpr const char* kBenchUsage =
-    "usage: relpos bench attention [--lengths 1024,2048,...] [--batch B] [--heads H] [--dim D]\n"
-    "                              [--device cpu|cuda] [--json] [--json-out FILE]\n"
-    "                              [--filter NAME,...]\n"
-    "                              [--min-time S] [--memory-limit-mb M (may be fractional)]\n"
-    "       relpos bench attention --list   (the variant names, one per line)\n"
-    "       relpos bench index-first --help (ISDPA against the standard first attention)\n"
+constexpr const char* kAttentionFooter =
     "Times every attention variant (or those of --filter) on [B, H, N, D] f32 inputs for each\n"
     "length N: the forward pass alone (no graph recorded) and forward + backward from a fixed\n"
     "output gradient, each the median of repeats (two warm-up calls, then at least 3 runs and\n"
@@ -37,12 +32,17 @@ constexpr const char* kBenchUsage =
     "for linear ones). M defaults, on the CPU, to the memory available when the run starts (the\n"
     "kernel would rather kill the process than fail an allocation); on a GPU, to no limit.\n"
     "Prints a table (variant, N, fwd ms, fwd+bwd ms, peak MB), or with --json one JSON object:\n"
-    "{\"device\", \"batch\", \"heads\", \"dim\", \"threads\", \"results\": [{\"variant\", "
-    "\"length\",\n"
-    "\"forward_ms\", \"forward_backward_ms\", \"peak_bytes\", \"oom\"}, ...]} (an OOM entry has "
-    "null\n"
-    "times and a \"reason\"); progress goes to stderr. --json-out FILE writes that object to\n"
-    "FILE and still prints the table.\n";
+    "{\"device\", \"batch\", \"heads\", \"dim\", \"threads\", \"results\": [{\"variant\",\n"
+    "\"length\", \"forward_ms\", \"forward_backward_ms\", \"peak_bytes\", \"oom\"}, ...]} (an OOM\n"
+    "entry has null times and a \"reason\"); progress goes to stderr. --json-out FILE writes\n"
+    "that object to FILE and still prints the table.";
+
+// The command line of `bench attention`, numbers as given (checked by bench_attention).
+struct AttentionArgs {
+  bench::AttentionBenchOptions o;
+  std::string lengths, batch, heads, dim, device, filter, min_time, limit_mb, json_out;
+  bool json = false, list = false;
+};
 
 // MemAvailable of /proc/meminfo in bytes; 0 (no limit) when it cannot be read.
 int64_t available_cpu_memory() {
@@ -54,72 +54,45 @@ int64_t available_cpu_memory() {
   return 0;
 }
 
-std::string json_number(double value) {
-  return fmt::format("{:.4f}", value);
-}
-
 // One result; an OOM or skipped one has null timings, its flag set and the reason.
-std::string result_json(const bench::AttentionResult& r) {
+Json result_json(const bench::AttentionResult& r) {
   const bool oom = r.status == bench::AttentionResult::Status::oom;
   const bool skipped = r.status == bench::AttentionResult::Status::skipped;
-  std::string s =
-      fmt::format("{{\"variant\": {}, \"length\": {}, ", json_quote(r.variant->name), r.length);
-  if (oom || skipped)
-    s += fmt::format("\"forward_ms\": null, \"forward_backward_ms\": null, \"peak_bytes\": {}, ",
-                     r.peak_bytes > 0 ? std::to_string(r.peak_bytes) : "null");
-  else
-    s += fmt::format("\"forward_ms\": {}, \"forward_backward_ms\": {}, \"peak_bytes\": {}, ",
-                     json_number(r.forward.median_ms), json_number(r.forward_backward.median_ms),
-                     r.peak_bytes);
-  s += fmt::format("\"oom\": {}, \"skipped\": {}", oom, skipped);
-  if (oom || skipped) s += ", \"reason\": " + json_quote(r.reason);
-  return s + "}";
+  Json j = {{"variant", r.variant->name}, {"length", r.length}};
+  j["forward_ms"] = oom || skipped ? Json() : Json(bench::rounded_ms(r.forward.median_ms));
+  j["forward_backward_ms"] =
+      oom || skipped ? Json() : Json(bench::rounded_ms(r.forward_backward.median_ms));
+  j["peak_bytes"] = !(oom || skipped) || r.peak_bytes > 0 ? Json(r.peak_bytes) : Json();
+  j["oom"] = oom;
+  j["skipped"] = skipped;
+  if (oom || skipped) j["reason"] = r.reason;
+  return j;
 }
 
-int bench_attention(const std::vector<std::string>& args) {
-  bench::AttentionBenchOptions o;
-  std::vector<std::string> filter;
-  bool json = false;
-  std::string json_out;  // --json-out FILE: the JSON object to FILE, the table to stdout
-  double limit_mb = -1;  // -1: the device's default
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      RELPOS_CHECK(i + 1 < args.size(), "bench", "{} needs a value (see relpos bench --help)", a);
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kBenchUsage, stdout);
-      return 0;
-    } else if (a == "--list") {
-      for (const bench::AttentionVariant& v : bench::attention_variants())
-        std::printf("%s\n", v.name.c_str());
-      return 0;
-    } else if (a == "--lengths") {
-      o.lengths = bench::parse_lengths(value());
-    } else if (a == "--batch") {
-      o.batch = parse_positive<int64_t>("bench", a, value());
-    } else if (a == "--heads") {
-      o.heads = parse_positive<int64_t>("bench", a, value());
-    } else if (a == "--dim") {
-      o.dim = parse_positive<int64_t>("bench", a, value());
-    } else if (a == "--device") {
-      o.device = Device::parse(value());
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--json-out") {
-      json_out = value();
-    } else if (a == "--filter") {
-      filter = bench::split_list(value());
-    } else if (a == "--min-time") {
-      o.min_seconds = parse_positive<double>("bench", a, value());
-    } else if (a == "--memory-limit-mb") {
-      limit_mb = parse_positive<double>("bench", a, value());
-    } else {
-      fail("bench", "unknown option '{}' (see relpos bench attention --help)", a);
-    }
+// The options of `a`, its numbers checked; the memory limit in MB (-1: the device's default).
+double read_options(AttentionArgs& a) {
+  bench::AttentionBenchOptions& o = a.o;
+  if (!a.lengths.empty()) o.lengths = bench::parse_lengths(a.lengths);
+  if (!a.batch.empty()) o.batch = parse_positive<int64_t>("bench", "--batch", a.batch);
+  if (!a.heads.empty()) o.heads = parse_positive<int64_t>("bench", "--heads", a.heads);
+  if (!a.dim.empty()) o.dim = parse_positive<int64_t>("bench", "--dim", a.dim);
+  if (!a.device.empty()) o.device = Device::parse(a.device);
+  if (!a.min_time.empty())
+    o.min_seconds = parse_positive<double>("bench", "--min-time", a.min_time);
+  return a.limit_mb.empty() ? -1 : parse_positive<double>("bench", "--memory-limit-mb", a.limit_mb);
+}
+
+int bench_attention(AttentionArgs& a) {
+  if (a.list) {
+    for (const bench::AttentionVariant& v : bench::attention_variants())
+      std::printf("%s\n", v.name.c_str());
+    return 0;
   }
-  const auto variants = bench::select_variants(filter);
+  const double limit_mb = read_options(a);
+  bench::AttentionBenchOptions& o = a.o;
+  const bool json = a.json;
+  const std::string& json_out = a.json_out;
+  const auto variants = bench::select_variants(bench::split_list(a.filter));
   bench::check_device(o.device);
   if (limit_mb > 0)
     o.memory_limit_bytes = static_cast<int64_t>(limit_mb * (1 << 20));
@@ -137,7 +110,7 @@ int bench_attention(const std::vector<std::string>& args) {
           : "none");
   if (!json)
     std::printf("%-22s %7s %11s %11s %10s\n", "variant", "N", "fwd ms", "fwd+bwd ms", "peak MB");
-  std::vector<std::string> results;
+  Json results = Json::array();
   bench::run_attention_bench(o, variants, [&](const bench::AttentionResult& r) {
     const char* name = r.variant->name.c_str();
     const auto n = static_cast<long long>(r.length);
@@ -161,12 +134,10 @@ int bench_attention(const std::vector<std::string>& args) {
     }
     std::fflush(stdout);
   });
-  std::string joined;
-  for (const std::string& s : results) joined += (joined.empty() ? "" : ", ") + s;
-  const std::string object = fmt::format(
-      "{{\"device\": {}, \"batch\": {}, \"heads\": {}, \"dim\": {}, \"threads\": {}, "
-      "\"results\": [{}]}}\n",
-      json_quote(o.device.str()), o.batch, o.heads, o.dim, threads, joined);
+  const Json summary = {{"device", o.device.str()}, {"batch", o.batch},
+                        {"heads", o.heads},         {"dim", o.dim},
+                        {"threads", threads},       {"results", results}};
+  const std::string object = json_line(summary) + "\n";
   if (json) std::fputs(object.c_str(), stdout);
   if (!json_out.empty()) {
     write_file_atomic("bench", json_out, object);
@@ -176,14 +147,28 @@ int bench_attention(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int bench_command(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kBenchUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
-  }
-  if (args[0] == "attention") return bench_attention({args.begin() + 1, args.end()});
-  if (args[0] == "index-first") return bench_index_first({args.begin() + 1, args.end()});
-  fail("bench", "unknown benchmark '{}'; known: attention, index-first", args[0]);
+void add_bench_command(CLI::App& app, int& status) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: attention, index-first.");
+  bench->require_subcommand(1);
+  auto a = std::make_shared<AttentionArgs>();
+  CLI::App* sub = bench->add_subcommand(
+      "attention", "Time and peak memory of the attention variants over growing lengths.");
+  sub->footer(kAttentionFooter);
+  sub->add_option("--lengths", a->lengths, "sequence lengths N")->type_name("1024,2048,...");
+  sub->add_option("--batch", a->batch, "batch size (default 1)")->type_name("B");
+  sub->add_option("--heads", a->heads, "heads (default 8)")->type_name("H");
+  sub->add_option("--dim", a->dim, "head dimension (default 32)")->type_name("D");
+  sub->add_option("--device", a->device, "cpu or cuda")->type_name("cpu|cuda");
+  sub->add_flag("--json", a->json, "one JSON object on stdout instead of the table");
+  sub->add_option("--json-out", a->json_out, "also writes the JSON object to FILE")
+      ->type_name("FILE");
+  sub->add_option("--filter", a->filter, "only these variants")->type_name("NAME,...");
+  sub->add_option("--min-time", a->min_time, "seconds per timing (default 0.5)")->type_name("S");
+  sub->add_option("--memory-limit-mb", a->limit_mb, "out of memory above M MB (fractional)")
+      ->type_name("M");
+  sub->add_flag("--list", a->list, "the variant names, one per line");
+  sub->callback([a, &status] { status = bench_attention(*a); });
+  add_bench_index_first(*bench, status);
 }
 
 }  // namespace relpos::cli

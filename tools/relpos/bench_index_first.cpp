@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "autograd/functions.h"
@@ -19,14 +20,18 @@ namespace relpos::cli {
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: relpos bench index-first [--vocab V] [--lengths 1024,2048,4096] [--batch B]\n"
-    "                                [--heads H] [--dim D] [--min-time S]\n"
+constexpr const char* kFooter =
     "Times one softmax attention layer over token ids in [1, V) plus sinusoidal positions,\n"
     "forward + backward (gradients of the table and the projections), computed the standard way\n"
     "and index-first (model.index_first), and prints both with the index-first / standard time.\n"
     "Defaults: V 257 (bytes + padding, LRA Text/Retrieval), lengths 1024,2048,4096, B 8, H 4,\n"
-    "D 256 (LRA Text), 1 s per timing.\n";
+    "D 256 (LRA Text), 1 s per timing.";
+
+// The command line, numbers as given.
+struct IndexFirstArgs {
+  std::string vocab = "257", batch = "8", heads = "4", dim = "256", min_time = "1",
+              lengths = "1024,2048,4096";
+};
 
 struct Measured {
   bench::Timing time;
@@ -41,40 +46,16 @@ Measured measure(const Call& call, double min_seconds) {
   return m;
 }
 
-}  // namespace
-
-int bench_index_first(const std::vector<std::string>& args) {
-  int64_t vocab = 257, batch = 8, heads = 4, dim = 256;
-  double min_seconds = 1.0;
-  std::vector<int64_t> lengths{1024, 2048, 4096};
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    RELPOS_CHECK(i + 1 < args.size(), "bench", "{} needs a value; see --help", a);
-    const std::string value = args[++i];
-    const auto positive = [&](const std::string& text) {
-      return parse_positive<int64_t>("bench", a, text);
-    };
-    if (a == "--vocab")
-      vocab = positive(value);
-    else if (a == "--batch")
-      batch = positive(value);
-    else if (a == "--heads")
-      heads = positive(value);
-    else if (a == "--dim")
-      dim = positive(value);
-    else if (a == "--min-time")
-      min_seconds = parse_positive<double>("bench", a, value);
-    else if (a == "--lengths") {
-      lengths.clear();
-      for (const std::string& n : bench::split_list(value)) lengths.push_back(positive(n));
-    } else {
-      fail("bench", "unknown option '{}'; see relpos bench index-first --help", a);
-    }
-  }
+int bench_index_first(const IndexFirstArgs& a) {
+  const auto positive = [](const char* flag, const std::string& text) {
+    return parse_positive<int64_t>("bench", flag, text);
+  };
+  const int64_t vocab = positive("--vocab", a.vocab), batch = positive("--batch", a.batch),
+                heads = positive("--heads", a.heads), dim = positive("--dim", a.dim);
+  const double min_seconds = parse_positive<double>("bench", "--min-time", a.min_time);
+  std::vector<int64_t> lengths;
+  for (const std::string& n : bench::split_list(a.lengths))
+    lengths.push_back(positive("--lengths", n));
   std::printf(
       "index-first vs standard first attention, CPU, %d threads: V %lld, B %lld, H %lld, "
       "D %lld, f32\n%7s %12s %12s %8s %12s %12s\n",
@@ -112,6 +93,22 @@ int bench_index_first(const std::vector<std::string>& args) {
     std::fflush(stdout);
   }
   return 0;
+}
+
+}  // namespace
+
+void add_bench_index_first(CLI::App& bench, int& status) {
+  auto a = std::make_shared<IndexFirstArgs>();
+  CLI::App* sub = bench.add_subcommand(
+      "index-first", "ISDPA (model.index_first) against the standard first attention layer.");
+  sub->footer(kFooter);
+  sub->add_option("--vocab", a->vocab, "vocabulary size V")->type_name("V");
+  sub->add_option("--lengths", a->lengths, "sequence lengths")->type_name("1024,2048,...");
+  sub->add_option("--batch", a->batch, "batch size")->type_name("B");
+  sub->add_option("--heads", a->heads, "heads")->type_name("H");
+  sub->add_option("--dim", a->dim, "model dimension")->type_name("D");
+  sub->add_option("--min-time", a->min_time, "seconds per timing")->type_name("S");
+  sub->callback([a, &status] { status = bench_index_first(*a); });
 }
 
 }  // namespace relpos::cli

@@ -2,6 +2,7 @@
 // [--predictions FILE.h5] [--set key=value]...` (DESIGN §7): rebuilds the model from the
 // configuration stored in the checkpoint, evaluates one split, prints its metrics.
 #include <cstdio>
+#include <memory>
 
 #include "core/error.h"
 #include "tools/relpos/commands.h"
@@ -14,56 +15,31 @@
 
 namespace relpos::cli {
 
-constexpr const char* kEvalUsage =
-    "usage: relpos eval CHECKPOINT [--data-dir DIR] [--split train|val|test] [--device cpu|cuda]\n"
-    "                   [--json] [--predictions FILE.h5] [--set key.path=value]...\n"
-    "Evaluates a checkpoint on one split (default test). --json prints one JSON object on\n"
-    "stdout. --predictions writes HDF5 datasets: classifiers logits [n, classes] and labels [n]\n"
-    "in dataset order; language models targets [n] and log_prob [n] (the log-probability of\n"
-    "each target) in stream order. Language models take eval.tgt_len, eval.mem_len,\n"
-    "eval.clamp_len and eval.same_length from --set (default: as configured).\n";
+namespace {
 
-int eval_command(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kEvalUsage, stdout);
-    return 0;
-  }
-  std::string checkpoint, split = "test", predictions;
+constexpr const char* kEvalFooter =
+    "--json prints one JSON object on stdout. --predictions writes HDF5 datasets: classifiers\n"
+    "logits [n, classes] and labels [n] in dataset order; language models targets [n] and\n"
+    "log_prob [n] (the log-probability of each target) in stream order. Language models take\n"
+    "eval.tgt_len, eval.mem_len, eval.clamp_len and eval.same_length from --set (default: as\n"
+    "configured).";
+
+struct EvalArgs {
+  std::string checkpoint, split = "test", predictions, data_dir, device;
   std::vector<std::string> overrides;
   bool json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      RELPOS_CHECK(i + 1 < args.size(), "eval", "{} needs a value\n{}", a, kEvalUsage);
-      return args[++i];
-    };
-    if (a == "--data-dir")
-      overrides.push_back("data.dir=" + value());
-    else if (a == "--split")
-      split = value();
-    else if (a == "--device")
-      overrides.push_back("device=" + value());
-    else if (a == "--set")
-      overrides.push_back(value());
-    else if (a == "--json")
-      json = true;
-    else if (a == "--predictions")
-      predictions = value();
-    else if (a.rfind("--", 0) == 0)
-      throw Error(fmt::format("[eval] unknown option '{}'\n{}", a, kEvalUsage));
-    else if (checkpoint.empty())
-      checkpoint = a;
-    else
-      throw Error(fmt::format("[eval] one checkpoint expected, got '{}' and '{}'", checkpoint, a));
-  }
-  RELPOS_CHECK(!checkpoint.empty(), "eval", "no checkpoint given\n{}", kEvalUsage);
+};
 
+int eval(EvalArgs& a) {
+  if (!a.data_dir.empty()) a.overrides.push_back("data.dir=" + a.data_dir);
+  if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
+  const std::string &checkpoint = a.checkpoint, &split = a.split;
   // Under mpirun the ranks evaluate disjoint shards of the split; an error on any one ends the job.
   return run_job([&] {
     const CheckpointData data = read_checkpoint(checkpoint);
     const auto text = data.texts.find("config");
     RELPOS_CHECK(text != data.texts.end(), "eval", "'{}' holds no configuration", checkpoint);
-    const RunConfig config = parse_config(text->second, checkpoint, overrides);
+    const RunConfig config = parse_config(text->second, checkpoint, a.overrides);
     const Device device = job_device(config.device, "eval");
 
     RELPOS_CHECK(split == "train" || split == "val" || split == "test", "eval",
@@ -71,12 +47,12 @@ int eval_command(const std::vector<std::string>& args) {
     const std::unique_ptr<Task> task = make_task(config, device, {split});
     restore_module(task->model(), data);
     // Predictions first: under mpirun they are refused before any evaluation runs.
-    if (!predictions.empty()) task->write_predictions(split, predictions);
+    if (!a.predictions.empty()) task->write_predictions(split, a.predictions);
     const Metrics metrics = task->evaluate(split, 0);
 
     const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
     if (!reports_results()) return 0;  // under mpirun the ranks share the split
-    if (json) {
+    if (a.json) {
       std::printf("%s\n", metrics_json(metrics)
                               .add("checkpoint", checkpoint)
                               .add("split", split)
@@ -91,6 +67,27 @@ int eval_command(const std::vector<std::string>& args) {
     }
     return 0;
   });
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, int& status) {
+  auto a = std::make_shared<EvalArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "eval", "Evaluates a checkpoint on one split, with the configuration stored in it.");
+  sub->footer(kEvalFooter);
+  sub->add_option("CHECKPOINT", a->checkpoint, "a checkpoint of relpos train")->required();
+  sub->add_option("--data-dir", a->data_dir, "where the dataset is (data.dir)")->type_name("DIR");
+  sub->add_option("--split", a->split, "the split evaluated (default test)")
+      ->type_name("train|val|test");
+  sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
+  sub->add_flag("--json", a->json, "one JSON object on stdout");
+  sub->add_option("--predictions", a->predictions, "writes the predictions to this HDF5 file")
+      ->type_name("FILE.h5");
+  sub->add_option("--set", a->overrides, "overrides a config key (repeatable)")
+      ->type_name("KEY.PATH=VALUE")
+      ->allow_extra_args(false);
+  sub->callback([a, &status] { status = eval(*a); });
 }
 
 }  // namespace relpos::cli

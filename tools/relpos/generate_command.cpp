@@ -7,6 +7,7 @@
 // max_len characters instead. The prompt and the sample go to stdout; the same seed gives the
 // same text.
 #include <cstdio>
+#include <memory>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
@@ -22,11 +23,10 @@ namespace relpos::cli {
 
 namespace {
 
-constexpr const char* kGenerateUsage =
-    "usage: relpos generate CHECKPOINT --prompt TEXT --tokens N [--temperature T] [--seed S]\n"
-    "                       [--device cpu|cuda] [--set key.path=value]...\n"
-    "Samples N characters from a trained language model after the prompt (temperature 1 by\n"
-    "default; 0 takes the most likely character), and prints the prompt and the sample.\n";
+struct GenerateArgs {
+  std::string checkpoint, prompt, tokens, temperature = "1", seed = "0", device;
+  std::vector<std::string> overrides;
+};
 
 // The id of the next character: argmax at temperature 0, else a draw from softmax(logits / T).
 int64_t sample(const Tensor& logits, double temperature, Generator& gen) {
@@ -42,59 +42,30 @@ int64_t sample(const Tensor& logits, double temperature, Generator& gen) {
   return static_cast<int64_t>(p.size()) - 1;
 }
 
-}  // namespace
-
-int generate_command(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kGenerateUsage, stdout);
-    return 0;
-  }
-  std::string checkpoint, prompt;
-  bool has_prompt = false;
-  int64_t tokens = -1;
-  double temperature = 1.0;
+// The sampling settings, checked; the checkpoint read and the text sampled by generate().
+struct Sampling {
+  int64_t tokens = 0;
+  double temperature = 1;
   uint64_t seed = 0;
-  std::vector<std::string> overrides;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      RELPOS_CHECK(i + 1 < args.size(), "generate", "{} needs a value\n{}", a, kGenerateUsage);
-      return args[++i];
-    };
-    if (a == "--prompt") {
-      prompt = value();
-      has_prompt = true;
-    } else if (a == "--tokens") {
-      tokens = parse_number<int64_t>("generate", a, value());
-    } else if (a == "--temperature") {
-      temperature = parse_number<double>("generate", a, value());
-    } else if (a == "--seed") {
-      const int64_t s = parse_number<int64_t>("generate", a, value());
-      RELPOS_CHECK(s >= 0, "generate", "--seed must be >= 0, got {}", s);
-      seed = static_cast<uint64_t>(s);
-    } else if (a == "--device") {
-      overrides.push_back("device=" + value());
-    } else if (a == "--set") {
-      overrides.push_back(value());
-    } else if (a.rfind("--", 0) == 0) {
-      throw Error(fmt::format("[generate] unknown option '{}'\n{}", a, kGenerateUsage));
-    } else if (checkpoint.empty()) {
-      checkpoint = a;
-    } else {
-      throw Error(
-          fmt::format("[generate] one checkpoint expected, got '{}' and '{}'", checkpoint, a));
-    }
-  }
-  RELPOS_CHECK(!checkpoint.empty(), "generate", "no checkpoint given\n{}", kGenerateUsage);
-  RELPOS_CHECK(has_prompt && !prompt.empty(), "generate", "--prompt TEXT is required (non-empty)");
-  RELPOS_CHECK(tokens >= 0, "generate", "--tokens N is required (N >= 0)");
-  RELPOS_CHECK(temperature >= 0 && std::isfinite(temperature), "generate",
-               "--temperature must be >= 0, got {}", temperature);
+};
 
-  const CheckpointData data = read_checkpoint(checkpoint);
-  const auto text = data.texts.find("config");
-  RELPOS_CHECK(text != data.texts.end(), "generate", "'{}' holds no configuration", checkpoint);
-  const RunConfig config = parse_config(text->second, checkpoint, overrides);
+Sampling parse_sampling(const GenerateArgs& a) {
+  Sampling s;
+  RELPOS_CHECK(!a.prompt.empty(), "generate", "--prompt TEXT is required (non-empty)");
+  s.tokens = parse_number<int64_t>("generate", "--tokens", a.tokens);
+  RELPOS_CHECK(s.tokens >= 0, "generate", "--tokens N is required (N >= 0)");
+  s.temperature = parse_number<double>("generate", "--temperature", a.temperature);
+  RELPOS_CHECK(s.temperature >= 0 && std::isfinite(s.temperature), "generate",
+               "--temperature must be >= 0, got {}", s.temperature);
+  const int64_t seed = parse_number<int64_t>("generate", "--seed", a.seed);
+  RELPOS_CHECK(seed >= 0, "generate", "--seed must be >= 0, got {}", seed);
+  s.seed = static_cast<uint64_t>(seed);
+  return s;
+}
+
+// The bytes of the ids of a language-model checkpoint (saved with it).
+std::vector<uint8_t> vocabulary_of(const CheckpointData& data, const RunConfig& config,
+                                   const std::string& checkpoint) {
   Tensor vocabulary;
   for (const auto& [name, t] : data.state)
     if (name == "vocabulary") vocabulary = t;
@@ -103,7 +74,20 @@ int generate_command(const std::vector<std::string>& args) {
                "generate",
                "'{}' is not a language-model checkpoint (no vocabulary; model.type '{}')",
                checkpoint, config.model.type);
-  const std::vector<uint8_t> symbols = vocabulary.to_vector<uint8_t>();
+  return vocabulary.to_vector<uint8_t>();
+}
+
+int generate(GenerateArgs& a) {
+  const Sampling sampling = parse_sampling(a);
+  const int64_t tokens = sampling.tokens;
+  const double temperature = sampling.temperature;
+  const std::string &checkpoint = a.checkpoint, &prompt = a.prompt;
+  if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
+  const CheckpointData data = read_checkpoint(checkpoint);
+  const auto text = data.texts.find("config");
+  RELPOS_CHECK(text != data.texts.end(), "generate", "'{}' holds no configuration", checkpoint);
+  const RunConfig config = parse_config(text->second, checkpoint, a.overrides);
+  const std::vector<uint8_t> symbols = vocabulary_of(data, config, checkpoint);
   std::vector<int64_t> id_of(256, -1);
   for (size_t i = 0; i < symbols.size(); ++i) id_of[symbols[i]] = static_cast<int64_t>(i);
 
@@ -149,7 +133,7 @@ int generate_command(const std::vector<std::string>& args) {
   } else {
     run({ids.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(ids.size(), window)), ids.end()});
   }
-  Generator gen(seed);
+  Generator gen(sampling.seed);
   std::string out = prompt;
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t next = sample(last, temperature, gen);
@@ -165,6 +149,30 @@ int generate_command(const std::vector<std::string>& args) {
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fputc('\n', stdout);
   return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, int& status) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* sub =
+      app.add_subcommand("generate", "Samples text from a trained language model after a prompt.");
+  sub->footer(
+      "Samples N characters from a trained language model after the prompt (temperature 1 by\n"
+      "default; 0 takes the most likely character), and prints the prompt and the sample.");
+  sub->add_option("CHECKPOINT", a->checkpoint, "a language-model checkpoint")->required();
+  sub->add_option("--prompt", a->prompt, "the text the sample continues")
+      ->type_name("TEXT")
+      ->required();
+  sub->add_option("--tokens", a->tokens, "characters to sample")->type_name("N")->required();
+  sub->add_option("--temperature", a->temperature, "softmax temperature (default 1)")
+      ->type_name("T");
+  sub->add_option("--seed", a->seed, "the sampling seed (default 0)")->type_name("S");
+  sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
+  sub->add_option("--set", a->overrides, "overrides a config key (repeatable)")
+      ->type_name("KEY.PATH=VALUE")
+      ->allow_extra_args(false);
+  sub->callback([a, &status] { status = generate(*a); });
 }
 
 }  // namespace relpos::cli

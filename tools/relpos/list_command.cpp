@@ -2,6 +2,7 @@
 // variants, feature maps, positional encodings, models and datasets; with `--combinations`, every
 // variant x feature map x encoding that builds (layers/attention/catalog.h).
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
@@ -14,14 +15,11 @@ namespace relpos::cli {
 
 namespace {
 
-constexpr const char* kListUsage =
-    "usage: relpos list [--combinations]\n"
-    "Prints the names a config can use, from the registries: attention variants\n"
-    "(model.attention.type), feature maps of kernelized attention (model.attention.feature_map),\n"
-    "relative positional encodings (model.positional.type), models (model.type) and datasets\n"
-    "(data.dataset, with what each holds).\n"
-    "--combinations: every variant x feature map x encoding that builds, as the attention\n"
-    "benchmark names them (relpos bench attention --filter NAME).\n";
+constexpr const char* kListFooter =
+    "The names come from the registries: attention variants (model.attention.type), feature\n"
+    "maps of kernelized attention (model.attention.feature_map), relative positional encodings\n"
+    "(model.positional.type), models (model.type) and datasets (data.dataset, with what each\n"
+    "holds).";
 
 void print_line(const char* title, const std::vector<std::string>& names) {
   std::string line;
@@ -46,16 +44,9 @@ std::string registered_names_help() {
   return text;
 }
 
-int list_command(const std::vector<std::string>& args) {
-  bool combinations = false;
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::fputs(kListUsage, stdout);
-      return 0;
-    }
-    RELPOS_CHECK(a == "--combinations", "list", "unknown argument '{}'; see relpos list --help", a);
-    combinations = true;
-  }
+namespace {
+
+int list(bool combinations) {
   if (combinations) {
     for (const AttentionSetup& s : attention_setups()) std::printf("%s\n", s.name.c_str());
     return 0;
@@ -69,6 +60,18 @@ int list_command(const std::vector<std::string>& args) {
     std::printf("  %-20s %s, %s\n", name.c_str(), task_kind_name(dataset_registry().at(name).kind),
                 dataset_registry().at(name).description.c_str());
   return 0;
+}
+
+}  // namespace
+
+void add_list_command(CLI::App& app, int& status) {
+  auto combinations = std::make_shared<bool>(false);
+  CLI::App* sub = app.add_subcommand("list", "Prints the names a config can use.");
+  sub->footer(kListFooter);
+  sub->add_flag("--combinations", *combinations,
+                "every variant x feature map x encoding that builds, as the attention benchmark "
+                "names them (relpos bench attention --filter NAME)");
+  sub->callback([combinations, &status] { status = list(*combinations); });
 }
 
 }  // namespace relpos::cli

@@ -23,62 +23,42 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
-    "usage: relpos reproduce table1|table2|table3|figure3|all [--scale NAME] [--seeds N]\n"
-    "                        [--device cpu|cuda] [--data-dir DIR] [--out DIR] [--only PATTERN]\n"
-    "                        [--resume] [--configs DIR] [--runs DIR]\n"
-    "Runs the configs behind a table of the FastRPB paper (table1: LRA accuracy, table2: MNIST\n"
-    "macro-F1 over seeds, with the paired with - without FastRPB differences, table3: LRA\n"
-    "training time and peak memory, with the ratios to linear SIKF) and writes table.md and\n"
-    "table.csv to --out (default runs/reproduce/<table>-<scale>): our value beside the paper's.\n"
-    "`all` runs table2, table1, table3, figure3, figure1 and figure2 into --out (default\n"
-    "runs/reproduce/all-<scale>) and writes report.md there.\n"
-    "Finished runs are skipped, so a rerun resumes the grid; --resume also continues a run\n"
-    "that was interrupted from its last checkpoint. --data-dir holds one folder per dataset\n"
-    "the table's configs name (data.dataset; default data/). --only keeps the cells whose name\n"
-    "(e.g. lra/text/linear_sikf_fastrpb) contains PATTERN (figure3: a list of bench variants).\n"
-    "--seeds N overrides the scale's number of seeds. --runs DIR reports the cells' run\n"
-    "directories found in DIR and trains nothing (without it: --out, whose missing cells are\n"
-    "trained; for table3, the table1 grid of the same scale, runs/reproduce/table1-<scale>).\n"
-    "figure3 runs `relpos bench attention` and draws OUT/figure3.png with tools/plots.py.\n"
+constexpr const char* kFooter =
+    "table1: LRA accuracy, table2: MNIST macro-F1 over seeds, with the paired with - without\n"
+    "FastRPB differences, table3: LRA training time and peak memory, with the ratios to linear\n"
+    "SIKF; each writes table.md and table.csv to --out (default\n"
+    "runs/reproduce/<table>-<scale>): our value beside the paper's. `all` runs table2, table1,\n"
+    "table3, figure3, figure1 and figure2 into --out (default runs/reproduce/all-<scale>) and\n"
+    "writes report.md there. Finished runs are skipped, so a rerun resumes the grid; --resume\n"
+    "also continues a run that was interrupted from its last checkpoint. --runs DIR reports the\n"
+    "cells' run directories found in DIR and trains nothing (without it: --out, whose missing\n"
+    "cells are trained; for table3, the table1 grid of the same scale). figure3 runs `relpos\n"
+    "bench attention` and draws OUT/figure3.png with tools/plots.py.\n"
     "Scales (configs/paper/scales.yaml, under --configs):\n";
 
-ReproduceOptions parse(const std::vector<std::string>& args) {
-  ReproduceOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      RELPOS_CHECK(i + 1 < args.size(), "reproduce", "{} needs a value", a);
-      return args[++i];
-    };
-    if (a == "--scale")
-      o.scale = value();
-    else if (a == "--seeds")
-      o.seeds = parse_positive<int64_t>("reproduce", a, value());
-    else if (a == "--device")
-      o.device = value();
-    else if (a == "--data-dir")
-      o.data_dir = value();
-    else if (a == "--out")
-      o.out = value();
-    else if (a == "--only")
-      o.only = value();
-    else if (a == "--configs")
-      o.configs = value();
-    else if (a == "--runs") {
-      o.runs = value();
-      o.report_only = true;
-    } else if (a == "--resume")
-      o.resume = true;
-    else if (a.rfind("--", 0) == 0)
-      throw Error(fmt::format("[reproduce] unknown option '{}' (see relpos reproduce --help)", a));
-    else if (o.table.empty())
-      o.table = a;
-    else
-      throw Error(fmt::format("[reproduce] one table expected, got '{}' and '{}'", o.table, a));
+// The footer with the scales of configs/paper/scales.yaml, when they can be read.
+std::string footer() {
+  std::string text = kFooter;
+  try {
+    for (const Scale& s : load_scales("configs"))
+      text += fmt::format("  {:<6} {}\n", s.name, s.about);
+  } catch (const Error& e) {
+    text += fmt::format("  (not listed here: {})\n", e.what());
   }
-  RELPOS_CHECK(!o.table.empty(), "reproduce",
-               "which table? table1, table2, table3, figure3 or all");
+  return text;
+}
+
+// What `relpos reproduce` was given, numbers as text.
+struct ReproduceArgs {
+  ReproduceOptions o;
+  std::string seeds;
+};
+
+// The checks of the options and their defaults.
+ReproduceOptions checked(const ReproduceArgs& a) {
+  ReproduceOptions o = a.o;
+  if (!a.seeds.empty()) o.seeds = parse_positive<int64_t>("reproduce", "--seeds", a.seeds);
+  o.report_only = !o.runs.empty();
   RELPOS_CHECK(o.table == "table1" || o.table == "table2" || o.table == "table3" ||
                    o.table == "figure3" || o.table == "all",
                "reproduce", "unknown table '{}'; known: table1, table2, table3, figure3, all",
@@ -149,7 +129,7 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
   const fs::path out(o.out);
   fs::create_directories(out);
   std::ostringstream md;
-  std::string command = "relpos reproduce";
+  std::string command = "relpos";
   for (const auto& a : args) command += " " + a;
   md << "# The FastRPB paper reproduced at scale `" << scale.name << "`\n\n"
      << "- scale: " << scale.about << " (configs/paper/scales.yaml)\n"
@@ -214,26 +194,41 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
   return 0;
 }
 
-}  // namespace
-
-int reproduce_command(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kUsage, stdout);
-    try {
-      for (const Scale& s : load_scales("configs"))
-        std::printf("  %-6s %s\n", s.name.c_str(), s.about.c_str());
-    } catch (const Error& e) {
-      std::printf("  (not listed here: %s)\n", e.what());
-    }
-    return 0;
-  }
-  ReproduceOptions o = parse(args);
+int reproduce(const ReproduceArgs& a, const std::vector<std::string>& args) {
+  const ReproduceOptions o = checked(a);
   const std::vector<Scale> scales = load_scales(o.configs);
   const Scale& scale = find_scale(scales, o.scale);
   if (o.table == "figure3") return reproduce_figure3(scale, o.device, o.out, o.only);
   if (o.table == "all") return reproduce_all(o, scale, args);
   reproduce_table(o, scale);
   return 0;
+}
+
+}  // namespace
+
+void add_reproduce_command(CLI::App& app, int& status, const std::vector<std::string>& args) {
+  auto a = std::make_shared<ReproduceArgs>();
+  ReproduceOptions& o = a->o;
+  CLI::App* sub = app.add_subcommand(
+      "reproduce", "Runs the configs behind a table or figure of the FastRPB paper.");
+  sub->footer(footer);
+  sub->add_option("TABLE", o.table, "which table or figure")
+      ->type_name("table1|table2|table3|figure3|all")
+      ->required();
+  sub->add_option("--scale", o.scale, "a scale of scales.yaml (default tiny)")->type_name("NAME");
+  sub->add_option("--seeds", a->seeds, "seeds per cell (default: the scale's)")->type_name("N");
+  sub->add_option("--device", o.device, "cpu or cuda")->type_name("cpu|cuda");
+  sub->add_option("--data-dir", o.data_dir, "one folder per dataset (default data/)")
+      ->type_name("DIR");
+  sub->add_option("--out", o.out, "where the tables go")->type_name("DIR");
+  sub->add_option("--only", o.only,
+                  "the cells whose name contains PATTERN (figure3: bench variants)")
+      ->type_name("PATTERN");
+  sub->add_flag("--resume", o.resume, "continues interrupted runs from their last checkpoint");
+  sub->add_option("--configs", o.configs, "the configs folder (default configs)")->type_name("DIR");
+  sub->add_option("--runs", o.runs, "reports the runs found in DIR, trains nothing")
+      ->type_name("DIR");
+  sub->callback([a, &status, &args] { status = reproduce(*a, args); });
 }
 
 }  // namespace relpos::cli

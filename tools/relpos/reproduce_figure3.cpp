@@ -16,10 +16,10 @@ int reproduce_figure3(const Scale& scale, const std::string& device, const std::
   const std::string json = (fs::path(out) / "bench.json").string();
   // The lengths and shapes of the scale (configs/paper/scales.yaml; the bench's defaults are
   // the paper's B 1, H 8, D 32).
-  std::vector<std::string> args{"attention", "--json-out", json, "--device", device};
+  std::vector<std::string> args{"bench", "attention", "--json-out", json, "--device", device};
   args.insert(args.end(), scale.figure3.begin(), scale.figure3.end());
   if (!only.empty()) args.insert(args.end(), {"--filter", only});
-  const int status = bench_command(args);
+  const int status = run_relpos(args);
   if (status != 0) return status;
   plot("figure3", fs::path(out) / "figure3.png", quoted(json));
   return 0;

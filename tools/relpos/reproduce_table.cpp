@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/file_write.h"
+#include "core/json.h"
 #include "tools/relpos/reproduce.h"
 #include "train/config.h"
 #include "train/trainer.h"
@@ -29,27 +29,24 @@ struct RunOutcome {
   double accuracy_best = 0, accuracy_last = 0, f1_best = 0, f1_last = 0, train_s = 0, peak_gb = 0;
 };
 
-// The number after "key": in a flat-enough JSON text, at or after `from`.
-double json_number(const std::string& text, const std::string& key, size_t from = 0) {
-  const auto at = text.find("\"" + key + "\":", from);
-  if (at == std::string::npos) return std::nan("");
-  return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
+// A number of summary.json: NaN where it is absent or null (a non-finite value).
+double summary_number(const Json& object, const std::string& key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : std::nan("");
 }
 
 RunOutcome read_summary(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  const std::string text = s.str();
+  const Json summary = read_json_file("reproduce", file.string());
+  const Json best = summary.value("test_best", Json::object());
+  const Json last = summary.value("test_last", Json::object());
   RunOutcome r;
   r.done = true;
-  const auto best = text.find("\"test_best\""), last = text.find("\"test_last\"");
-  r.accuracy_best = json_number(text, "accuracy", best);
-  r.f1_best = json_number(text, "macro_f1", best);
-  r.accuracy_last = json_number(text, "accuracy", last);
-  r.f1_last = json_number(text, "macro_f1", last);
-  r.train_s = json_number(text, "train_time_s");
-  r.peak_gb = json_number(text, "peak_memory_bytes") / 1e9;
+  r.accuracy_best = summary_number(best, "accuracy");
+  r.f1_best = summary_number(best, "macro_f1");
+  r.accuracy_last = summary_number(last, "accuracy");
+  r.f1_last = summary_number(last, "macro_f1");
+  r.train_s = summary_number(summary, "train_time_s");
+  r.peak_gb = summary_number(summary, "peak_memory_bytes") / 1e9;
   return r;
 }
 
@@ -110,10 +107,13 @@ RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, c
     Trainer trainer(load_config(cell.config, overrides), options);
     trainer.run();
     return read_summary(dir / "summary.json");
+  } catch (const DataMissing& e) {
+    RunOutcome r;
+    r.problem = std::string("data missing: ") + e.what();
+    return r;
   } catch (const std::exception& e) {  // relpos errors, and running out of memory
     RunOutcome r;
-    const std::string what = e.what();
-    r.problem = (what.rfind("[data]", 0) == 0 ? "data missing: " : "failed: ") + what;
+    r.problem = std::string("failed: ") + e.what();
     return r;
   }
 }
@@ -170,122 +170,39 @@ std::string paired_differences(const std::vector<Row>& rows,
   return md.str();
 }
 
-}  // namespace
+// Table 3's baseline: linear SIKF without a positional encoding, per task (ours and paper's),
+// and each cell's time and memory as a ratio to it.
+struct Baselines {
+  std::map<std::string, std::pair<double, double>> ours, paper;  // task -> (s or h, GB)
 
-TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
-  std::vector<Cell> cells = table_cells(o.table, o.configs);
-  if (!o.only.empty())
-    std::erase_if(cells, [&](const Cell& c) { return c.name.find(o.only) == std::string::npos; });
-  RELPOS_CHECK(!cells.empty(), "reproduce", "no cell of {} matches '{}'", o.table, o.only);
-  const auto paper = paper_values(o.table, o.configs);
-  const bool table3 = o.table == "table3";
-  const bool table2 = o.table == "table2";
-  // --seeds, else the scale's for this table's runs (Table 3's are Table 1's), else 1.
-  const auto scale_seeds = scale.seeds.find(table3 ? "table1" : o.table);
-  const int64_t seeds =
-      o.seeds > 0 ? o.seeds : (scale_seeds == scale.seeds.end() ? 1 : scale_seeds->second);
-  const fs::path out(o.out);
-  fs::create_directories(out);
-  if (!o.report_only) prepare_missing_data(cells, o.data_dir, scale);
-
-  TableReport report;
-  std::vector<Row> rows;
-  const int64_t total = static_cast<int64_t>(cells.size()) * seeds;
-  const auto started = std::chrono::steady_clock::now();
-  const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  };
-  // The runs still to train: unfinished, and their data is there (the others end at once).
-  const auto run_dir = [&](const Cell& cell, int64_t seed) {
-    return fs::path(o.runs) / cell.name / fmt::format("seed{}", seed);
-  };
-  int64_t to_train = 0;
-  std::map<const Cell*, bool> has_data;
-  for (const Cell& cell : cells) {
-    has_data[&cell] =
-        fs::exists(data_folder(o.data_dir, scale, load_config(cell.config).data.dataset));
-    for (int64_t seed = 0; seed < seeds; ++seed)
-      to_train += has_data[&cell] && !fs::exists(run_dir(cell, seed) / "summary.json");
-  }
-  int64_t k = 0;
-  for (const Cell& cell : cells) {
-    Row row{&cell, {}};
-    for (int64_t seed = 0; seed < seeds; ++seed, ++k) {
-      const fs::path dir = run_dir(cell, seed);
-      const bool finished = fs::exists(dir / "summary.json");
-      // The grid's ETA: the mean time of the runs trained so far, for each run still to train.
-      const std::string eta =
-          report.runs_trained > 0
-              ? fmt::format(", ETA {:.0f} min", elapsed() /
-                                                    static_cast<double>(report.runs_trained) *
-                                                    static_cast<double>(to_train) / 60.0)
-              : "";
-      if (!finished && has_data[&cell]) --to_train;
-      std::fprintf(stderr, "[reproduce] %s cell %lld/%lld: %s seed %lld%s%s\n", o.table.c_str(),
-                   static_cast<long long>(k + 1), static_cast<long long>(total), cell.name.c_str(),
-                   static_cast<long long>(seed), finished ? " (done, skipped)" : "", eta.c_str());
-      RunOutcome r = run_cell(cell, seed, o, scale, dir);
-      if (!finished && r.done) {
-        ++report.runs_trained;
-        std::fprintf(stderr, "[reproduce]   test accuracy %.2f%%, macro-F1 %.2f%%, %.0f s\n",
-                     100 * r.accuracy_best, 100 * r.f1_best, r.train_s);
-      }
-      if (r.done) {
-        ++report.runs_done;
-        report.train_s += r.train_s;
-      } else {
-        ++report.runs_missing;
-      }
-      if (!r.problem.empty()) std::fprintf(stderr, "[reproduce]   %s\n", r.problem.c_str());
-      row.runs.push_back(std::move(r));
+  Baselines(const std::vector<Row>& rows, const std::map<std::string, PaperValue>& values) {
+    for (const Row& row : rows) {
+      if (row.cell->model != "linear_sikf" || row.cell->pe != "none") continue;
+      std::vector<double> s, gb;
+      for (const RunOutcome& r : row.runs)
+        if (r.done) s.push_back(r.train_s), gb.push_back(r.peak_gb);
+      if (!s.empty()) ours[row.cell->task] = {stats(s).mean, stats(gb).mean};
+      const auto p = values.find(row.cell->task + "/linear_sikf/none");
+      if (p != values.end())
+        paper[row.cell->task] = {number(p->second.hours), number(p->second.peak_gb)};
     }
-    rows.push_back(std::move(row));
   }
-
-  // Table 3's baseline: linear SIKF without a positional encoding, per task (ours and paper's).
-  std::map<std::string, std::pair<double, double>> ours_base, paper_base;  // task -> (s, GB)
-  for (const Row& row : rows) {
-    if (row.cell->model != "linear_sikf" || row.cell->pe != "none") continue;
-    std::vector<double> s, gb;
-    for (const RunOutcome& r : row.runs)
-      if (r.done) s.push_back(r.train_s), gb.push_back(r.peak_gb);
-    if (!s.empty()) ours_base[row.cell->task] = {stats(s).mean, stats(gb).mean};
-    const auto p = paper.find(row.cell->task + "/linear_sikf/none");
-    if (p != paper.end())
-      paper_base[row.cell->task] = {number(p->second.hours), number(p->second.peak_gb)};
-  }
-  const auto ratio = [](double x, const std::map<std::string, std::pair<double, double>>& base,
-                        const std::string& task, bool memory) {
+  static std::string ratio(double x, const std::map<std::string, std::pair<double, double>>& base,
+                           const std::string& task, bool memory) {
     const auto b = base.find(task);
     if (b == base.end() || std::isnan(x)) return std::string();
     const double denominator = memory ? b->second.second : b->second.first;
     return std::isnan(denominator) || denominator <= 0 ? std::string()
                                                        : fmt::format("{:.2f}×", x / denominator);
-  };
-
-  // The tables: one row per cell, ours beside the paper's.
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
-  std::ostringstream md, csv;                                // written whole, checked, at the end
-  std::map<std::string, std::vector<std::string>> problems;  // reason -> cells
-  md << fmt::format("# {} reproduced: scale {}, device {}, {} seed(s), {}\n\n", o.table, scale.name,
-                    o.device, seeds, date);
-  if (table3) {
-    md << "| task | model | pe | ours: train s, peak GB | ours: time, memory ÷ SIKF | paper "
-          "| paper: time, memory ÷ SIKF |\n|---|---|---|---|---|---|---|\n";
-  } else {
-    const std::string metric = table2 ? "macro-F1 %" : "accuracy %";
-    md << "| task | model | pe | ours: " << metric << " (best val ckpt) | ours: " << metric
-       << " (last)" << (table2 ? " | ours: accuracy % (best val ckpt)" : "")
-       << " | paper |\n|---|---|---|---|---|---|" << (table2 ? "---|" : "") << "\n";
   }
-  csv << "task,model,pe,seeds_done,"
-      << (table3 ? "train_hours,peak_gb" : "best_mean,best_std,last_mean,last_std")
-      << (table2 ? ",accuracy_best_mean,accuracy_best_std" : "") << ",paper,problem\n";
-  for (const Row& row : rows) {
-    std::vector<double> best, last, accuracy, seconds, gb;
-    std::string problem;
+};
+
+// A cell's finished runs, as the table's columns read them.
+struct CellValues {
+  std::vector<double> best, last, accuracy, seconds, gb;
+  std::string problem;  // of a run without a result
+
+  CellValues(const Row& row, bool table2) {
     for (const RunOutcome& r : row.runs) {
       if (!r.done) {
         problem = r.problem;
@@ -297,69 +214,220 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
       seconds.push_back(r.train_s);
       gb.push_back(r.peak_gb);
     }
-    const Cell& c = *row.cell;
-    const auto p = paper.find(c.task + "/" + c.model + "/" + c.pe);
-    const std::string paper_cell = p == paper.end() ? "" : paper_text(p->second, table3);
-    md << "| " << c.task << " | " << c.model << " | " << c.pe << " | ";
-    if (best.empty()) {
-      // The table says what kind; the reasons are listed once under it.
-      md << problem.substr(0, problem.find(':'));
-      problems[problem].push_back(c.name);
-    } else if (table3) {
-      md << mean_std(seconds, 1.0, 0) << " s, " << mean_std(gb, 1.0, 3) << " GB";
+  }
+};
+
+// "mean,sd" of xs scaled, or "," when there are none.
+std::string csv_mean_sd(const std::vector<double>& xs, double scale) {
+  if (xs.empty()) return ",";
+  std::vector<double> scaled;
+  for (double x : xs) scaled.push_back(x * scale);
+  const Stats s = stats(scaled);
+  return fmt::format("{},{}", s.mean, s.sd);
+}
+
+// table.md and table.csv, one row per cell: ours beside the paper's.
+struct TableText {
+  const ReproduceOptions& o;
+  const std::map<std::string, PaperValue>& paper;
+  const Baselines& baselines;
+  bool table2 = o.table == "table2", table3 = o.table == "table3";
+  std::ostringstream md, csv;                                // written whole, checked, at the end
+  std::map<std::string, std::vector<std::string>> problems;  // reason -> cells
+
+  TableText(const ReproduceOptions& options, const std::map<std::string, PaperValue>& values,
+            const Baselines& base)
+      : o(options), paper(values), baselines(base) {}
+
+  void header(const Scale& scale, int64_t seeds) {
+    std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+    md << fmt::format("# {} reproduced: scale {}, device {}, {} seed(s), {}\n\n", o.table,
+                      scale.name, o.device, seeds, date);
+    if (table3) {
+      md << "| task | model | pe | ours: train s, peak GB | ours: time, memory ÷ SIKF | paper "
+            "| paper: time, memory ÷ SIKF |\n|---|---|---|---|---|---|---|\n";
     } else {
-      md << mean_std(best, 100.0, 2);
+      const std::string metric = table2 ? "macro-F1 %" : "accuracy %";
+      md << "| task | model | pe | ours: " << metric << " (best val ckpt) | ours: " << metric
+         << " (last)" << (table2 ? " | ours: accuracy % (best val ckpt)" : "")
+         << " | paper |\n|---|---|---|---|---|---|" << (table2 ? "---|" : "") << "\n";
+    }
+    csv << "task,model,pe,seeds_done,"
+        << (table3 ? "train_hours,peak_gb" : "best_mean,best_std,last_mean,last_std")
+        << (table2 ? ",accuracy_best_mean,accuracy_best_std" : "") << ",paper,problem\n";
+  }
+
+  // Table 3's ratio columns: ours, then the paper's (its memory ratio also where its time is
+  // OOM / too slow, "—" standing for the time).
+  void table3_ratios(const Cell& c, const CellValues& v, const PaperValue* p,
+                     const std::string& paper_cell) {
+    const std::string ours = Baselines::ratio(stats(v.seconds).mean, baselines.ours, c.task, false);
+    md << " | "
+       << (ours.empty()
+               ? ""
+               : ours + ", " + Baselines::ratio(stats(v.gb).mean, baselines.ours, c.task, true))
+       << " | " << paper_cell << " | ";
+    const std::string paper_time =
+        p ? Baselines::ratio(number(p->hours), baselines.paper, c.task, false) : "";
+    const std::string paper_memory =
+        p ? Baselines::ratio(number(p->peak_gb), baselines.paper, c.task, true) : "";
+    md << (paper_memory.empty() ? paper_time
+                                : (paper_time.empty() ? "—" : paper_time) + ", " + paper_memory)
+       << " |\n";
+  }
+
+  void row(const Row& row) {
+    const CellValues v(row, table2);
+    const Cell& c = *row.cell;
+    const auto found = paper.find(c.task + "/" + c.model + "/" + c.pe);
+    const PaperValue* p = found == paper.end() ? nullptr : &found->second;
+    const std::string paper_cell = p ? paper_text(*p, table3) : "";
+    md << "| " << c.task << " | " << c.model << " | " << c.pe << " | ";
+    if (v.best.empty()) {
+      // The table says what kind; the reasons are listed once under it.
+      md << v.problem.substr(0, v.problem.find(':'));
+      problems[v.problem].push_back(c.name);
+    } else if (table3) {
+      md << mean_std(v.seconds, 1.0, 0) << " s, " << mean_std(v.gb, 1.0, 3) << " GB";
+    } else {
+      md << mean_std(v.best, 100.0, 2);
     }
     if (table3) {
-      const std::string ours_ratio = ratio(stats(seconds).mean, ours_base, c.task, false);
-      const std::string paper_ratio =
-          p == paper.end() ? "" : ratio(number(p->second.hours), paper_base, c.task, false);
-      md << " | "
-         << (ours_ratio.empty()
-                 ? ""
-                 : ours_ratio + ", " + ratio(stats(gb).mean, ours_base, c.task, true))
-         << " | " << paper_cell << " | ";
-      // The paper's memory ratio also where its time is OOM / too slow ("—" stands for it).
-      const std::string paper_memory =
-          p == paper.end() ? "" : ratio(number(p->second.peak_gb), paper_base, c.task, true);
-      md << (paper_memory.empty() ? paper_ratio
-                                  : (paper_ratio.empty() ? "—" : paper_ratio) + ", " + paper_memory)
-         << " |\n";
+      table3_ratios(c, v, p, paper_cell);
     } else {
-      md << " | " << mean_std(last, 100.0, 2);
-      if (table2) md << " | " << mean_std(accuracy, 100.0, 2);
+      md << " | " << mean_std(v.last, 100.0, 2);
+      if (table2) md << " | " << mean_std(v.accuracy, 100.0, 2);
       md << " | " << paper_cell << " |\n";
     }
-    const auto bare = [](const std::vector<double>& xs, double scale) {
-      if (xs.empty()) return std::string(",");
-      std::vector<double> scaled;
-      for (double x : xs) scaled.push_back(x * scale);
-      const Stats s = stats(scaled);
-      return fmt::format("{},{}", s.mean, s.sd);
-    };
-    csv << c.task << "," << c.model << "," << c.pe << "," << best.size() << ",";
+    csv << c.task << "," << c.model << "," << c.pe << "," << v.best.size() << ",";
     if (table3) {
-      const std::string h = bare(seconds, 1.0 / 3600.0), g = bare(gb, 1.0);
+      const std::string h = csv_mean_sd(v.seconds, 1.0 / 3600.0), g = csv_mean_sd(v.gb, 1.0);
       csv << h.substr(0, h.find(',')) << "," << g.substr(0, g.find(','));
     } else {
-      csv << bare(best, 100.0) << "," << bare(last, 100.0);
-      if (table2) csv << "," << bare(accuracy, 100.0);
+      csv << csv_mean_sd(v.best, 100.0) << "," << csv_mean_sd(v.last, 100.0);
+      if (table2) csv << "," << csv_mean_sd(v.accuracy, 100.0);
     }
-    csv << "," << csv_safe(paper_cell) << "," << (best.empty() ? csv_safe(problem) : "") << "\n";
+    csv << "," << csv_safe(paper_cell) << "," << (v.best.empty() ? csv_safe(v.problem) : "")
+        << "\n";
   }
-  md << fmt::format("\n{} of {} runs finished; their training took {:.1f} min in all.\n",
-                    report.runs_done, total, report.train_s / 60);
-  if (table2) md << paired_differences(rows, paper);
-  if (!problems.empty()) {
+
+  void footer(const std::vector<Row>& rows, const TableReport& report, int64_t total) {
+    md << fmt::format("\n{} of {} runs finished; their training took {:.1f} min in all.\n",
+                      report.runs_done, total, report.train_s / 60);
+    if (table2) md << paired_differences(rows, paper);
+    if (problems.empty()) return;
     md << "\n## Cells without a result\n\n";
     for (const auto& [reason, names] : problems)
       md << "- " << names.size() << " cell(s), e.g. `" << names.front() << "`: " << reason << "\n";
   }
-  write_file_atomic("reproduce", (out / "table.md").string(), md.str());
-  write_file_atomic("reproduce", (out / "table.csv").string(), csv.str());
-  report.markdown = md.str();
+};
+
+// The grid of a table: its cells and seeds, run (or read) in order with a progress line each.
+struct Grid {
+  const ReproduceOptions& o;
+  const Scale& scale;
+  std::vector<Cell> cells;
+  int64_t seeds = 1;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  Grid(const ReproduceOptions& options, const Scale& s) : o(options), scale(s) {
+    cells = table_cells(o.table, o.configs);
+    if (!o.only.empty())
+      std::erase_if(cells, [&](const Cell& c) { return c.name.find(o.only) == std::string::npos; });
+    RELPOS_CHECK(!cells.empty(), "reproduce", "no cell of {} matches '{}'", o.table, o.only);
+    // --seeds, else the scale's for this table's runs (Table 3's are Table 1's), else 1.
+    const auto scale_seeds = scale.seeds.find(o.table == "table3" ? "table1" : o.table);
+    seeds = o.seeds > 0 ? o.seeds : (scale_seeds == scale.seeds.end() ? 1 : scale_seeds->second);
+  }
+  int64_t total() const { return static_cast<int64_t>(cells.size()) * seeds; }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  fs::path run_dir(const Cell& cell, int64_t seed) const {
+    return fs::path(o.runs) / cell.name / fmt::format("seed{}", seed);
+  }
+
+  // Every cell x seed: finished runs read, the others trained unless their data is missing.
+  std::vector<Row> run(TableReport& report) const {
+    // The runs still to train: unfinished, and their data is there (the others end at once).
+    int64_t to_train = 0;
+    std::map<const Cell*, bool> has_data;
+    for (const Cell& cell : cells) {
+      has_data[&cell] =
+          fs::exists(data_folder(o.data_dir, scale, load_config(cell.config).data.dataset));
+      for (int64_t seed = 0; seed < seeds; ++seed)
+        to_train += has_data[&cell] && !fs::exists(run_dir(cell, seed) / "summary.json");
+    }
+    std::vector<Row> rows;
+    int64_t k = 0;
+    for (const Cell& cell : cells) {
+      Row row{&cell, {}};
+      for (int64_t seed = 0; seed < seeds; ++seed, ++k) {
+        const bool finished = fs::exists(run_dir(cell, seed) / "summary.json");
+        progress(k, cell, seed, finished, report, to_train);
+        if (!finished && has_data[&cell]) --to_train;
+        row.runs.push_back(run_one(cell, seed, finished, report));
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  // "[reproduce] table2 cell 3/10: mnist/... seed 0 (done, skipped), ETA 4 min": the ETA is the
+  // mean time of the runs trained so far, for each run still to train.
+  void progress(int64_t k, const Cell& cell, int64_t seed, bool finished, const TableReport& report,
+                int64_t to_train) const {
+    const std::string eta =
+        report.runs_trained > 0
+            ? fmt::format(", ETA {:.0f} min", elapsed() / static_cast<double>(report.runs_trained) *
+                                                  static_cast<double>(to_train) / 60.0)
+            : "";
+    std::fprintf(stderr, "[reproduce] %s cell %lld/%lld: %s seed %lld%s%s\n", o.table.c_str(),
+                 static_cast<long long>(k + 1), static_cast<long long>(total()), cell.name.c_str(),
+                 static_cast<long long>(seed), finished ? " (done, skipped)" : "", eta.c_str());
+  }
+
+  RunOutcome run_one(const Cell& cell, int64_t seed, bool finished, TableReport& report) const {
+    RunOutcome r = run_cell(cell, seed, o, scale, run_dir(cell, seed));
+    if (!finished && r.done) {
+      ++report.runs_trained;
+      std::fprintf(stderr, "[reproduce]   test accuracy %.2f%%, macro-F1 %.2f%%, %.0f s\n",
+                   100 * r.accuracy_best, 100 * r.f1_best, r.train_s);
+    }
+    if (r.done) {
+      ++report.runs_done;
+      report.train_s += r.train_s;
+    } else {
+      ++report.runs_missing;
+    }
+    if (!r.problem.empty()) std::fprintf(stderr, "[reproduce]   %s\n", r.problem.c_str());
+    return r;
+  }
+};
+
+}  // namespace
+
+TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
+  const Grid grid(o, scale);
+  const auto paper = paper_values(o.table, o.configs);
+  const fs::path out(o.out);
+  fs::create_directories(out);
+  if (!o.report_only) prepare_missing_data(grid.cells, o.data_dir, scale);
+
+  TableReport report;
+  const std::vector<Row> rows = grid.run(report);
+  const Baselines baselines(rows, paper);
+  TableText text(o, paper, baselines);
+  text.header(scale, grid.seeds);
+  for (const Row& row : rows) text.row(row);
+  text.footer(rows, report, grid.total());
+  write_file_atomic("reproduce", (out / "table.md").string(), text.md.str());
+  write_file_atomic("reproduce", (out / "table.csv").string(), text.csv.str());
+  report.markdown = text.md.str();
   report.cells = static_cast<int64_t>(rows.size());
-  report.wall_s = elapsed();
+  report.wall_s = grid.elapsed();
   std::printf("%s: %zu cells, %lld run(s) trained now -> %s, %s\n", o.table.c_str(), rows.size(),
               static_cast<long long>(report.runs_trained), (out / "table.md").string().c_str(),
               (out / "table.csv").string().c_str());

@@ -1,7 +1,7 @@
 // `relpos train CONFIG.yaml [--set key=value]... [--out DIR] [--device cpu|cuda] [--resume CKPT]
-// [--stop-at-step N]`
-// (DESIGN §7): trains, then prints one line of final metrics on stdout.
+// [--stop-at-step N]` (DESIGN §7): trains, then prints one line of final metrics on stdout.
 #include <cstdio>
+#include <memory>
 
 #include "core/error.h"
 #include "tools/relpos/arguments.h"
@@ -12,59 +12,31 @@
 
 namespace relpos::cli {
 
-constexpr const char* kTrainUsage =
-    "usage: relpos train CONFIG.yaml [--set key.path=value]... [--out DIR] [--device cpu|cuda]\n"
-    "                    [--resume CHECKPOINT] [--allow-config-change] [--stop-at-step N]\n"
-    "                    [--quiet]\n"
-    "Trains the model of CONFIG, writing config.yaml, metrics.jsonl, log.txt,\n"
-    "checkpoints/{last,best}.h5 and summary.json to the run directory (train.out, default\n"
-    "runs/<name>). --set overrides any key (value read as YAML: --set "
-    "model.positional.grid=[14,14]);\n"
-    "--resume continues a run from its checkpoint; a configuration that changes its course\n"
-    "(steps, model, optimizer, ...) is refused unless --allow-config-change.\n"
-    "--stop-at-step N ends this session after update N with checkpoints/last.h5 (no validation\n"
-    "or test), as for a job time limit; a later --resume continues the same course.\n";
+namespace {
 
-int train_command(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kTrainUsage, stdout);
-    return 0;
-  }
-  std::string config_path;
+constexpr const char* kTrainFooter =
+    "Writes config.yaml, metrics.jsonl, log.txt, checkpoints/{last,best}.h5 and summary.json to\n"
+    "the run directory (train.out, default runs/<name>). --set overrides any key (value read as\n"
+    "YAML: --set model.positional.grid=[14,14]); --resume continues a run from its checkpoint; a\n"
+    "configuration that changes its course (steps, model, optimizer, ...) is refused unless\n"
+    "--allow-config-change. --stop-at-step N ends this session after update N with\n"
+    "checkpoints/last.h5 (no validation or test), as for a job time limit; a later --resume\n"
+    "continues the same course.";
+
+struct TrainArgs {
+  std::string config_path, out, device, stop_at_step;
   std::vector<std::string> overrides;
   TrainerOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      RELPOS_CHECK(i + 1 < args.size(), "train", "{} needs a value\n{}", a, kTrainUsage);
-      return args[++i];
-    };
-    if (a == "--set")
-      overrides.push_back(value());
-    else if (a == "--out")
-      overrides.push_back("train.out=" + value());
-    else if (a == "--device")
-      overrides.push_back("device=" + value());
-    else if (a == "--resume")
-      options.resume = value();
-    else if (a == "--quiet")
-      options.verbose = false;
-    else if (a == "--allow-config-change")
-      options.allow_config_change = true;
-    else if (a == "--stop-at-step")
-      options.stop_at_step = parse_positive<int64_t>("train", a, value());
-    else if (a.rfind("--", 0) == 0)
-      throw Error(fmt::format("[train] unknown option '{}'\n{}", a, kTrainUsage));
-    else if (config_path.empty())
-      config_path = a;
-    else
-      throw Error(
-          fmt::format("[train] one config file expected, got '{}' and '{}'", config_path, a));
-  }
-  RELPOS_CHECK(!config_path.empty(), "train", "no config file given\n{}", kTrainUsage);
+};
+
+int train(TrainArgs& a) {
+  if (!a.out.empty()) a.overrides.push_back("train.out=" + a.out);
+  if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
+  if (!a.stop_at_step.empty())
+    a.options.stop_at_step = parse_positive<int64_t>("train", "--stop-at-step", a.stop_at_step);
   // Under mpirun every rank trains (data parallel); an error on any one ends the job.
   return run_job([&] {
-    Trainer trainer(load_config(config_path, overrides), options);
+    Trainer trainer(load_config(a.config_path, a.overrides), a.options);
     const RunSummary r = trainer.run();
     if (!r.primary) return 0;
     if (!r.finished) {
@@ -84,6 +56,29 @@ int train_command(const std::vector<std::string>& args) {
                 static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir.c_str());
     return 0;
   });
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& status) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* sub = app.add_subcommand("train", "Trains the model of a config file.");
+  sub->footer(kTrainFooter);
+  sub->add_option("CONFIG", a->config_path, "the run's YAML config")->required();
+  sub->add_option("--set", a->overrides, "overrides a config key (repeatable)")
+      ->type_name("KEY.PATH=VALUE")
+      ->allow_extra_args(false);
+  sub->add_option("--out", a->out, "the run directory (train.out)")->type_name("DIR");
+  sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
+  sub->add_option("--resume", a->options.resume, "continues from this checkpoint")
+      ->type_name("CHECKPOINT");
+  sub->add_flag("--allow-config-change", a->options.allow_config_change,
+                "resumes even if the configuration changes the run's course");
+  sub->add_option("--stop-at-step", a->stop_at_step, "ends this session after update N")
+      ->type_name("N");
+  sub->add_flag_callback(
+      "--quiet", [a] { a->options.verbose = false; }, "warnings and errors only on stderr");
+  sub->callback([a, &status] { status = train(*a); });
 }
 
 }  // namespace relpos::cli

@@ -1,0 +1,38 @@
+// JSON on one line, JSON files read back (core/json.h).
+#include "core/json.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace relpos {
+
+std::string json_line(const Json& value) {
+  const auto joined = [&](char open, char close, const auto& item) {
+    std::string out(1, open);
+    for (auto it = value.begin(); it != value.end(); ++it)
+      out += (it == value.begin() ? "" : ", ") + item(it);
+    return out + close;
+  };
+  if (value.is_object())
+    return joined('{', '}', [](const auto& it) {
+      return Json(it.key()).dump(-1, ' ', false, Json::error_handler_t::replace) + ": " +
+             json_line(it.value());
+    });
+  if (value.is_array()) return joined('[', ']', [](const auto& it) { return json_line(*it); });
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json read_json_file(const std::string& who, const std::string& path) {
+  std::ifstream in(path);
+  RELPOS_CHECK(in.good(), who, "{}: cannot open: {}", path, std::strerror(errno));
+  try {
+    return Json::parse(in);
+  } catch (const Json::exception& e) {
+    fail(who, "{}: not valid JSON: {}", path, e.what());
+  }
+}
+
+}  // namespace relpos

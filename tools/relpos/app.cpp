@@ -1,0 +1,77 @@
+// The relpos command line as one CLI11 app (tools/relpos/commands.h): every subcommand's options
+// and help, parse errors turned into one-line relpos errors.
+#include <cstdio>
+
+#include "core/comm/comm.h"
+#include "core/error.h"
+#include "tools/relpos/commands.h"
+
+namespace relpos::cli {
+
+namespace {
+
+// "train", "bench attention": the subcommands selected on the command line.
+std::string selected_path(const CLI::App& app) {
+  std::string path;
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path += (path.empty() ? "" : " ") + at->get_name();
+  }
+  return path;
+}
+
+void make_app(CLI::App& app, int& status, const std::vector<std::string>& args) {
+  app.get_formatter()->label("Usage", "usage");
+  app.footer([] {
+    return "relpos COMMAND --help for each command's options.\n" + registered_names_help();
+  });
+  app.set_version_flag("--version", std::function<std::string()>([] {
+                         return std::string("relpos ") + RELPOS_VERSION +
+                                "\nprocesses: " + comm::backend();
+                       }));
+  add_train_command(app, status);
+  add_eval_command(app, status);
+  add_generate_command(app, status);
+  add_reproduce_command(app, status, args);
+  add_data_command(app, status);
+  add_bench_command(app, status);
+  add_list_command(app, status);
+}
+
+}  // namespace
+
+int run_relpos(const std::vector<std::string>& args) {
+  CLI::App app("relpos: transformers with relative positional encodings, trained and evaluated",
+               "relpos");
+  int status = 0;
+  make_app(app, status, args);
+  if (args.empty()) {
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
+  }
+  if (args[0].rfind("-", 0) != 0) {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == args[0];
+    }
+    if (!found) fail("relpos", "unknown command '{}'; known: {}", args[0], known);
+  }
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::Success& e) {  // --help, --version
+    if (e.get_name() == "CallForVersion")
+      std::printf("%s\n", e.what());
+    else
+      std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const std::string path = selected_path(app);
+    fail(path.empty() ? "relpos" : path, "{} (see relpos {}{}--help)", e.what(), path,
+         path.empty() ? "" : " ");
+  }
+  return status;
+}
+
+}  // namespace relpos::cli
