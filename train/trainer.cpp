@@ -1,5 +1,5 @@
-// The training loop (train/trainer.h).
-#include "train/trainer.h"
+// The training loop (train/trainer.h): setting the run up, resuming it, saving it, and
+// Trainer::run, the loop of the named steps of Trainer::State (train/trainer_state.h).
 
 #include <spdlog/spdlog.h>
 
@@ -31,34 +31,16 @@
 #include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/task.h"
+#include "train/trainer_state.h"
 #include "train/training_state.h"
 
 namespace relpos {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-
-// What one update did, for the log and the decision to validate.
-struct Update {
-  double loss = 0;  // mean over the update's batches (and the ranks)
-  double lr = 0;
-  double grad_norm = 0;  // before clipping
-  bool epoch_ended = false;
-};
-
-// The updates since the last train record of metrics.jsonl.
-struct LogWindow {
-  double loss = 0, comm_s = 0;  // summed over the window's updates
-  int64_t updates = 0, examples = 0;
-  Clock::time_point start = Clock::now();
-};
-
-// Writes `text` to `path`, checking every step: a full disk stops the run with the path.
 void write_text(const fs::path& path, const std::string& text) {
   write_file_atomic("train", path.string(), text);
 }
+
+namespace {
 
 // The metrics.jsonl records up to `step` (a resumed run drops what came after its checkpoint,
 // so no event is recorded twice); records without a step are kept.
@@ -84,58 +66,6 @@ void truncate_metrics(const fs::path& path, int64_t step) {
 }
 
 }  // namespace
-
-// The run being trained; the steps of Trainer::run are its methods.
-struct Trainer::State {
-  RunConfig config;
-  TrainerOptions options;
-  Device device = Device::cpu();
-  bool root = true;  // rank 0: owns the run directory, the log and the checkpoints
-  fs::path dir;
-  std::shared_ptr<spdlog::logger> log;
-  std::ofstream metrics_file;
-
-  std::unique_ptr<Task> task;
-  std::string metric;  // selects the best checkpoint
-  std::shared_ptr<Optimizer> optimizer;
-  std::unique_ptr<GradientReducer> reducer;  // sums gradients over the ranks (data parallel)
-  std::shared_ptr<Schedule> schedule;
-  int64_t total_steps = 0;
-
-  // With the task's model and state and the optimizer: the training state (training_state.h).
-  RunPosition position;
-  bool stopped_early = false;
-  Clock::time_point started = Clock::now();  // since when wall time is not in `position`
-
-  TrainingState training_state() { return TrainingState(*task, *optimizer, position, config.yaml); }
-  void record(const JsonObject& event) {
-    if (!root) return;
-    metrics_file << event.str() << '\n';
-    metrics_file.flush();
-    RELPOS_CHECK(metrics_file.good(), "train", "cannot write '{}': {}",
-                 (dir / "metrics.jsonl").string(), std::strerror(errno));
-  }
-  double wall_s() const {
-    return position.wall_time_s + std::chrono::duration<double>(Clock::now() - started).count();
-  }
-
-  void open_run_dir();
-  void build();
-  void resume();
-  void check_resume(const RunPosition& saved, const std::string& saved_config) const;
-  void save(const fs::path& path);
-
-  Update train_step(LogWindow& window);
-  bool next_batch();
-  double backward_batch(bool last_of_update, LogWindow& window);
-  void log_update(const Update& update, LogWindow& window, Progress& progress);
-  bool validation_due(const Update& update) const;
-  bool validate();
-  RunSummary stop_here();
-  RunSummary finish();
-  Metrics test_best_weights(const Metrics& test_last);
-  void write_summary(const RunSummary& r);
-};
 
 Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique<State>()) {
   State& s = *s_;
@@ -253,237 +183,6 @@ void Trainer::State::save(const fs::path& path) {
   started = now;
   const CheckpointData data = training_state().save();
   if (root) write_checkpoint(path.string(), data);
-}
-
-// One update: train.accumulate batches forward and backward, the gradients summed over the ranks
-// and clipped, the optimizer stepped at the schedule's lr.
-Update Trainer::State::train_step(LogWindow& window) {
-  const TrainConfig& t = config.train;
-  fit_threads_to_free_cores();  // fewer threads while other processes hold cores
-  const auto step_start = Clock::now();
-  Update update;
-  double loss_sum = 0;
-  for (int64_t a = 0; a < t.accumulate; ++a) {
-    const bool last_of_epoch = next_batch();
-    update.epoch_ended = update.epoch_ended || last_of_epoch;
-    loss_sum += backward_batch(a + 1 == t.accumulate, window);
-  }
-  reducer->finish();  // every rank now holds the gradients of the global batch
-  window.comm_s += reducer->exposed_seconds();
-  const double max_norm =
-      t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
-  update.grad_norm = clip_grad_norm(optimizer->params(), max_norm);
-  RELPOS_CHECK(std::isfinite(update.grad_norm), "train",
-               "the gradient norm is {} at step {}; rerun with debug.detect_anomaly: true to "
-               "name the op",
-               update.grad_norm, position.step + 1);
-  update.lr = schedule->lr_at(position.step);
-  optimizer->set_lr(update.lr);
-  optimizer->step();
-  optimizer->zero_grad();
-  ++position.step;
-  position.train_time_s += std::chrono::duration<double>(Clock::now() - step_start).count();
-  update.loss = loss_sum / static_cast<double>(t.accumulate);
-  return update;
-}
-
-// Moves the position to the next training batch (into the next epoch after the last); whether it
-// is its epoch's last.
-bool Trainer::State::next_batch() {
-  RunPosition& p = position;
-  if (p.batch_in_epoch == task->batches_per_epoch()) {
-    ++p.epoch;
-    p.batch_in_epoch = 0;
-    task->seek(p.epoch, 0);
-  }
-  ++p.batch_in_epoch;
-  return p.batch_in_epoch == task->batches_per_epoch();
-}
-
-// The next batch's loss (mean over the global batch) and its gradients, scaled for the ranks'
-// shares and the accumulation.
-double Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
-  const int64_t accumulate = config.train.accumulate;
-  try {
-    // The last backward before an update reports each finished gradient, and its sum over
-    // the ranks starts while backward goes on (data parallel; nothing in a job of one).
-    const auto armed = last_of_update ? reducer->arm() : nullptr;
-    const TrainLoss batch = task->next_loss();
-    Var loss = batch.loss;
-    const GlobalLoss global =
-        global_loss(loss.defined() ? loss.value().to(Device::cpu()).item() : 0.0, batch.count);
-    const double value = global.mean;
-    window.examples += global.count;
-    if (!std::isfinite(value))
-      fail<StepError>("train",
-                      "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
-                      "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
-                      value, position.step + 1);
-    if (loss.defined()) {
-      if (global.share != 1) loss = loss * global.share;
-      if (accumulate > 1) loss = loss * (1.0 / static_cast<double>(accumulate));
-      loss.backward();
-    }
-    return value;
-  } catch (const StepError&) {
-    throw;
-  } catch (const Error& e) {
-    fail<StepError>("train", "step {} (epoch {}): {}", position.step + 1, position.epoch, e.what());
-  }
-}
-
-// The progress bar, and every train.log_every updates (and at the end) a train record.
-void Trainer::State::log_update(const Update& update, LogWindow& window, Progress& progress) {
-  const int64_t step = position.step;
-  window.loss += update.loss;
-  ++window.updates;
-  progress.update(step, update.loss, update.lr);
-  if (step % config.train.log_every != 0 && step != total_steps) return;
-  const double seconds = std::chrono::duration<double>(Clock::now() - window.start).count();
-  const auto updates = static_cast<double>(window.updates);
-  JsonObject event;
-  event.add("event", "train")
-      .add("step", step)
-      .add("epoch", position.epoch)
-      .add("loss", window.loss / updates)
-      .add("lr", update.lr)
-      .add("grad_norm", update.grad_norm)
-      .add(task->unit() + "_per_s", static_cast<double>(window.examples) / seconds)
-      .add("step_s", seconds / updates);
-  // Data parallel: the seconds per update rank 0 waited for the gradient all-reduce after
-  // backward ended (the part communication did not overlap).
-  if (comm::distributed()) event.add("comm_s", window.comm_s / updates);
-  record(event.add("elapsed_s", wall_s()));
-  window = LogWindow();
-}
-
-// Every train.eval_every updates, or at each epoch's end when it is 0.
-bool Trainer::State::validation_due(const Update& update) const {
-  const int64_t every = config.train.eval_every;
-  return every > 0 ? position.step % every == 0 : update.epoch_ended;
-}
-
-// Validation, checkpoints, patience; returns false when the run should stop.
-bool Trainer::State::validate() {
-  RunPosition& p = position;
-  Metrics e;
-  try {
-    e = task->evaluate("val", config.eval.max_batches);
-  } catch (const Error& error) {
-    throw Error(fmt::format("[train] validation at step {}: {}", p.step, error.what()));
-  }
-  RELPOS_CHECK(std::isfinite(e.get("loss")), "train",
-               "validation at step {}: the val loss is {}; the model diverged (rerun with "
-               "debug.detect_anomaly: true to name the op)",
-               p.step, e.get("loss"));
-  p.last_val = e;
-  const double value = e.get(metric);
-  const bool improved = std::isnan(p.best_metric) || metric_improves(metric, value, p.best_metric);
-  if (improved) {
-    p.best_metric = value;
-    p.best_step = p.step;
-    p.best_val = e;
-    p.evals_without_improvement = 0;
-  } else {
-    ++p.evals_without_improvement;
-  }
-  record(metrics_json(e)
-             .add("event", "eval")
-             .add("split", "val")
-             .add("step", p.step)
-             .add("best", improved));
-  log->info("step {}: val {}{}", p.step, describe_metrics(e), improved ? " (best)" : "");
-  if (improved) save(dir / "checkpoints" / "best.h5");
-  save(dir / "checkpoints" / "last.h5");
-  const int64_t patience = config.train.patience;
-  const bool stop = patience > 0 && p.evals_without_improvement >= patience;
-  if (stop) {
-    stopped_early = true;
-    log->info("early stop: {} validations without a better {}", p.evals_without_improvement,
-              metric);
-  }
-  return !stop;
-}
-
-// Ends the session at options.stop_at_step as an interruption would: checkpoints/last.h5 only.
-RunSummary Trainer::State::stop_here() {
-  save(dir / "checkpoints" / "last.h5");
-  log->info("stopped at step {} as asked; continue with --resume {}", position.step,
-            (dir / "checkpoints" / "last.h5").string());
-  RunSummary partial;
-  partial.steps = position.step;
-  partial.run_dir = dir.string();
-  partial.primary = root;
-  return partial;
-}
-
-// The test with the last and with the best weights, the test records and summary.json.
-RunSummary Trainer::State::finish() {
-  const RunPosition& p = position;
-  RunSummary r;
-  r.finished = true;
-  r.steps = p.step;
-  r.epochs = static_cast<double>(p.step * config.train.accumulate) /
-             static_cast<double>(std::max<int64_t>(1, task->batches_per_epoch()));
-  r.stopped_early = stopped_early;
-  r.best_step = p.best_step;
-  r.best_val = p.best_val;
-  r.last_val = p.last_val;
-  r.metric = metric;
-  r.test_last = task->evaluate("test", 0);
-  r.test_best = test_best_weights(r.test_last);
-  r.wall_time_s = wall_s();
-  r.train_time_s = p.train_time_s;
-  r.peak_memory_bytes = memory_stats(device).peak_bytes;
-  r.parameters = task->model().num_parameters();
-  r.run_dir = dir.string();
-  r.primary = root;
-  record(
-      metrics_json(r.test_last).add("event", "test").add("weights", "last").add("step", r.steps));
-  record(metrics_json(r.test_best)
-             .add("event", "test")
-             .add("weights", "best")
-             .add("step", r.best_step));
-  write_summary(r);
-  log->info("done: test {} (last), {} (best, step {}), {:.1f} s, peak {:.1f} MB -> {}",
-            describe_metrics(r.test_last), describe_metrics(r.test_best), r.best_step,
-            r.wall_time_s, static_cast<double>(r.peak_memory_bytes) / 1e6, r.run_dir);
-  return r;
-}
-
-// The test metrics of the best weights. Rank 0 reads the best weights it wrote and hands them to
-// the others; when the best is the last update, they are the weights just tested.
-Metrics Trainer::State::test_best_weights(const Metrics& test_last) {
-  Model& model = task->model();
-  const fs::path best = dir / "checkpoints" / "best.h5";
-  Tensor has_best = full({1}, root && fs::exists(best) ? 1.0 : 0.0, DType::f64);
-  comm::broadcast(has_best, 0);
-  if (has_best.data<double>()[0] == 0 || position.best_step == position.step) return test_last;
-  if (root) restore_module(model, read_checkpoint(best.string()));
-  broadcast_module(model);
-  return task->evaluate("test", 0);
-}
-
-void Trainer::State::write_summary(const RunSummary& r) {
-  const RunConfig& c = config;
-  const std::string summary = JsonObject()
-                                  .add("name", c.name)
-                                  .add("device", c.device)
-                                  .add("steps", r.steps)
-                                  .add("epochs", r.epochs)
-                                  .add("stopped_early", r.stopped_early)
-                                  .add("best_step", r.best_step)
-                                  .add("metric", metric)
-                                  .add("val_best", metrics_json(r.best_val))
-                                  .add("val_last", metrics_json(r.last_val))
-                                  .add("test_last", metrics_json(r.test_last))
-                                  .add("test_best", metrics_json(r.test_best))
-                                  .add("wall_time_s", r.wall_time_s)
-                                  .add("train_time_s", r.train_time_s)
-                                  .add("peak_memory_bytes", r.peak_memory_bytes)
-                                  .add("parameters", r.parameters)
-                                  .str();
-  if (root) write_text(dir / "summary.json", summary + "\n");
 }
 
 }  // namespace relpos

@@ -1,0 +1,99 @@
+// Model configs that cannot be built: each refused with the field, the value and the valid
+// choices (trunk keys, a type's own keys, sizes), and attention / positional options that no
+// layer read refused by name.
+#include <functional>
+#include <string>
+
+#include "layers/models/model.h"
+#include "tests/layers/attention_testing.h"
+#include "tests/layers/model_testing.h"
+
+using namespace relpos;
+
+using test::batch_of;
+using test::build_model;
+using test::kRows;
+using test::logits_of;
+using test::tiny_model_config;
+
+TEST_CASE("models: bad configs fail with the field, the value and the valid choices") {
+  const auto error = [](const std::function<void(ModelConfig&)>& edit) {
+    ModelConfig c = tiny_model_config();
+    edit(c);
+    return test::error_of([&] { build_model(c); });
+  };
+  CHECK(error([](ModelConfig& c) { c.vocab_size = 0; }) ==
+        "[model] vocab_size must be positive (0 means: take it from the dataset first), got 0");
+  CHECK(error([](ModelConfig& c) { c.own.set("num_classes", 0); }) ==
+        "[model] num_classes must be positive (0 means: take it from the dataset first), got 0");
+  CHECK(error([](ModelConfig& c) { c.max_len = -1; }) ==
+        "[model] max_len must be positive (0 means: take it from the dataset first), got -1");
+  CHECK(error([](ModelConfig& c) { c.model_dim = 0; }) ==
+        "[model] model_dim must be positive, got 0");
+  CHECK(error([](ModelConfig& c) {
+          c.qkv_dim = 6;
+          c.num_heads = 4;
+        }) == "[model] qkv_dim 6 must be a multiple of num_heads 4");
+  CHECK(error([](ModelConfig& c) { c.dropout = 1; }) == "[model] dropout must be in [0, 1), got 1");
+  CHECK(error([](ModelConfig& c) { c.norm = "mid"; }) ==
+        "[model] unknown norm 'mid'; known: pre, post");
+  CHECK(error([](ModelConfig& c) { c.positions = "rope"; }) ==
+        "[model] unknown positions 'rope'; known: learned, learned2d, sinusoidal, none");
+  CHECK(error([](ModelConfig& c) { c.own.set("cls", "first"); }) ==
+        "[model] unknown cls 'first'; known: vector, token, none");
+  CHECK(error([](ModelConfig& c) { c.own.set("pooling", "max"); }) ==
+        "[model] unknown pooling 'max'; known: cls, mean");
+  CHECK(error([](ModelConfig& c) { c.own.set("head", "linear"); }) ==
+        "[model] unknown head 'linear'; known: mlp, tanh");
+  CHECK(error([](ModelConfig& c) {
+          c.type = "dual_encoder";
+          c.own.set("combine", "sum");
+        }) == "[model] unknown combine 'sum'; known: concat, features");
+  CHECK(error([](ModelConfig& c) {
+          c.own.set("combine", "features");
+        }).find("[model] unknown option 'combine'; known: cls,") == 0);
+  CHECK(error([](ModelConfig& c) { c.own.set("input", "bytes"); }) ==
+        "[model] unknown input 'bytes'; known: tokens, pixels, patches");
+  CHECK(error([](ModelConfig& c) { c.activation = "silu"; }) ==
+        "[model] unknown activation 'silu'; known: gelu, relu");
+  CHECK(error([](ModelConfig& c) { c.own.set("cls", "none"); }) ==
+        "[model] pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
+  CHECK(error([](ModelConfig& c) { c.own.set("input", "pixels"); }) ==
+        "[model] input 'pixels' takes 8-bit values (ids 0-255): vocab_size must be 256, got 11");
+  CHECK(error([](ModelConfig& c) { c.type = "seq2seq"; }) ==
+        fmt::format("[model] unknown model 'seq2seq'; known: {}",
+                    fmt::join(model_registry().names(), ", ")));
+  // Too long a sequence for the positions the model was built for.
+  auto model = build_model(tiny_model_config());
+  CHECK(test::error_of([&] { logits_of(*model, batch_of(kRows, 9)); }) ==
+        "[model] a sequence of 10 tokens exceeds the 9 the model is built for (max_len 8 plus "
+        "special tokens)");
+}
+
+TEST_CASE("models: attention and positional options nothing read are refused by name") {
+  ModelConfig c = tiny_model_config();
+  c.attention = test::options("model.attention", {{"type", "softmax"}, {"dropuot", "0.1"}});
+  CHECK(test::error_of([&] {
+          build_model(c);
+        }).find("[model.attention] unknown option 'dropuot'") == 0);
+  // Linear attention takes no dropout: the model does not pass its attention_dropout to it, and
+  // a `dropout` the user writes is refused.
+  c.attention = test::options("model.attention", {{"type", "linear"}, {"feature_map", "elu1"}});
+  c.attention_dropout = 0.1;
+  CHECK(test::error_of([&] { build_model(c); }).empty());
+  c.attention.set("dropout", "0.1");
+  CHECK(test::error_of([&] {
+          build_model(c);
+        }).find("[model.attention] unknown option 'dropout'") == 0);
+  c.attention = Options("model.attention");
+  c.positional = test::options("model.positional", {{"type", "fastrpb"}, {"windw", "3"}});
+  CHECK(test::error_of([&] { build_model(c); }).find("[model.positional] unknown option 'windw'") ==
+        0);
+  // The softmax default dropout goes into a copy: the user's mapping gains no key, and every
+  // key it has was read.
+  c.positional = Options("model.positional");
+  c.attention = test::options("model.attention", {{"type", "softmax"}});
+  build_model(c);
+  CHECK_FALSE(c.attention.has("dropout"));
+  CHECK(test::error_of([&] { c.attention.check_all_used(); }).empty());
+}

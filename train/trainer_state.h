@@ -1,0 +1,99 @@
+// Trainer::State (train/trainer.h): the run being trained, whose methods are the named steps of
+// Trainer::run. Private to the trainer's files: trainer.cpp (setting up, resuming, saving),
+// trainer_step.cpp (an update, its log record, validation), trainer_finish.cpp (the end).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "train/gradient_reducer.h"
+#include "train/json.h"
+#include "train/optimizer.h"
+#include "train/progress.h"
+#include "train/schedule.h"
+#include "train/task.h"
+#include "train/trainer.h"
+#include "train/training_state.h"
+
+namespace relpos {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// What one update did, for the log and the decision to validate.
+struct Update {
+  double loss = 0;  // mean over the update's batches (and the ranks)
+  double lr = 0;
+  double grad_norm = 0;  // before clipping
+  bool epoch_ended = false;
+};
+
+// The updates since the last train record of metrics.jsonl.
+struct LogWindow {
+  double loss = 0, comm_s = 0;  // summed over the window's updates
+  int64_t updates = 0, examples = 0;
+  Clock::time_point start = Clock::now();
+};
+
+// Writes `text` to `path` atomically, checking every step: a full disk stops the run with the
+// path.
+void write_text(const fs::path& path, const std::string& text);
+
+// The run being trained; the steps of Trainer::run are its methods.
+struct Trainer::State {
+  RunConfig config;
+  TrainerOptions options;
+  Device device = Device::cpu();
+  bool root = true;  // rank 0: owns the run directory, the log and the checkpoints
+  fs::path dir;
+  std::shared_ptr<spdlog::logger> log;
+  std::ofstream metrics_file;
+
+  std::unique_ptr<Task> task;
+  std::string metric;  // selects the best checkpoint
+  std::shared_ptr<Optimizer> optimizer;
+  std::unique_ptr<GradientReducer> reducer;  // sums gradients over the ranks (data parallel)
+  std::shared_ptr<Schedule> schedule;
+  int64_t total_steps = 0;
+
+  // With the task's model and state and the optimizer: the training state (training_state.h).
+  RunPosition position;
+  bool stopped_early = false;
+  Clock::time_point started = Clock::now();  // since when wall time is not in `position`
+
+  TrainingState training_state() { return TrainingState(*task, *optimizer, position, config.yaml); }
+  void record(const JsonObject& event) {
+    if (!root) return;
+    metrics_file << event.str() << '\n';
+    metrics_file.flush();
+    RELPOS_CHECK(metrics_file.good(), "train", "cannot write '{}': {}",
+                 (dir / "metrics.jsonl").string(), std::strerror(errno));
+  }
+  double wall_s() const {
+    return position.wall_time_s + std::chrono::duration<double>(Clock::now() - started).count();
+  }
+
+  void open_run_dir();
+  void build();
+  void resume();
+  void check_resume(const RunPosition& saved, const std::string& saved_config) const;
+  void save(const fs::path& path);
+
+  Update train_step(LogWindow& window);
+  bool next_batch();
+  double backward_batch(bool last_of_update, LogWindow& window);
+  void log_update(const Update& update, LogWindow& window, Progress& progress);
+  bool validation_due(const Update& update) const;
+  bool validate();
+  RunSummary stop_here();
+  RunSummary finish();
+  Metrics test_best_weights(const Metrics& test_last);
+  void write_summary(const RunSummary& r);
+};
+
+}  // namespace relpos
