@@ -4,11 +4,14 @@
 #include "train/config.h"
 
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "datasets/dataset_registry.h"
 #include "train/config_section.h"
 #include "train/config_yaml.h"
+#include "train/optimizer.h"
+#include "train/schedule.h"
 
 namespace relpos {
 namespace {
@@ -100,6 +103,19 @@ void read_train(Section s, TrainConfig& t) {
                t.metric);
 }
 
+// The optimizer and the schedule read and check their own keys at load, so a bad one stops the
+// load and not the run; the trainer builds them again over the model's parameters. An
+// epoch-counted run's length waits for its data, so its schedule is checked here as if the run
+// were long enough for any warmup.
+void check_optimizer_and_schedule(const RunConfig& c) {
+  RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required ({})",
+               fmt::join(optimizer_registry().names(), ", "));
+  const auto optimizer = make_optimizer({}, c.optimizer.clone());
+  const int64_t run_steps =
+      c.train.steps > 0 ? c.train.steps : std::numeric_limits<int32_t>::max();
+  make_schedule(c.schedule.clone(), optimizer->lr(), run_steps);
+}
+
 RunConfig read_run(YAML::Node root, const std::string& origin) {
   RunConfig c;
   Section s(root, "");
@@ -135,9 +151,7 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   debug.read("detect_anomaly", c.debug.detect_anomaly);
   debug.finish();
   s.finish();
-  RELPOS_CHECK(c.optimizer.has("type"), kWho,
-               "optimizer.type is required (sgd, adam, adamw, "
-               "lra_adam)");
+  check_optimizer_and_schedule(c);
   if (c.train.out.empty()) c.train.out = "runs/" + c.name;
   YAML::Emitter out;
   out << root;

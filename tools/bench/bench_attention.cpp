@@ -3,11 +3,7 @@
 // timing method as bench_attention_torch.py, so run_attention_bench.sh can put relpos and
 // PyTorch side by side. The variants and the measurement are tools/bench/attention_bench.h's,
 // shared with `relpos bench attention` (which also times the forward pass alone).
-// Usage: relpos_bench_attention [--json] [--device cpu|cuda] [--filter NAME[,NAME...]]
-//          [--lengths 1024,2048,...] [--batch 1] [--heads 8] [--dim 32] [--min-time S]
-//          [--max-quadratic-n N (default 8192: larger N skip variants with N^2 memory)]
-//          [--memory-limit-mb M (a peak above M counts as out of memory)]
-//        relpos_bench_attention --list   (the variant names, one per line)
+// Options: relpos_bench_attention --help.
 // --json prints one object per measured (variant, N) per line; a variant out of memory is
 // reported on stderr (and "OOM" in the table) and not run at longer lengths.
 #include <omp.h>
@@ -18,32 +14,15 @@
 
 #include "core/json.h"
 #include "tools/bench/attention_bench.h"
+#include "tools/bench/bench_cli.h"
 
 using namespace relpos;
 
-int main(int argc, char** argv) try {
-  using bench::flag_value;
-  if (bench::has_flag(argc, argv, "--list")) {
-    for (const bench::AttentionVariant& v : bench::attention_variants())
-      std::printf("%s\n", v.name.c_str());
-    return 0;
-  }
-  const bool json = bench::has_flag(argc, argv, "--json");
-  bench::AttentionBenchOptions o;
-  o.device = Device::parse(flag_value(argc, argv, "--device", "cpu"));
-  bench::check_device(o.device);
-  const auto variants =
-      bench::select_variants(bench::split_list(flag_value(argc, argv, "--filter", "")));
-  o.lengths =
-      bench::parse_lengths(flag_value(argc, argv, "--lengths", "1024,2048,4096,8192,16384"));
-  o.batch = std::stoll(flag_value(argc, argv, "--batch", "1"));
-  o.heads = std::stoll(flag_value(argc, argv, "--heads", "8"));
-  o.dim = std::stoll(flag_value(argc, argv, "--dim", "32"));
-  o.min_seconds = std::strtod(flag_value(argc, argv, "--min-time", "0.5").c_str(), nullptr);
-  o.max_quadratic_n = std::stoll(flag_value(argc, argv, "--max-quadratic-n", "8192"));
-  o.memory_limit_bytes = std::stoll(flag_value(argc, argv, "--memory-limit-mb", "0")) << 20;
-  o.time_forward = false;  // run_attention_bench.sh compares forward+backward only
-  o.min_runs = 3;
+namespace {
+
+// Measures `variants` at o's lengths and prints a table or, with `json`, one line per result.
+void run(const bench::AttentionBenchOptions& o,
+         const std::vector<const bench::AttentionVariant*>& variants, bool json) {
   if (!json)
     std::printf(
         "relpos attention fwd+bwd on %s: B %lld, H %lld, D %lld, f32, %d threads\n%-22s %7s %11s "
@@ -77,8 +56,48 @@ int main(int argc, char** argv) try {
     }
     std::fflush(stdout);
   });
-  return 0;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "relpos_bench_attention: %s\n", e.what());
-  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("Forward + backward time and peak memory of the attention variants over growing N.",
+               "relpos_bench_attention");
+  bench::AttentionBenchOptions o;
+  o.max_quadratic_n = 8192;
+  bool list = false, json = false;
+  std::string device = "cpu", filter, lengths = "1024,2048,4096,8192,16384";
+  int64_t limit_mb = 0;
+  app.add_flag("--list", list, "the variant names, one per line");
+  app.add_flag("--json", json, "one JSON object per measured (variant, N) per line");
+  app.add_option("--device", device, "cpu or cuda")->capture_default_str();
+  app.add_option("--filter", filter, "only these variants")->type_name("NAME,...");
+  app.add_option("--lengths", lengths, "sequence lengths N")->capture_default_str();
+  app.add_option("--batch", o.batch, "batch size")->check(bench::positive)->capture_default_str();
+  app.add_option("--heads", o.heads, "heads")->check(bench::positive)->capture_default_str();
+  app.add_option("--dim", o.dim, "head dimension")->check(bench::positive)->capture_default_str();
+  app.add_option("--min-time", o.min_seconds, "seconds per timing")
+      ->check(bench::non_negative)
+      ->capture_default_str();
+  app.add_option("--max-quadratic-n", o.max_quadratic_n,
+                 "longer N skip the variants with N^2 memory")
+      ->check(bench::non_negative)
+      ->capture_default_str();
+  app.add_option("--memory-limit-mb", limit_mb, "a peak above M MB counts as out of memory")
+      ->check(bench::non_negative);
+  return bench::run_cli(app, argc, argv, [&] {
+    if (list) {
+      for (const bench::AttentionVariant& v : bench::attention_variants())
+        std::printf("%s\n", v.name.c_str());
+      return 0;
+    }
+    o.device = Device::parse(device);
+    bench::check_device(o.device);
+    o.lengths = bench::parse_lengths(lengths);
+    o.memory_limit_bytes = limit_mb << 20;
+    o.time_forward = false;  // run_attention_bench.sh compares forward+backward only
+    o.min_runs = 3;
+    run(o, bench::select_variants(bench::split_list(filter)), json);
+    return 0;
+  });
 }

@@ -1,14 +1,13 @@
 // What the relpos benchmarks share: the timing method (two warm-up calls, then at least
 // `min_runs` runs and `min_seconds` in total; median and minimum), the peak-memory probe (bytes
 // the device allocator held at the peak of one call beyond what was live before it; FFTW /
-// OpenBLAS / cuBLAS internal buffers do not go through it) and command-line flags.
+// OpenBLAS / cuBLAS internal buffers do not go through it) and comma-separated lists.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -60,18 +59,6 @@ inline int64_t peak_bytes_of(const std::function<void()>& call, Device device) {
   call();
   synchronize(device);
   return memory_stats(device).peak_bytes - before;
-}
-
-inline std::string flag_value(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-
-inline bool has_flag(int argc, char** argv, const char* name) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return true;
-  return false;
 }
 
 // "a,b,c" -> {"a", "b", "c"}; "" -> {}.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "datasets/data_loader.h"
+#include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_common.h"
 
 using namespace relpos;
@@ -75,23 +76,30 @@ void run(const Dataset& dataset, int64_t pad_to, int64_t prefetch, int64_t epoch
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int64_t epochs = std::atoll(bench::flag_value(argc, argv, "--epochs", "3").c_str());
-  const int64_t prefetch = std::atoll(bench::flag_value(argc, argv, "--prefetch", "4").c_str());
-  const double step_us = std::atof(bench::flag_value(argc, argv, "--step-us", "0").c_str());
-  if (epochs < 1 || prefetch < 1 || step_us < 0) {
-    std::fprintf(stderr,
-                 "relpos_bench_loader: --epochs and --prefetch must be >= 1, --step-us >= 0\n");
-    return 2;
-  }
-  const Dataset listops = random_dataset("listops", 4000, 500, 2000, 17);
-  const Dataset mnist = random_dataset("mnist", 10000, 784, 784, 256);
-  std::printf("batch 32, shuffled, %lld epochs, step %.0f us per batch\n\n",
-              static_cast<long long>(epochs), step_us);
-  std::printf("| data     | pad   | prefetch | best ex/s   | median ex/s |\n");
-  std::printf("|---|---|---|---|---|\n");
-  for (const int64_t p : {int64_t{0}, prefetch}) {
-    run(listops, 2000, p, epochs, step_us);
-    run(mnist, 0, p, epochs, step_us);
-  }
-  return 0;
+  CLI::App app("Examples per second of the batch loader, with and without prefetching.",
+               "relpos_bench_loader");
+  int64_t epochs = 3, prefetch = 4;
+  double step_us = 0;
+  app.add_option("--epochs", epochs, "epochs per measurement")
+      ->check(bench::positive)
+      ->capture_default_str();
+  app.add_option("--prefetch", prefetch, "batches read ahead")
+      ->check(bench::positive)
+      ->capture_default_str();
+  app.add_option("--step-us", step_us, "microseconds of busy work per batch (a training step)")
+      ->check(bench::non_negative)
+      ->capture_default_str();
+  return bench::run_cli(app, argc, argv, [&] {
+    const Dataset listops = random_dataset("listops", 4000, 500, 2000, 17);
+    const Dataset mnist = random_dataset("mnist", 10000, 784, 784, 256);
+    std::printf("batch 32, shuffled, %lld epochs, step %.0f us per batch\n\n",
+                static_cast<long long>(epochs), step_us);
+    std::printf("| data     | pad   | prefetch | best ex/s   | median ex/s |\n");
+    std::printf("|---|---|---|---|---|\n");
+    for (const int64_t p : {int64_t{0}, prefetch}) {
+      run(listops, 2000, p, epochs, step_us);
+      run(mnist, 0, p, epochs, step_us);
+    }
+    return 0;
+  });
 }

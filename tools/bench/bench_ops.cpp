@@ -1,7 +1,7 @@
 // relpos_bench_ops: times core ops on fixed shapes, on the CPU or a GPU — the same cases, shape
 // strings and timing method as bench_ops_torch.py, so run_cpu_bench.sh / run_gpu_bench.sh can put
 // relpos and PyTorch side by side. On CUDA each sample ends with a device synchronize.
-// Usage: relpos_bench_ops [--json] [--filter OP[,OP...]] [--min-time SECONDS] [--device cpu|cuda]
+// Options: relpos_bench_ops --help.
 #include <cblas.h>
 #include <omp.h>
 
@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -18,11 +17,10 @@
 
 #include "core/json.h"
 #include "core/ops.h"
+#include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_common.h"
 
 using namespace relpos;
-using bench::flag_value;
-using bench::has_flag;
 
 namespace {
 
@@ -142,46 +140,52 @@ std::vector<std::string> parse_filter(const std::string& filter) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  const bool json = has_flag(argc, argv, "--json");
-  const std::vector<std::string> ops = parse_filter(flag_value(argc, argv, "--filter", ""));
-  const double min_seconds =
-      std::strtod(flag_value(argc, argv, "--min-time", "0.5").c_str(), nullptr);
-  g_device = Device::parse(flag_value(argc, argv, "--device", "cpu"));
-  const int threads = omp_get_max_threads(), blas_threads = openblas_get_num_threads();
-  if (!json)
-    std::printf(
-        "relpos ops on %s: %d OpenMP threads, %d OpenBLAS threads, f32\n%-11s %-36s %10s "
-        "%10s %6s %9s\n",
-        g_device.str().c_str(), threads, blas_threads, "op", "shape", "median ms", "min ms", "runs",
-        "peak MB");
-  Generator gen(0);
-  for (const Case& c : cases()) {
-    if (!ops.empty() && std::find(ops.begin(), ops.end(), c.op) == ops.end()) continue;
-    const int64_t live_before = memory_stats(g_device).current_bytes;
-    const Call call = c.make(gen);
-    const int64_t in_bytes = memory_stats(g_device).current_bytes - live_before;  // the inputs
-    const bench::Timing t = bench::time_call(call, g_device, min_seconds);
-    const Memory m = memory_of(call);
-    if (json)
-      std::printf("%s\n", json_line({{"op", c.op},
-                                     {"shape", c.shape},
-                                     {"device", g_device.str()},
-                                     {"median_ms", bench::rounded_ms(t.median_ms)},
-                                     {"min_ms", bench::rounded_ms(t.min_ms)},
-                                     {"runs", t.runs},
-                                     {"peak_bytes", m.peak_bytes},
-                                     {"io_bytes", in_bytes + m.out_bytes},
-                                     {"threads", threads},
-                                     {"blas_threads", blas_threads}})
-                              .c_str());
-    else
-      std::printf("%-11s %-36s %10.3f %10.3f %6lld %9.2f\n", c.op, c.shape, t.median_ms, t.min_ms,
-                  static_cast<long long>(t.runs), static_cast<double>(m.peak_bytes) / (1 << 20));
-    std::fflush(stdout);
-  }
-  return 0;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "relpos_bench_ops: %s\n", e.what());
-  return 2;
+int main(int argc, char** argv) {
+  CLI::App app("Time and peak memory of relpos's core ops on fixed shapes.", "relpos_bench_ops");
+  bool json = false;
+  std::string filter, device = "cpu";
+  double min_seconds = 0.5;
+  app.add_flag("--json", json, "one JSON object per op and shape per line");
+  app.add_option("--filter", filter, "only these ops")->type_name("OP,...");
+  app.add_option("--min-time", min_seconds, "seconds per timing")
+      ->check(bench::non_negative)
+      ->capture_default_str();
+  app.add_option("--device", device, "cpu or cuda")->capture_default_str();
+  return bench::run_cli(app, argc, argv, [&] {
+    const std::vector<std::string> ops = parse_filter(filter);
+    g_device = Device::parse(device);
+    const int threads = omp_get_max_threads(), blas_threads = openblas_get_num_threads();
+    if (!json)
+      std::printf(
+          "relpos ops on %s: %d OpenMP threads, %d OpenBLAS threads, f32\n%-11s %-36s %10s "
+          "%10s %6s %9s\n",
+          g_device.str().c_str(), threads, blas_threads, "op", "shape", "median ms", "min ms",
+          "runs", "peak MB");
+    Generator gen(0);
+    for (const Case& c : cases()) {
+      if (!ops.empty() && std::find(ops.begin(), ops.end(), c.op) == ops.end()) continue;
+      const int64_t live_before = memory_stats(g_device).current_bytes;
+      const Call call = c.make(gen);
+      const int64_t in_bytes = memory_stats(g_device).current_bytes - live_before;  // the inputs
+      const bench::Timing t = bench::time_call(call, g_device, min_seconds);
+      const Memory m = memory_of(call);
+      if (json)
+        std::printf("%s\n", json_line({{"op", c.op},
+                                       {"shape", c.shape},
+                                       {"device", g_device.str()},
+                                       {"median_ms", bench::rounded_ms(t.median_ms)},
+                                       {"min_ms", bench::rounded_ms(t.min_ms)},
+                                       {"runs", t.runs},
+                                       {"peak_bytes", m.peak_bytes},
+                                       {"io_bytes", in_bytes + m.out_bytes},
+                                       {"threads", threads},
+                                       {"blas_threads", blas_threads}})
+                                .c_str());
+      else
+        std::printf("%-11s %-36s %10.3f %10.3f %6lld %9.2f\n", c.op, c.shape, t.median_ms, t.min_ms,
+                    static_cast<long long>(t.runs), static_cast<double>(m.peak_bytes) / (1 << 20));
+      std::fflush(stdout);
+    }
+    return 0;
+  });
 }

@@ -4,8 +4,7 @@
 // bench_lm_step_torch.py. Classifiers: a batch of pixel sequences (the MNIST family's sizes).
 // Language models: a batch of tgt_len random characters after a memory of mem_len (the steady
 // state of training), gradient clipping as the config asks. Prints one JSON object.
-// Usage: relpos_bench_train_step --config FILE [--batch B] [--vocab V] [--device cpu|cuda]
-//          [--min-time S] [--set key=value ...]
+// Options: relpos_bench_train_step --help.
 #include <cstdio>
 #include <functional>
 
@@ -13,7 +12,9 @@
 #include "autograd/grad_mode.h"
 #include "core/cpu_threads.h"
 #include "core/error.h"
+#include "core/json.h"
 #include "core/ops.h"
+#include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_common.h"
 #include "train/clip.h"
 #include "train/config.h"
@@ -111,34 +112,44 @@ Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const std::string config_path = bench::flag_value(argc, argv, "--config", "");
-    RELPOS_CHECK(!config_path.empty(), "bench", "--config FILE is required");
-    std::vector<std::string> overrides;
-    for (int i = 1; i + 1 < argc; ++i)
-      if (std::string(argv[i]) == "--set") overrides.push_back(argv[i + 1]);
-    const std::string device_name = bench::flag_value(argc, argv, "--device", "cpu");
+  CLI::App app("Time and peak memory of one training step of a config's model on random inputs.",
+               "relpos_bench_train_step");
+  std::string config_path, device_name = "cpu";
+  std::vector<std::string> overrides;
+  int64_t batch = 8, vocab = 204;
+  double min_time = 3;
+  app.add_option("--config", config_path, "the run's YAML config")->required();
+  app.add_option("--set", overrides, "overrides a config key (repeatable)")
+      ->type_name("KEY.PATH=VALUE")
+      ->allow_extra_args(false);
+  app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
+  app.add_option("--batch", batch, "batch size")->check(bench::positive)->capture_default_str();
+  app.add_option("--vocab", vocab, "a language model's vocabulary")
+      ->check(bench::positive)
+      ->capture_default_str();
+  app.add_option("--min-time", min_time, "seconds of timing")
+      ->check(bench::non_negative)
+      ->capture_default_str();
+  return bench::run_cli(app, argc, argv, [&] {
     overrides.push_back("device=" + device_name);
     const RunConfig config = load_config(config_path, overrides);
-    const int64_t batch = std::stoll(bench::flag_value(argc, argv, "--batch", "8"));
-    const int64_t vocab = std::stoll(bench::flag_value(argc, argv, "--vocab", "204"));
-    const double min_time = std::stod(bench::flag_value(argc, argv, "--min-time", "3"));
     const Device device = Device::parse(config.device);
     const Step step = is_language_modelling(config.data)
                           ? language_model_step(config, batch, vocab, device)
                           : classifier_step(config, batch, device);
     const bench::Timing t = bench::time_call(step.run, device, min_time, 5);
     const int64_t peak = bench::peak_bytes_of([&] { step.run(); }, device);
-    std::printf(
-        "{\"impl\": \"relpos\", \"config\": \"%s\", \"batch\": %lld, \"length\": %lld, "
-        "\"device\": \"%s\", \"median_ms\": %.3f, \"min_ms\": %.3f, \"runs\": %lld, "
-        "\"peak_bytes\": %lld, \"params\": %lld}\n",
-        config.name.c_str(), static_cast<long long>(batch), static_cast<long long>(step.length),
-        device_name.c_str(), t.median_ms, t.min_ms, static_cast<long long>(t.runs),
-        static_cast<long long>(peak), static_cast<long long>(step.params));
+    const Json line = {{"impl", "relpos"},
+                       {"config", config.name},
+                       {"batch", batch},
+                       {"length", step.length},
+                       {"device", device_name},
+                       {"median_ms", bench::rounded_ms(t.median_ms)},
+                       {"min_ms", bench::rounded_ms(t.min_ms)},
+                       {"runs", t.runs},
+                       {"peak_bytes", peak},
+                       {"params", step.params}};
+    std::printf("%s\n", json_line(line).c_str());
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "relpos_bench_train_step: %s\n", e.what());
-    return 2;
-  }
+  });
 }
