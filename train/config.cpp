@@ -111,8 +111,7 @@ void check_optimizer_and_schedule(const RunConfig& c) {
   RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required ({})",
                fmt::join(optimizer_registry().names(), ", "));
   const auto optimizer = make_optimizer({}, c.optimizer.clone());
-  const int64_t run_steps =
-      c.train.steps > 0 ? c.train.steps : std::numeric_limits<int32_t>::max();
+  const int64_t run_steps = c.train.steps > 0 ? c.train.steps : std::numeric_limits<int32_t>::max();
   make_schedule(c.schedule.clone(), optimizer->lr(), run_steps);
 }
 

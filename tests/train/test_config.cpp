@@ -217,12 +217,13 @@ TEST_CASE("config: every user error names the key path and what is valid") {
   SUBCASE("the optimizer and the schedule check their own keys at load") {
     CHECK(load_error(good, {"optimizer={type: adamw, lr: 1e-3, betas: [0.9, 1.5]}"}) ==
           "[optimizer] betas must lie in [0, 1), got 1.5");
-    CHECK(load_error(good, {"optimizer={type: adamw, momentum: 0.9}"}).find(
-              "unknown option 'momentum'") != std::string::npos);
+    CHECK(load_error(good, {"optimizer={type: adamw, momentum: 0.9}"})
+              .find("unknown option 'momentum'") != std::string::npos);
     CHECK(load_error(good, {"optimizer={type: rmsprop}"}).find("rmsprop") != std::string::npos);
-    CHECK(load_error(good, {"schedule={type: cosine, warmup: 10}"}).find(
-              "unknown option 'warmup'") != std::string::npos);
-    CHECK(load_error(good, {"schedule={type: linear_decay, warmup_steps: 500}"}).find(
-              "warmup_steps < total_steps") != std::string::npos);
+    CHECK(
+        load_error(good, {"schedule={type: cosine, warmup: 10}"}).find("unknown option 'warmup'") !=
+        std::string::npos);
+    CHECK(load_error(good, {"schedule={type: linear_decay, warmup_steps: 500}"})
+              .find("warmup_steps < total_steps") != std::string::npos);
   }
 }
