@@ -93,6 +93,16 @@ Var dropout(const Var& x, double p, Generator& gen, bool training = true);
 Var cross_entropy(const Var& logits, const Tensor& target, int64_t ignore_index = -100,
                   Reduction reduction = Reduction::mean);
 
+// ---------------------------------------------------------------- attention
+// (functions/attention.cpp)
+// Tiled scaled dot-product attention (core/ops.h attention): q [B, H, Lq, D], k [B, H, Lk, D],
+// v [B, H, Lk, Dv] -> [B, H, Lq, Dv]; saves only the output and the row log-sum-exp. When
+// training with spec.dropout > 0, the mask's (seed, offset) come from `gen`, which reserves the
+// blocks dropout_mask({B, H, Lq, Lk}) would, so the same generator state drops the same weights
+// as softmax, dropout and matmul composed. Not training: no dropout.
+Var attention(const Var& q, const Var& k, const Var& v, AttentionSpec spec, Generator& gen,
+              bool training);
+
 // ---------------------------------------------------------------- linear algebra, FFT
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 Var bmm(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);

@@ -9,6 +9,10 @@
 #include "core/functors.h"
 #include "core/tensor.h"
 
+namespace relpos {
+struct AttentionSpec;  // core/ops.h
+}
+
 namespace relpos::cpu {
 MemoryCounter& memory_counter();
 void* allocate(size_t nbytes);

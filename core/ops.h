@@ -126,6 +126,36 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // Strictly batched: a [B, M, K], b [B, K, N] -> [B, M, N].
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
+// ---------------------------------------------------------------- attention (ops/attention.cpp)
+// Scaled dot-product attention computed by tiles with an online softmax (FlashAttention-2, Dao
+// 2023): Y = dropout(softmax(scale Q·Kᵀ, blocked pairs excluded)) V without an [Lq, Lk] tensor.
+// The forward keeps Y and each row's log-sum-exp; the backward recomputes the tiles from them.
+// Blocked pairs weigh exactly 0; a query that sees no key outputs zeros (log-sum-exp -inf).
+struct AttentionSpec {
+  double scale = 1;
+  Tensor key_mask;      // [B, Lk] u8, nonzero = a real key; undefined: every key is real
+  bool causal = false;  // query i sees key j only when j <= i + (Lk - Lq) (ends aligned)
+  int64_t window = 0;   // causal: and only when j > i + (Lk - Lq) - window (0: no window)
+  double dropout = 0;   // probability of dropping a weight after the softmax
+  uint64_t seed = 0;    // dropout: weight (b, h, i, j) is kept when Philox uniform number
+  uint64_t offset = 0;  //   ((b H + h) Lq + i) Lk + j of (seed, offset) is >= dropout,
+                        //   the mask dropout_mask({B, H, Lq, Lk}, ...) draws from the same stream
+};
+struct AttentionResult {
+  Tensor out;  // [B, H, Lq, Dv]
+  Tensor lse;  // [B, H, Lq], log sum_j exp(scale q_i·k_j) over visible j (-inf: none visible)
+};
+// q: [B, H, Lq, D], k: [B, H, Lk, D], v: [B, H, Lk, Dv], one floating dtype and device.
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                          const AttentionSpec& spec);
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+};
+// From the forward's inputs, output and log-sum-exp and the output's gradient.
+AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k,
+                                  const Tensor& v, const AttentionResult& forward,
+                                  const AttentionSpec& spec);
+
 // ---------------------------------------------------------------- FFT (ops/fft.cpp)
 // Complex values are real tensors with a trailing dim of 2: (re, im).
 // x: [..., L] real -> [..., n/2 + 1, 2]; x is zero-padded or truncated to n (n = -1: n = L).

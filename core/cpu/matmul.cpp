@@ -4,29 +4,16 @@
 // size above 64³), so results would depend on how many threads the machine left free. Strided
 // and transposed views go to BLAS as they are (a column-major matrix is a row-major one with
 // the transpose flag flipped); only a matrix with no unit inner stride is copied.
-#include <cblas.h>
-#include <omp.h>
-
 #include <algorithm>
 #include <climits>
 
 #include "core/backend.h"
+#include "core/cpu/blas.h"
 #include "core/gemm_operand.h"
 
 namespace relpos::cpu {
 
 namespace {
-
-void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-          float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-}
-void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-          double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
 
 constexpr int64_t kMaxParts = 8;            // blocks one GEMM is split into, at most
 constexpr int64_t kMinPartWidth = 32;       // rows (or columns) of C per block, at least
@@ -40,26 +27,6 @@ constexpr int64_t kParallelFlops = 1 << 20;
 int64_t parts_of(int64_t m, int64_t n, int64_t k) {
   const int64_t by_width = std::max(m, n) / kMinPartWidth, by_work = 2 * m * n * k / kMinPartFlops;
   return std::max<int64_t>(1, std::min({kMaxParts, by_width, by_work}));
-}
-
-// Runs the GEMM blocks with OpenBLAS single-threaded. Its OpenMP build sizes its own team from
-// omp_get_max_threads() unless called inside an active parallel region, so each caller of a
-// block sets 1 for itself (the setting belongs to the calling thread and is put back).
-template <typename Block>
-void run_blocks(int64_t tasks, bool parallel, const Block& block) {
-  const int threads = omp_get_max_threads();
-  if (parallel && threads > 1) {
-#pragma omp parallel
-    {
-      omp_set_num_threads(1);
-#pragma omp for schedule(static)
-      for (int64_t t = 0; t < tasks; ++t) block(t);
-    }
-    return;
-  }
-  omp_set_num_threads(1);
-  for (int64_t t = 0; t < tasks; ++t) block(t);
-  omp_set_num_threads(threads);
 }
 
 }  // namespace
@@ -95,13 +62,13 @@ void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const 
       // Rows [first, last) of op(a) start `first` rows (ta: columns) into the stored matrix;
       // columns of op(b) likewise; then the block of C.
       if (by_rows)
-        gemm(ta, tb, static_cast<int>(last - first), static_cast<int>(n), static_cast<int>(k),
+        gemm(ta, tb, static_cast<int>(last - first), static_cast<int>(n), static_cast<int>(k), T(1),
              ai + (ta ? first : first * pa.ld), static_cast<int>(pa.ld), bi,
-             static_cast<int>(pb.ld), ci + first * n, static_cast<int>(n));
+             static_cast<int>(pb.ld), T(0), ci + first * n, static_cast<int>(n));
       else
-        gemm(ta, tb, static_cast<int>(m), static_cast<int>(last - first), static_cast<int>(k), ai,
-             static_cast<int>(pa.ld), bi + (tb ? first * pb.ld : first), static_cast<int>(pb.ld),
-             ci + first, static_cast<int>(n));
+        gemm(ta, tb, static_cast<int>(m), static_cast<int>(last - first), static_cast<int>(k), T(1),
+             ai, static_cast<int>(pa.ld), bi + (tb ? first * pb.ld : first),
+             static_cast<int>(pb.ld), T(0), ci + first, static_cast<int>(n));
     });
   });
 }

@@ -94,6 +94,15 @@ void softmax(const Tensor&, int, bool, const Tensor&) {
 void softmax_backward(const Tensor&, const Tensor&, int, bool, const Tensor&) {
   no_cuda("softmax_backward");
 }
+void attention(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, const Tensor&,
+               const Tensor&) {
+  no_cuda("attention");
+}
+void attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                        const Tensor&, const AttentionSpec&, const Tensor&, const Tensor&,
+                        const Tensor&) {
+  no_cuda("attention_backward");
+}
 void layer_norm(const Tensor&, const Tensor&, const Tensor&, double, const Tensor&, const Tensor&,
                 const Tensor&) {
   no_cuda("layer_norm");

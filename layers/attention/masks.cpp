@@ -60,9 +60,25 @@ Var softmax_attention_from_logits(const Var& logits, const Var& q, const Var& v,
     const Var bias = in.positional->score_bias(q, logits.size(3), in);
     if (bias.defined()) scores = scores + bias;
   }
-  scores = scores * (1.0 / std::sqrt(static_cast<double>(q.size(3))));
-  const Var weights = dropout(masked_softmax(scores, in), p, gen, training);
+  return softmax_attention_from_scores(scores, q, v, in, p, gen, training);
+}
+
+Var softmax_attention_from_scores(const Var& scores, const Var& q, const Var& v,
+                                  const AttentionInputs& in, double p, Generator& gen,
+                                  bool training) {
+  const Var scaled = scores * (1.0 / std::sqrt(static_cast<double>(q.size(3))));
+  const Var weights = dropout(masked_softmax(scaled, in), p, gen, training);
   return matmul(weights, v);  // [B, H, Lq, Dv]
+}
+
+AttentionSpec fused_attention_spec(const AttentionInputs& in, int64_t head_dim, double p) {
+  AttentionSpec spec;
+  spec.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  spec.key_mask = in.key_mask;
+  spec.causal = in.causal;
+  spec.window = in.causal ? in.window : 0;
+  spec.dropout = p;
+  return spec;
 }
 
 Tensor key_keep_column(const Tensor& key_mask, DType dtype) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "autograd/var.h"
+#include "core/ops.h"
 #include "layers/attention/attention.h"
 
 namespace relpos {
@@ -23,11 +24,21 @@ Tensor outside_window(int64_t q_len, int64_t k_len, int64_t window, Device devic
 Var masked_softmax(const Var& scores, const AttentionInputs& in);
 
 // The tail every score-forming variant shares: logits [B, H, Lq, Lk] (Q·Kᵀ, or TXL's AC + BD)
-// plus the positional score bias S when the layer has one (computed from q), scaled by
-// 1/sqrt(D), masked_softmax, dropout p on the weights (when training), times v [B, H, Lk, Dv].
+// plus the positional score bias S when the layer has one (computed from q), then
+// softmax_attention_from_scores.
 Var softmax_attention_from_logits(const Var& logits, const Var& q, const Var& v,
                                   const AttentionInputs& in, double p, Generator& gen,
                                   bool training);
+// scores [B, H, Lq, Lk] scaled by 1/sqrt(D) (D = q's last dim), masked_softmax, dropout p on the
+// weights (when training), times v [B, H, Lk, Dv]: the naive twin of the fused attention op.
+Var softmax_attention_from_scores(const Var& scores, const Var& q, const Var& v,
+                                  const AttentionInputs& in, double p, Generator& gen,
+                                  bool training);
+
+// What the fused attention op (core/ops.h AttentionSpec) needs of `in` to compute exactly
+// softmax_attention_from_scores(Q·Kᵀ, ...) with dropout p: scale 1/sqrt(head_dim), the key mask,
+// causality and window.
+AttentionSpec fused_attention_spec(const AttentionInputs& in, int64_t head_dim, double p);
 
 // key_mask [B, Lk] -> u8 [B, 1, Lk, 1] (1 = real key), to zero padded rows of K-side tensors.
 Tensor key_keep_column(const Tensor& key_mask, DType dtype);

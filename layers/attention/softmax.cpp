@@ -2,10 +2,14 @@
 //   Y = softmax((Q·Kᵀ + S) / sqrt(D)) V,
 // with S a positional score bias when the layer has one (Shaw, skew: seed 004 eq. 1). Blocked
 // pairs (padding, causal) weigh exactly 0 (masks.h), so a query that sees no key outputs zeros.
-// Options: dropout (on the attention weights).
+// Without a score bias it runs as the fused attention op (core/ops.h: tiles and an online
+// softmax, memory linear in L); with one, or with `fused: false`, as its naive twin that forms
+// the [Lq, Lk] weights (masks.h softmax_attention_from_scores). Both draw the same dropout mask.
+// Options: dropout (on the attention weights), fused (true).
 #include "autograd/functions.h"
 #include "layers/attention/attention.h"
 #include "layers/attention/masks.h"
+#include "layers/attention/positional.h"
 #include "layers/init.h"
 
 namespace relpos {
@@ -15,6 +19,7 @@ class SoftmaxAttention final : public Attention {
  public:
   explicit SoftmaxAttention(const AttentionOptions& opt)
       : dropout_(opt.options.get<double>("dropout", opt.dropout)),
+        fused_(opt.options.get<bool>("fused", true)),
         gen_(fork_generator(opt.generator())) {
     RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, "attention softmax",
                  "dropout must be in [0, 1), got {}", dropout_);
@@ -23,8 +28,12 @@ class SoftmaxAttention final : public Attention {
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
     check_attention_inputs("attention softmax", q, k, v, in);
-    const Var logits = matmul(q, k, false, true);  // [B, H, Lq, Lk]
-    return softmax_attention_from_logits(logits, q, v, in, dropout_, gen_, is_training());
+    const Var bias = in.positional != nullptr ? in.positional->score_bias(q, k.size(2), in) : Var();
+    if (fused_ && !bias.defined())
+      return attention(q, k, v, fused_attention_spec(in, q.size(3), dropout_), gen_, is_training());
+    Var scores = matmul(q, k, false, true);  // [B, H, Lq, Lk]
+    if (bias.defined()) scores = scores + bias;
+    return softmax_attention_from_scores(scores, q, v, in, dropout_, gen_, is_training());
   }
 
   AttentionCaps caps() const override { return {.forms_scores = true, .kernelized = false}; }
@@ -32,6 +41,7 @@ class SoftmaxAttention final : public Attention {
 
  private:
   double dropout_;
+  bool fused_;
   Generator gen_;
 };
 

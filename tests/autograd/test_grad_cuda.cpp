@@ -189,6 +189,20 @@ std::vector<Case> make_cases(DType dt) {
                [](auto& v) { return contiguous(transpose(v[0], 1, 2)); },
                {in.r(kS)}});
   c.push_back({"cast", [other](auto& v) { return cast(v[0], other); }, {in.r(kS)}});
+  // The fused attention op: padding, a causal window and dropout drawn from a fixed generator.
+  c.push_back({"attention",
+               [](auto& v) {
+                 AttentionSpec spec;
+                 spec.scale = 0.4;
+                 spec.key_mask = v[3].value();
+                 spec.causal = true;
+                 spec.window = 4;
+                 spec.dropout = 0.2;
+                 Generator gen(11);
+                 return attention(v[0], v[1], v[2], spec, gen, true);
+               },
+               {in.r({2, 3, 9, 5}), in.r({2, 3, 11, 5}), in.r({2, 3, 11, 6}), in.mask({2, 11})},
+               true});
   return c;
 }
 

@@ -1,0 +1,279 @@
+// CPU tiled attention (core/ops.h AttentionSpec; FlashAttention-2, Dao 2023, Algorithms 1-2).
+// Forward, one task per (batch·head, query tile): for each key tile the query may see,
+// S = scale Q·Kᵀ (one GEMM), blocked pairs -inf, the running row maximum m and sum l updated
+// (online softmax: O and l rescaled by exp(m_old - m_new)), O += P V (one GEMM); at the end
+// O /= l and lse = m + log l. Backward, one task per batch·head (it owns its dK and dV rows):
+// D_i = dO_i·O_i, then per tile P = exp(S - lse), dV += P̃ᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP - D),
+// dQ += scale dS K, dK += scale dSᵀ Q, where P̃ and dP carry the forward's dropout mask. Causal
+// tiles past a query tile's last visible key are never computed. Scratch is a few tiles per
+// task, so memory grows with L·D, not L².
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/cpu/blas.h"
+#include "core/cpu/vec_math.h"
+#include "core/ops.h"
+#include "core/philox.h"
+
+namespace relpos::cpu {
+
+namespace {
+
+constexpr int64_t kQueryTile = 64;
+constexpr int64_t kKeyTile = 128;
+
+template <typename T>
+struct Problem {
+  int64_t batch, heads, q_len, k_len, dim, value_dim;
+  T scale;
+  const uint8_t* key_mask;  // [B, Lk] or nullptr
+  bool causal;
+  int64_t window;
+  double dropout;
+  uint64_t seed, offset;
+
+  Problem(const Tensor& q, const Tensor& v, const AttentionSpec& spec)
+      : batch(q.size(0)),
+        heads(q.size(1)),
+        q_len(q.size(2)),
+        k_len(v.size(2)),
+        dim(q.size(3)),
+        value_dim(v.size(3)),
+        scale(static_cast<T>(spec.scale)),
+        key_mask(spec.key_mask.defined() ? spec.key_mask.data<uint8_t>() : nullptr),
+        causal(spec.causal),
+        window(spec.window),
+        dropout(spec.dropout),
+        seed(spec.seed),
+        offset(spec.offset) {}
+
+  // Query i may see keys in [first_key(i), end_key(i)); the key mask then decides.
+  int64_t first_key(int64_t i) const {
+    return causal && window > 0 ? std::max<int64_t>(0, i + k_len - q_len - window + 1) : 0;
+  }
+  int64_t end_key(int64_t i) const {
+    return causal ? std::clamp<int64_t>(i + k_len - q_len + 1, 0, k_len) : k_len;
+  }
+  const uint8_t* mask_of(int64_t bh) const {
+    return key_mask != nullptr ? key_mask + (bh / heads) * k_len : nullptr;
+  }
+  int ld_dim() const { return static_cast<int>(std::max<int64_t>(1, dim)); }
+  int ld_value() const { return static_cast<int>(std::max<int64_t>(1, value_dim)); }
+};
+
+// s: query i's scores against keys j0..j0+n-1: scaled, and -inf where the pair is blocked.
+template <typename T>
+void scale_and_block(const Problem<T>& p, const uint8_t* mask, int64_t i, int64_t j0, int64_t n,
+                     T* s) {
+  const int64_t lo = p.first_key(i) - j0, hi = p.end_key(i) - j0;  // visible columns [lo, hi)
+  const T blocked = -std::numeric_limits<T>::infinity();
+  for (int64_t c = 0; c < n; ++c) {
+    const bool visible = c >= lo && c < hi && (mask == nullptr || mask[j0 + c] != 0);
+    s[c] = visible ? s[c] * p.scale : blocked;
+  }
+}
+
+// keep[c] = 1/(1 - dropout) where weight (bh, i, j0 + c) is kept and 0 where it is dropped: the
+// element of dropout_mask({B, H, Lq, Lk}) drawn from the same (seed, offset).
+template <typename T>
+void dropout_row(const Problem<T>& p, int64_t bh, int64_t i, int64_t j0, int64_t n, T* keep) {
+  const T kept = static_cast<T>(1.0 / (1.0 - p.dropout));
+  const auto first = static_cast<uint64_t>((bh * p.q_len + i) * p.k_len + j0);
+  for (int64_t c = 0; c < n;) {
+    const uint64_t e = first + static_cast<uint64_t>(c);
+    const philox::Block block = philox::block_at(p.seed, p.offset + e / 4);
+    for (uint64_t w = e % 4; w < 4 && c < n; ++w, ++c)
+      keep[c] = philox::to_unit(block.v[w]) >= p.dropout ? kept : T(0);
+  }
+}
+
+template <typename T>
+void scale_row(T* x, int64_t n, T factor) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c) x[c] *= factor;
+}
+
+// Rows [i0, i0 + rows) of head bh: out and lse.
+template <typename T>
+void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* out, T* lse,
+                  int64_t bh, int64_t i0, std::vector<T>& scratch) {
+  const int64_t rows = std::min(kQueryTile, p.q_len - i0), D = p.dim, Dv = p.value_dim;
+  scratch.resize(kQueryTile * kKeyTile + kKeyTile + 2 * kQueryTile);
+  T* S = scratch.data();                // [rows, kKeyTile]: scores, then weights
+  T* keep = S + kQueryTile * kKeyTile;  // [kKeyTile]
+  T* m = keep + kKeyTile;               // [rows] running maxima
+  T* l = m + kQueryTile;                // [rows] running sums
+  const T* Q = q + (bh * p.q_len + i0) * D;
+  const T* K = k + bh * p.k_len * D;
+  const T* V = v + bh * p.k_len * Dv;
+  T* O = out + (bh * p.q_len + i0) * Dv;
+  const uint8_t* mask = p.mask_of(bh);
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  std::fill(O, O + rows * Dv, T(0));
+  std::fill(m, m + rows, minus_inf);
+  std::fill(l, l + rows, T(0));
+  const int64_t j_end = p.end_key(i0 + rows - 1);
+  for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += kKeyTile) {
+    const int64_t n = std::min(kKeyTile, j_end - j0);
+    gemm(false, true, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(D), T(1), Q,
+         p.ld_dim(), K + j0 * D, p.ld_dim(), T(0), S, static_cast<int>(kKeyTile));
+    for (int64_t r = 0; r < rows; ++r) {
+      T* s = S + r * kKeyTile;
+      scale_and_block(p, mask, i0 + r, j0, n, s);
+      const T m_new = std::max(m[r], max_of(s, n));
+      if (m_new == minus_inf) {  // nothing visible yet: these weights are 0
+        std::fill(s, s + n, T(0));
+        continue;
+      }
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = 0; c < n; ++c) {
+        s[c] = exp_fast(s[c] - m_new);
+        sum += s[c];
+      }
+      const T alpha = exp_fast(m[r] - m_new);  // 0 when m[r] was -inf
+      l[r] = l[r] * alpha + sum;
+      m[r] = m_new;
+      if (alpha != T(1)) scale_row(O + r * Dv, Dv, alpha);
+      if (p.dropout > 0) {
+        dropout_row(p, bh, i0 + r, j0, n, keep);
+#pragma omp simd
+        for (int64_t c = 0; c < n; ++c) s[c] *= keep[c];
+      }
+    }
+    gemm(false, false, static_cast<int>(rows), static_cast<int>(Dv), static_cast<int>(n), T(1), S,
+         static_cast<int>(kKeyTile), V + j0 * Dv, p.ld_value(), T(1), O, p.ld_value());
+  }
+  T* L = lse + bh * p.q_len + i0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (l[r] > T(0)) {
+      scale_row(O + r * Dv, Dv, T(1) / l[r]);
+      L[r] = m[r] + std::log(l[r]);
+    } else {  // no visible key: zeros
+      std::fill(O + r * Dv, O + (r + 1) * Dv, T(0));
+      L[r] = minus_inf;
+    }
+  }
+}
+
+template <typename T>
+struct Gradients {
+  const T *gout, *q, *k, *v, *out, *lse;
+  T *dq, *dk, *dv;
+};
+
+// Head bh: its rows of dq, dk and dv.
+template <typename T>
+void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
+                   std::vector<T>& scratch) {
+  const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len, Lk = p.k_len;
+  scratch.resize(3 * kQueryTile * kKeyTile + kKeyTile + Lq);
+  T* S = scratch.data();                   // [rows, kKeyTile]: scores, then P
+  T* dP = S + kQueryTile * kKeyTile;       // [rows, kKeyTile]: dP, then dS
+  T* kept = dP + kQueryTile * kKeyTile;    // [rows, kKeyTile]: P with the dropout mask applied
+  T* keep = kept + kQueryTile * kKeyTile;  // [kKeyTile]
+  T* Drow = keep + kKeyTile;               // [Lq] dO_i·O_i
+  const T* dO = g.gout + bh * Lq * Dv;
+  const T* O = g.out + bh * Lq * Dv;
+  const T* Q = g.q + bh * Lq * D;
+  const T* K = g.k + bh * Lk * D;
+  const T* V = g.v + bh * Lk * Dv;
+  const T* L = g.lse + bh * Lq;
+  T* dQ = g.dq + bh * Lq * D;
+  T* dK = g.dk + bh * Lk * D;
+  T* dV = g.dv + bh * Lk * Dv;
+  std::fill(dQ, dQ + Lq * D, T(0));
+  std::fill(dK, dK + Lk * D, T(0));
+  std::fill(dV, dV + Lk * Dv, T(0));
+  for (int64_t i = 0; i < Lq; ++i) {
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t d = 0; d < Dv; ++d) dot += dO[i * Dv + d] * O[i * Dv + d];
+    Drow[i] = dot;
+  }
+  const uint8_t* mask = p.mask_of(bh);
+  const int ld_tile = static_cast<int>(kKeyTile);
+  for (int64_t i0 = 0; i0 < Lq; i0 += kQueryTile) {
+    const int64_t rows = std::min(kQueryTile, Lq - i0);
+    const int64_t j_end = p.end_key(i0 + rows - 1);
+    for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += kKeyTile) {
+      const int64_t n = std::min(kKeyTile, j_end - j0);
+      const int m_rows = static_cast<int>(rows), n_cols = static_cast<int>(n);
+      gemm(false, true, m_rows, n_cols, static_cast<int>(D), T(1), Q + i0 * D, p.ld_dim(),
+           K + j0 * D, p.ld_dim(), T(0), S, ld_tile);
+      gemm(false, true, m_rows, n_cols, static_cast<int>(Dv), T(1), dO + i0 * Dv, p.ld_value(),
+           V + j0 * Dv, p.ld_value(), T(0), dP, ld_tile);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        T *s = S + r * kKeyTile, *dp = dP + r * kKeyTile, *pk = kept + r * kKeyTile;
+        if (L[i] == -std::numeric_limits<T>::infinity()) {  // no visible key: no gradient
+          std::fill(s, s + n, T(0));
+          std::fill(dp, dp + n, T(0));
+          std::fill(pk, pk + n, T(0));
+          continue;
+        }
+        scale_and_block(p, mask, i, j0, n, s);
+        const T lse_i = L[i], d_i = Drow[i];
+#pragma omp simd
+        for (int64_t c = 0; c < n; ++c) s[c] = exp_fast(s[c] - lse_i);
+        if (p.dropout > 0) {
+          dropout_row(p, bh, i, j0, n, keep);
+#pragma omp simd
+          for (int64_t c = 0; c < n; ++c) {
+            pk[c] = s[c] * keep[c];
+            dp[c] *= keep[c];
+          }
+        }
+#pragma omp simd
+        for (int64_t c = 0; c < n; ++c) dp[c] = s[c] * (dp[c] - d_i);
+      }
+      const T* weights = p.dropout > 0 ? kept : S;
+      gemm(true, false, n_cols, static_cast<int>(Dv), m_rows, T(1), weights, ld_tile, dO + i0 * Dv,
+           p.ld_value(), T(1), dV + j0 * Dv, p.ld_value());
+      gemm(false, false, m_rows, static_cast<int>(D), n_cols, p.scale, dP, ld_tile, K + j0 * D,
+           p.ld_dim(), T(1), dQ + i0 * D, p.ld_dim());
+      gemm(true, false, n_cols, static_cast<int>(D), m_rows, p.scale, dP, ld_tile, Q + i0 * D,
+           p.ld_dim(), T(1), dK + j0 * D, p.ld_dim());
+    }
+  }
+}
+
+}  // namespace
+
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec,
+               const Tensor& out, const Tensor& lse) {
+  dispatch_floating(q.dtype(), "attention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const Problem<T> p(q, v, spec);
+    const int64_t tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
+    const int64_t tasks = p.batch * p.heads * tiles;
+    const T *qd = q.data<T>(), *kd = k.data<T>(), *vd = v.data<T>();
+    T *od = out.data<T>(), *ld = lse.data<T>();
+    std::vector<std::vector<T>> scratch(static_cast<size_t>(omp_get_max_threads()));
+    run_blocks(tasks, tasks > 1, [&](int64_t t) {
+      forward_task(p, qd, kd, vd, od, ld, t / tiles, (t % tiles) * kQueryTile,
+                   scratch[static_cast<size_t>(omp_get_thread_num())]);
+    });
+  });
+}
+
+void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out, const Tensor& lse, const AttentionSpec& spec,
+                        const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  dispatch_floating(q.dtype(), "attention_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const Problem<T> p(q, v, spec);
+    const Gradients<T> g{gout.data<T>(), q.data<T>(),  k.data<T>(),  v.data<T>(), out.data<T>(),
+                         lse.data<T>(),  dq.data<T>(), dk.data<T>(), dv.data<T>()};
+    const int64_t tasks = p.batch * p.heads;
+    std::vector<std::vector<T>> scratch(static_cast<size_t>(omp_get_max_threads()));
+    run_blocks(tasks, tasks > 1, [&](int64_t bh) {
+      backward_task(p, g, bh, scratch[static_cast<size_t>(omp_get_thread_num())]);
+    });
+  });
+}
+
+}  // namespace relpos::cpu

@@ -1,0 +1,98 @@
+// Entry points: attention (tiled, online softmax) and its backward; shapes, dtypes, devices and
+// the spec are checked here, the kernels (core/cpu/attention.cpp, core/cuda/attention*.cu) get
+// contiguous tensors.
+#include <cmath>
+
+#include "core/backend.h"
+#include "core/ops.h"
+#include "core/ops/validate.h"
+
+namespace relpos {
+
+namespace {
+
+constexpr const char* kOp = "attention";
+
+void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+  check_defined(kOp, q, "q");
+  check_defined(kOp, k, "k");
+  check_defined(kOp, v, "v");
+  check_floating(kOp, q);
+  check_same_device(kOp, {&q, &k, &v});
+  check_same_dtype(kOp, {&q, &k, &v});
+  RELPOS_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, kOp,
+               "q, k, v must be [B, H, L, D], got {}, {}, {}", q.str(), k.str(), v.str());
+  RELPOS_CHECK(k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3) &&
+                   v.size(0) == q.size(0) && v.size(1) == q.size(1) && v.size(2) == k.size(2),
+               kOp, "q {}, k {}, v {} do not fit [B, H, Lq, D], [B, H, Lk, D], [B, H, Lk, Dv]",
+               q.str(), k.str(), v.str());
+  RELPOS_CHECK(std::isfinite(spec.scale), kOp, "scale must be finite, got {}", spec.scale);
+  RELPOS_CHECK(spec.dropout >= 0 && spec.dropout < 1, kOp, "dropout must be in [0, 1), got {}",
+               spec.dropout);
+  RELPOS_CHECK(spec.window >= 0 && (spec.window == 0 || spec.causal), kOp,
+               "window must be >= 0 and needs causal, got {}", spec.window);
+  if (spec.key_mask.defined()) {
+    check_same_device(kOp, {&q, &spec.key_mask});
+    const Shape want{q.size(0), k.size(2)};
+    RELPOS_CHECK(spec.key_mask.dtype() == DType::u8 && spec.key_mask.shape() == want, kOp,
+                 "key_mask must be u8 [{}, {}], got {}", q.size(0), k.size(2), spec.key_mask.str());
+  }
+}
+
+// The spec with a contiguous key mask, as the kernels read it.
+AttentionSpec contiguous_spec(const AttentionSpec& spec) {
+  AttentionSpec s = spec;
+  if (s.key_mask.defined()) s.key_mask = s.key_mask.contiguous();
+  return s;
+}
+
+}  // namespace
+
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                          const AttentionSpec& spec) {
+  check_inputs(q, k, v, spec);
+  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Dv = v.size(3);
+  AttentionResult r{Tensor::empty({B, H, Lq, Dv}, q.dtype(), q.device()),
+                    Tensor::empty({B, H, Lq}, q.dtype(), q.device())};
+  if (r.lse.numel() == 0) return r;
+  const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+  const AttentionSpec s = contiguous_spec(spec);
+  if (q.device().is_cpu())
+    cpu::attention(qc, kc, vc, s, r.out, r.lse);
+  else
+    cuda::attention(qc, kc, vc, s, r.out, r.lse);
+  return r;
+}
+
+AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k,
+                                  const Tensor& v, const AttentionResult& forward,
+                                  const AttentionSpec& spec) {
+  check_inputs(q, k, v, spec);
+  const Tensor& out = forward.out;
+  const Tensor& lse = forward.lse;
+  check_same_device(kOp, {&q, &gout, &out, &lse});
+  check_same_dtype(kOp, {&q, &gout, &out, &lse});
+  const Shape out_shape{q.size(0), q.size(1), q.size(2), v.size(3)};
+  RELPOS_CHECK(gout.shape() == out_shape && out.shape() == out_shape &&
+                   lse.shape() == Shape(out_shape.begin(), out_shape.end() - 1),
+               kOp, "gradient {}, output {} and lse {} do not fit the output shape {}", gout.str(),
+               out.str(), lse.str(), shape_str(out_shape));
+  AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()),
+                   Tensor::empty(k.shape(), k.dtype(), k.device()),
+                   Tensor::empty(v.shape(), v.dtype(), v.device())};
+  if (lse.numel() == 0 || k.size(2) == 0) {  // no query or no key: every gradient is 0
+    for (const Tensor* t : {&g.dq, &g.dk, &g.dv})
+      if (t->numel() > 0) fill_(*t, 0);
+    return g;
+  }
+  const Tensor gc = gout.contiguous(), qc = q.contiguous(), kc = k.contiguous(),
+               vc = v.contiguous(), oc = out.contiguous(), lc = lse.contiguous();
+  const AttentionSpec s = contiguous_spec(spec);
+  if (q.device().is_cpu())
+    cpu::attention_backward(gc, qc, kc, vc, oc, lc, s, g.dq, g.dk, g.dv);
+  else
+    cuda::attention_backward(gc, qc, kc, vc, oc, lc, s, g.dq, g.dk, g.dv);
+  return g;
+}
+
+}  // namespace relpos

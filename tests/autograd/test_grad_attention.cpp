@@ -1,0 +1,221 @@
+// The fused attention op (autograd/functions/attention.cpp over core/cpu/attention.cpp) against
+// its naive twin written here from matmul, a masked softmax, dropout and matmul: the output and
+// every input gradient in f64, over padding x causal x window x dropout, at sizes on both sides of
+// the tiles (64 query rows, 128 keys), Lq != Lk both ways, and logits in the hundreds that a
+// running maximum must survive; a gradcheck; an example's output independent of its batch; clear
+// errors; and peak memory (counted by the allocator) that grows linearly in L.
+#include <cmath>
+
+#include "core/allocator.h"
+#include "tests/autograd/grad_checks.h"
+
+using namespace relpos;
+
+namespace {
+
+struct Sizes {
+  int64_t batch, heads, q_len, k_len, dim, value_dim;
+};
+
+struct Masking {
+  bool padding = false;
+  bool causal = false;
+  int64_t window = 0;
+  double dropout = 0;
+};
+
+// u8 [B, Lk]: about a third of the keys padding, and every key of batch row 1 padding (its
+// queries see nothing and must output zeros).
+Tensor padding_mask(int64_t batch, int64_t k_len, uint64_t seed) {
+  Tensor mask = test::random_indices({batch, k_len}, 3, seed, DType::u8);
+  uint8_t* m = mask.data<uint8_t>();
+  for (int64_t i = 0; i < batch * k_len; ++i) m[i] = m[i] == 0 ? 0 : 1;
+  if (batch > 1)
+    for (int64_t j = 0; j < k_len; ++j) m[k_len + j] = 0;
+  return mask;
+}
+
+// u8 [B, 1, Lq, Lk], 1 where the pair is blocked, written from the rules of core/ops.h
+// AttentionSpec: padding keys; causal keys after the query (ends aligned); keys `window` or more
+// positions before it.
+Tensor blocked_pairs(const AttentionSpec& spec, int64_t batch, int64_t q_len, int64_t k_len) {
+  Tensor blocked = zeros({batch, 1, q_len, k_len}, DType::u8);
+  uint8_t* out = blocked.data<uint8_t>();
+  const uint8_t* keys = spec.key_mask.defined() ? spec.key_mask.data<uint8_t>() : nullptr;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < q_len; ++i)
+      for (int64_t j = 0; j < k_len; ++j) {
+        const int64_t at = i + k_len - q_len;  // the query's position among the keys
+        const bool padded = keys != nullptr && keys[b * k_len + j] == 0;
+        const bool future = spec.causal && j > at;
+        const bool too_old = spec.causal && spec.window > 0 && j <= at - spec.window;
+        out[(b * q_len + i) * k_len + j] = padded || future || too_old;
+      }
+  return blocked;
+}
+
+// softmax(scale q·kᵀ) over the visible pairs (blocked ones weigh 0; a row with none is all 0),
+// dropout from Generator(seed), times v.
+Var naive_attention(const Var& q, const Var& k, const Var& v, const AttentionSpec& spec,
+                    uint64_t seed) {
+  const Tensor blocked = blocked_pairs(spec, q.size(0), q.size(2), k.size(2)).to(q.device());
+  const Var scores = masked_fill(matmul(q, k, false, true) * spec.scale, blocked, -1e30);
+  Var weights = masked_fill(softmax(scores, -1), blocked, 0.0);
+  Generator gen(seed);
+  weights = dropout(weights, spec.dropout, gen, true);
+  return matmul(weights, v);
+}
+
+AttentionSpec spec_of(const Sizes& s, const Masking& m, uint64_t seed) {
+  AttentionSpec spec;
+  spec.scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
+  if (m.padding) spec.key_mask = padding_mask(s.batch, s.k_len, seed);
+  spec.causal = m.causal;
+  spec.window = m.window;
+  spec.dropout = m.dropout;
+  return spec;
+}
+
+// {output, dq, dk, dv} of f at (q, k, v) after backward from a fixed output gradient.
+std::vector<Tensor> run(const std::function<Var(const Var&, const Var&, const Var&)>& f,
+                        const Tensor& q, const Tensor& k, const Tensor& v) {
+  Var qv(q, true), kv(k, true), vv(v, true);
+  const Var y = f(qv, kv, vv);
+  y.backward(test::random_tensor(y.shape(), y.dtype(), 4242));
+  return {y.value(), qv.grad(), kv.grad(), vv.grad()};
+}
+
+void check_fused_matches_naive(const Sizes& s, const Masking& m, double input_range) {
+  const uint64_t seed = 17;
+  const Tensor q = test::random_tensor({s.batch, s.heads, s.q_len, s.dim}, DType::f64, 1,
+                                       -input_range, input_range);
+  const Tensor k = test::random_tensor({s.batch, s.heads, s.k_len, s.dim}, DType::f64, 2,
+                                       -input_range, input_range);
+  const Tensor v = test::random_tensor({s.batch, s.heads, s.k_len, s.value_dim}, DType::f64, 3);
+  const AttentionSpec spec = spec_of(s, m, seed);
+  const auto fused = run(
+      [&](const Var& a, const Var& b, const Var& c) {
+        Generator gen(seed);
+        return attention(a, b, c, spec, gen, true);
+      },
+      q, k, v);
+  const auto naive = run([&](const Var& a, const Var& b,
+                             const Var& c) { return naive_attention(a, b, c, spec, seed); },
+                         q, k, v);
+  const char* names[] = {"output", "dq", "dk", "dv"};
+  for (int i = 0; i < 4; ++i) {
+    INFO(names[i]);
+    CHECK_CLOSE(fused[i], naive[i], 1e-9, 1e-10);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention: the fused op equals softmax, dropout and matmul composed, f64, every mask") {
+  const std::vector<Sizes> sizes = {
+      {1, 1, 1, 1, 1, 1},    {2, 3, 37, 37, 5, 7},   {1, 2, 70, 200, 4, 3},
+      {2, 1, 130, 45, 6, 2}, {1, 2, 129, 129, 8, 8}, {3, 1, 64, 128, 3, 5},
+  };
+  for (const Sizes& s : sizes)
+    for (const bool padding : {false, true})
+      for (const int64_t window : {int64_t{-1}, int64_t{0}, int64_t{17}})  // -1: not causal
+        for (const double dropout : {0.0, 0.3}) {
+          const Masking m{padding, window >= 0, std::max<int64_t>(window, 0), dropout};
+          INFO(
+              fmt::format("B {} H {} Lq {} Lk {} D {} Dv {}, padding {}, causal {}, window {}, "
+                          "dropout {}",
+                          s.batch, s.heads, s.q_len, s.k_len, s.dim, s.value_dim, padding, m.causal,
+                          m.window, dropout));
+          check_fused_matches_naive(s, m, 1.0);
+          check_fused_matches_naive(s, m, 12.0);  // logits up to ~|144 D| / sqrt(D)
+        }
+}
+
+TEST_CASE("attention: gradcheck with padding, a causal window and dropout (f64)") {
+  const Sizes s{2, 2, 9, 11, 3, 4};
+  const AttentionSpec spec = spec_of(s, {true, true, 6, 0.25}, 5);
+  for (const bool causal : {false, true}) {
+    AttentionSpec sp = spec;
+    sp.causal = causal;
+    sp.window = causal ? 6 : 0;
+    test::check_grad(
+        [sp](const std::vector<Var>& x) {
+          Generator gen(9);  // the same mask on every call
+          return attention(x[0], x[1], x[2], sp, gen, true);
+        },
+        {test::random_tensor({2, 2, 9, 3}, DType::f64, 1),
+         test::random_tensor({2, 2, 11, 3}, DType::f64, 2),
+         test::random_tensor({2, 2, 11, 4}, DType::f64, 3)});
+  }
+}
+
+TEST_CASE("attention: an example's output does not depend on the batch it sits in") {
+  const Tensor q = test::random_tensor({3, 2, 150, 8}, DType::f32, 1, -3, 3);
+  const Tensor k = test::random_tensor({3, 2, 150, 8}, DType::f32, 2, -3, 3);
+  const Tensor v = test::random_tensor({3, 2, 150, 8}, DType::f32, 3);
+  AttentionSpec spec;
+  spec.scale = 0.35;
+  spec.causal = true;
+  const Tensor all = attention(q, k, v, spec).out;
+  for (int64_t b = 0; b < 3; ++b) {
+    const auto one = [b](const Tensor& x) { return x.slice(0, b, b + 1).contiguous(); };
+    const Tensor alone = attention(one(q), one(k), one(v), spec).out;
+    CHECK(alone.to_vector<float>() == one(all).to_vector<float>());
+  }
+}
+
+TEST_CASE("attention: bad shapes, masks and settings are refused by name") {
+  const Tensor q = zeros({1, 2, 4, 3}), k = zeros({1, 2, 5, 3}), v = zeros({1, 2, 5, 6});
+  AttentionSpec spec;
+  CHECK(test::error_of([&] {
+          attention(q, zeros({1, 2, 5, 4}), v, spec);
+        }).find("do not fit [B, H, Lq, D]") != std::string::npos);
+  CHECK(test::error_of([&] {
+          attention(zeros({2, 4, 3}), k, v, spec);
+        }).find("must be [B, H, L, D]") != std::string::npos);
+  AttentionSpec bad_mask = spec;
+  bad_mask.key_mask = ones({1, 4}, DType::u8);
+  CHECK(test::error_of([&] {
+          attention(q, k, v, bad_mask);
+        }).find("[attention] key_mask must be u8 [1, 5], got u8[1, 4]") == 0);
+  AttentionSpec bad_window = spec;
+  bad_window.window = 3;
+  CHECK(test::error_of([&] { attention(q, k, v, bad_window); }).find("needs causal") !=
+        std::string::npos);
+  AttentionSpec bad_dropout = spec;
+  bad_dropout.dropout = 1;
+  CHECK(test::error_of([&] { attention(q, k, v, bad_dropout); }).find("dropout must be in") !=
+        std::string::npos);
+  CHECK(test::error_of([&] { attention(q, k, cast(v, DType::f64), spec); }).find("dtype") !=
+        std::string::npos);
+}
+
+// Forward + backward peak bytes (the allocator's count; the kernels' tile scratch is a few
+// tiles per thread outside it) at L and 4L: linear growth gives 4x, the [L, L] weights 16x.
+TEST_CASE("attention: peak memory of forward + backward grows linearly in L") {
+  const auto peak_at = [](int64_t n, bool causal) {
+    const Tensor q = test::random_tensor({1, 2, n, 16}, DType::f32, 1);
+    const Tensor k = test::random_tensor({1, 2, n, 16}, DType::f32, 2);
+    const Tensor v = test::random_tensor({1, 2, n, 16}, DType::f32, 3);
+    const Tensor g = test::random_tensor({1, 2, n, 16}, DType::f32, 4);
+    AttentionSpec spec;
+    spec.scale = 0.25;
+    spec.causal = causal;
+    spec.dropout = 0.1;
+    const int64_t before = memory_stats(Device::cpu()).current_bytes;
+    reset_peak_memory(Device::cpu());
+    {
+      Var qv(q, true), kv(k, true), vv(v, true);
+      Generator gen(1);
+      attention(qv, kv, vv, spec, gen, true).backward(g);
+    }
+    return memory_stats(Device::cpu()).peak_bytes - before;
+  };
+  for (const bool causal : {false, true}) {
+    const int64_t small = peak_at(1024, causal), large = peak_at(4096, causal);
+    INFO(fmt::format("causal {}: peak {} bytes at L 1024, {} at 4096", causal, small, large));
+    CHECK(static_cast<double>(large) / static_cast<double>(small) < 4.5);
+    // The naive path's weights alone are 2 x 4096 x 4096 x 4 bytes = 128 MiB.
+    CHECK(large < (int64_t{128} << 20) / 32);
+  }
+}
