@@ -73,8 +73,13 @@ std::vector<AttentionSetup> attention_setups(bool with_positional) {
     } else {
       forms.push_back({variant, base});
     }
+    if (caps.fused) {  // the naive twin too, as <name>_naive
+      const size_t fused_forms = forms.size();
+      for (size_t i = 0; i < fused_forms; ++i)
+        forms.push_back({forms[i].name + "_naive", forms[i].attention.with("fused", "false")});
+    }
     for (AttentionSetup& s : forms) {
-      s.quadratic = caps.forms_scores;
+      s.quadratic = caps.forms_scores && !caps_of(s.attention).fused;
       s.causal = caps.causal_only;
       if (!setup_refusal(s, kProbeDim, kProbeHeads, kProbeLen).empty()) continue;
       alone.push_back(s);
@@ -91,6 +96,9 @@ std::vector<AttentionSetup> attention_setups(bool with_positional) {
         AttentionSetup s = host;
         s.name += "_" + name;
         s.positional = s.positional.with("type", name);  // copies share state: a new one
+        // A score bias sends a fused variant to its naive twin: counted as N^2 memory (SPE,
+        // which rewrites q and k instead, stays linear; the count errs on the safe side).
+        s.quadratic = s.quadratic || caps_of(s.attention).forms_scores;
         if (setup_refusal(s, kProbeDim, kProbeHeads, kProbeLen).empty()) hosted.push_back(s);
       }
   alone.insert(alone.end(), causal.begin(), causal.end());

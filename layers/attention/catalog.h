@@ -18,7 +18,7 @@ struct AttentionSetup {
   Options attention{"attention"};    // {type, feature_map}
   Options positional{"positional"};  // {type}, or empty: no relative encoding
   bool causal = false;
-  bool quadratic = false;  // the variant forms the [Lq, Lk] scores (N^2 time and memory)
+  bool quadratic = false;  // the variant holds the [Lq, Lk] scores (N^2 memory, not only time)
 };
 
 // Registered names, sorted, without test fixtures.
@@ -26,8 +26,9 @@ std::vector<std::string> attention_names();
 std::vector<std::string> feature_map_names();
 std::vector<std::string> positional_names();
 
-// Every variant alone (a kernelized one once per feature map) in the form it runs by default
-// (bidirectional unless causal only), then causally where that is a second form; then, when
+// Every variant alone (a kernelized one once per feature map; a fused one also as <name>_naive,
+// its twin that builds the [Lq, Lk] weights) in the form it runs by default (bidirectional
+// unless causal only), then causally where that is a second form; then, when
 // `with_positional`, every positional encoding inside every variant of the first group that
 // hosts it. Each is built once at a small size to learn what it takes; what refuses is left out.
 std::vector<AttentionSetup> attention_setups(bool with_positional = true);

@@ -36,7 +36,9 @@ class SoftmaxAttention final : public Attention {
     return softmax_attention_from_scores(scores, q, v, in, dropout_, gen_, is_training());
   }
 
-  AttentionCaps caps() const override { return {.forms_scores = true, .kernelized = false}; }
+  AttentionCaps caps() const override {
+    return {.forms_scores = true, .kernelized = false, .fused = fused_};
+  }
   std::string name() const override { return "softmax"; }
 
  private:

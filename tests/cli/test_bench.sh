@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `relpos bench attention` end to end (DESIGN §7, issue 8) on tiny shapes (a few seconds): --json
 # prints one JSON object with an entry per variant and length, positive times, peak memory that
-# grows about linearly in N for the linear variants and FastRPB and faster for softmax; a small
-# --memory-limit-mb marks softmax OOM at the longest length while the run goes on and exits 0;
+# grows about linearly in N for the linear variants, FastRPB and the fused softmax, and faster for
+# softmax_naive; a small --memory-limit-mb marks softmax_naive OOM at the longest length while the
+# run goes on and exits 0;
 # --help; an unknown variant is a user error (exit 2, one line). Timings are never asserted
 # beyond being positive. Usage: test_bench.sh RELPOS_BINARY
 set -uo pipefail
@@ -31,7 +32,7 @@ grep -q usage "$tmp/out" || fail "relpos bench --help prints no usage"
 expect_status 0 "bench attention --help" -- "$relpos" bench attention --help
 grep -q "usage: relpos bench attention" "$tmp/out" || fail "bench attention --help prints no usage"
 
-variants=softmax,linear_elu1,linear_sikf,linear_sikf_fastrpb,linear_sikf_sinspe,linear_elu1_shaw
+variants=softmax,softmax_naive,linear_elu1,linear_sikf,linear_sikf_fastrpb,linear_sikf_sinspe,linear_elu1_shaw
 shape=(--lengths "64,128,256" --batch 1 --heads 2 --dim 8 --min-time 0.01)
 expect_status 0 "bench attention --json" -- "$relpos" bench attention --json "${shape[@]}" \
   --filter "$variants"
@@ -43,10 +44,11 @@ cp "$tmp/out" "$tmp/run.json"
 #     1.96-1.99 per doubling (every buffer is [B, H, N, *]; FastRPB's FFT buffers are O(N));
 #   linear_sikf_sinspe 1457216 / 2661696 / 5070656: 1.83 and 1.91 (its O(N) filter work plus a
 #     fixed part);
-#   softmax 106496 / 409600 / 1605632: 3.85 and 3.92 per doubling, 15.1 from 64 to 256 (the
-#     [B, H, N, N] scores, their softmax and gradients).
+#   softmax (fused) 29184 / 58368 / 116736: 2.0 per doubling (tiles, then [B, H, N, *] only);
+#   softmax_naive 106496 / 409600 / 1605632: 3.85 and 3.92 per doubling, 15.1 from 64 to 256
+#     (the [B, H, N, N] scores, their softmax and gradients).
 # Linear: < 2.6 per doubling (2 plus room for allocator and parameter changes; quadratic
-# growth would be 4); softmax: > 6 over the two doublings (4 would be linear, 16 quadratic).
+# growth would be 4); softmax_naive: > 6 over the two doublings (4 would be linear, 16 quadratic).
 "$python" - "$tmp/run.json" "$variants" <<'PY' || fail "bench --json output: $(cat "$tmp/run.json")"
 import json, sys
 out = json.load(open(sys.argv[1]))
@@ -63,26 +65,26 @@ for v in variants:
         assert r["forward_ms"] > 0 and r["forward_backward_ms"] > 0 and r["peak_bytes"] > 0, r
 peak = {k: r["peak_bytes"] for k, r in rows.items()}
 for v in variants:
-    if v == "softmax":
+    if v == "softmax_naive":
         continue
     for a, b in ((64, 128), (128, 256)):
         ratio = peak[(v, b)] / peak[(v, a)]
         assert ratio < 2.6, f"{v}: peak({b}) / peak({a}) = {ratio:.2f}, expected ~linear (< 2.6)"
-ratio = peak[("softmax", 256)] / peak[("softmax", 64)]
-assert ratio > 6, f"softmax: peak(256) / peak(64) = {ratio:.2f}, expected > 6 (quadratic)"
+ratio = peak[("softmax_naive", 256)] / peak[("softmax_naive", 64)]
+assert ratio > 6, f"softmax_naive: peak(256) / peak(64) = {ratio:.2f}, expected > 6 (quadratic)"
 PY
 
-# The OOM path, with the peaks above (softmax 0.10 / 0.39 / 1.53 MiB, linear_sikf <= 0.13 MiB)
-# and a 0.6 MiB limit: over 64,128,256 softmax is stopped at 256 by the prediction from 128
+# The OOM path, with the peaks above (softmax_naive 0.10 / 0.39 / 1.53 MiB, linear_sikf <= 0.13 MiB)
+# and a 0.6 MiB limit: over 64,128,256 softmax_naive is stopped at 256 by the prediction from 128
 # (0.39 MiB x (256/128)^2 = 1.56 MiB); over 256,512 it is stopped at 256 by the measured peak and
 # marked OOM at 512 without running. linear_sikf runs at every length; the exit status is 0.
 expect_status 0 "bench attention --memory-limit-mb" -- "$relpos" bench attention --json \
-  "${shape[@]}" --filter softmax,linear_sikf --memory-limit-mb 0.6
+  "${shape[@]}" --filter softmax_naive,linear_sikf --memory-limit-mb 0.6
 cp "$tmp/out" "$tmp/limited.json"
-grep -q "softmax N 256: OOM" "$tmp/err" || fail "no OOM progress line on stderr: $(cat "$tmp/err")"
+grep -q "softmax_naive N 256: OOM" "$tmp/err" || fail "no OOM progress line on stderr: $(cat "$tmp/err")"
 expect_status 0 "bench attention --memory-limit-mb, measured" -- "$relpos" bench attention \
   --json --lengths 256,512 --batch 1 --heads 2 --dim 8 --min-time 0.01 \
-  --filter softmax,linear_sikf --memory-limit-mb 0.6
+  --filter softmax_naive,linear_sikf --memory-limit-mb 0.6
 cp "$tmp/out" "$tmp/measured.json"
 "$python" - "$tmp/limited.json" "$tmp/measured.json" <<'PY' ||
 import json, sys
@@ -97,13 +99,13 @@ def rows(path, count):
             assert r["forward_backward_ms"] > 0 and r["peak_bytes"] > 0, r
     return rows
 limited = rows(sys.argv[1], 6)
-assert sorted(k for k, r in limited.items() if r["oom"]) == [("softmax", 256)], limited
-assert limited[("softmax", 256)]["reason"].startswith("predicted peak"), limited
+assert sorted(k for k, r in limited.items() if r["oom"]) == [("softmax_naive", 256)], limited
+assert limited[("softmax_naive", 256)]["reason"].startswith("predicted peak"), limited
 measured = rows(sys.argv[2], 4)
-assert sorted(k for k, r in measured.items() if r["oom"]) == [("softmax", 256), ("softmax", 512)]
-assert measured[("softmax", 256)]["reason"].startswith("measured peak"), measured
-assert measured[("softmax", 256)]["peak_bytes"] > 0.6 * 2**20, measured
-assert measured[("softmax", 512)]["reason"] == "out of memory at N = 256", measured
+assert sorted(k for k, r in measured.items() if r["oom"]) == [("softmax_naive", 256), ("softmax_naive", 512)]
+assert measured[("softmax_naive", 256)]["reason"].startswith("measured peak"), measured
+assert measured[("softmax_naive", 256)]["peak_bytes"] > 0.6 * 2**20, measured
+assert measured[("softmax_naive", 512)]["reason"] == "out of memory at N = 256", measured
 PY
   fail "memory-limited runs: $(cat "$tmp/limited.json" "$tmp/measured.json")"
 

@@ -60,7 +60,7 @@ TEST_CASE("registry: unknown variants and options are refused with the valid cho
   CHECK(unknown.find("softmax") != std::string::npos);
   CHECK(test::error_of([&] {
           build({{"type", "softmax"}, {"dropot", "0.1"}});
-        }).find("unknown option 'dropot'; known: dropout, type") != std::string::npos);
+        }).find("unknown option 'dropot'; known: dropout, fused, type") != std::string::npos);
   CHECK(test::error_of([&] { build({}); }).find("option 'type' is required") != std::string::npos);
   CHECK(make_positional(test::attention_options(Options("positional"), 2, 4)) == nullptr);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The PyTorch twin of relpos_bench_attention: the same variants (written with the same
-algorithms in plain PyTorch), shapes and timing method (bench_ops_torch.py's: two warm-up calls,
+algorithms in plain PyTorch; softmax and softmax_causal are PyTorch's fused
+scaled_dot_product_attention, the *_naive forms the composed one), shapes and timing method (bench_ops_torch.py's: two warm-up calls,
 then at least 3 runs and --min-time seconds; median and min; peak bytes of one extra call). One
 timed call is the forward pass and backward from a fixed output gradient. Variants that have no
 PyTorch twin here (shaw, skew, rel_xl) are relpos-only in the tables.
@@ -20,6 +21,11 @@ import torch.nn.functional as F
 import bench_ops_torch as common
 
 EPS = 1e-6  # linear attention's denominator guard, as relpos
+
+
+def fused_softmax_attention(q, k, v, causal):
+    """PyTorch's fused attention (flash / memory-efficient kernels where it has them)."""
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def softmax_attention(q, k, v, causal):
@@ -91,6 +97,8 @@ def toeplitz_matvec(w, v):
 def make_variant(name, n, heads, dim, device):
     """Returns (fn(q, k, v) -> out, parameters, quadratic)."""
     if name in ("softmax", "softmax_causal"):
+        return (lambda q, k, v: fused_softmax_attention(q, k, v, name.endswith("causal"))), [], False
+    if name in ("softmax_naive", "softmax_naive_causal"):
         return (lambda q, k, v: softmax_attention(q, k, v, name.endswith("causal"))), [], True
     maps = {"linear_elu1": elu1, "linear_relu": relu, "linear_sikf": sikf, "linear_dpfp": dpfp,
             "linear_elu1_causal": elu1,
@@ -105,7 +113,7 @@ def make_variant(name, n, heads, dim, device):
     return None
 
 
-VARIANTS = ["softmax", "softmax_causal", "linear_elu1", "linear_relu", "linear_sikf",
+VARIANTS = ["softmax", "softmax_causal", "softmax_naive", "softmax_naive_causal", "linear_elu1", "linear_relu", "linear_sikf",
             "linear_dpfp", "linear_performer", "linear_elu1_causal", "linear_sikf_fastrpb"]
 
 
