@@ -1,10 +1,10 @@
 // CPU tiled attention (core/ops.h AttentionSpec; FlashAttention-2, Dao 2023, Algorithms 1-2).
 // Forward, one task per (batch·head, query tile): for each key tile the query may see,
-// S = scale Q·Kᵀ (one GEMM), blocked pairs -inf, the running row maximum m and sum l updated
-// (online softmax: O and l rescaled by exp(m_old - m_new)), O += P V (one GEMM); at the end
-// O /= l and lse = m + log l. Backward, one task per batch·head (it owns its dK and dV rows):
-// D_i = dO_i·O_i, then per tile P = exp(S - lse), dV += P̃ᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP - D),
-// dQ += scale dS K, dK += scale dSᵀ Q, where P̃ and dP carry the forward's dropout mask. Causal
+// S = scale Q·Kᵀ (one GEMM, the scale as its alpha), blocked pairs -inf, the running row maximum m
+// and sum l updated (online softmax: O and l rescaled by exp(m_old - m_new)), O += P V (one GEMM);
+// at the end O /= l and lse = m + log l. Backward, one task per batch·head (it owns its dK and dV
+// rows): D_i = dO_i·O_i, then per tile P = exp(S - lse), dV += P̃ᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP -
+// D), dQ += scale dS K, dK += scale dSᵀ Q, where P̃ and dP carry the forward's dropout mask. Causal
 // tiles past a query tile's last visible key are never computed. Scratch is a few tiles per
 // task, so memory grows with L·D, not L².
 #include <algorithm>
@@ -22,8 +22,8 @@ namespace relpos::cpu {
 
 namespace {
 
-constexpr int64_t kQueryTile = 64;
-constexpr int64_t kKeyTile = 128;
+constexpr int64_t kQueryTile = 128;
+constexpr int64_t kKeyTile = 256;
 
 template <typename T>
 struct Problem {
@@ -64,15 +64,53 @@ struct Problem {
   int ld_value() const { return static_cast<int>(std::max<int64_t>(1, value_dim)); }
 };
 
-// s: query i's scores against keys j0..j0+n-1: scaled, and -inf where the pair is blocked.
+// Whether every pair of rows [i0, i0 + rows) x keys [j0, j0 + n) is visible, so the tile needs
+// no blocking pass.
 template <typename T>
-void scale_and_block(const Problem<T>& p, const uint8_t* mask, int64_t i, int64_t j0, int64_t n,
-                     T* s) {
+bool tile_visible(const Problem<T>& p, const uint8_t* mask, int64_t i0, int64_t rows, int64_t j0,
+                  int64_t n) {
+  if (p.first_key(i0 + rows - 1) > j0 || p.end_key(i0) < j0 + n) return false;
+  if (mask != nullptr)
+    for (int64_t c = 0; c < n; ++c)
+      if (mask[j0 + c] == 0) return false;
+  return true;
+}
+
+// s: query i's scaled scores against keys j0..j0+n-1; -inf where the pair is blocked.
+template <typename T>
+void block_row(const Problem<T>& p, const uint8_t* mask, int64_t i, int64_t j0, int64_t n, T* s) {
   const int64_t lo = p.first_key(i) - j0, hi = p.end_key(i) - j0;  // visible columns [lo, hi)
   const T blocked = -std::numeric_limits<T>::infinity();
+  for (int64_t c = 0; c < n; ++c)
+    if (c < lo || c >= hi || (mask != nullptr && mask[j0 + c] == 0)) s[c] = blocked;
+}
+
+// The largest of s[0..n) and `at_least`.
+template <typename T>
+RELPOS_SIMD_CLONES T row_max(const T* s, int64_t n, T at_least) {
+  return std::max(at_least, max_of(s, n));
+}
+
+// s[c] = exp(s[c] - shift); returns their sum.
+template <typename T>
+RELPOS_SIMD_CLONES T exp_shifted_sum(T* s, int64_t n, T shift) {
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
   for (int64_t c = 0; c < n; ++c) {
-    const bool visible = c >= lo && c < hi && (mask == nullptr || mask[j0 + c] != 0);
-    s[c] = visible ? s[c] * p.scale : blocked;
+    s[c] = exp_fast(s[c] - shift);
+    sum += s[c];
+  }
+  return sum;
+}
+
+// From a row of scores s and of dP = dO·v_j: the weights P = exp(s - lse) into s and
+// dS = P (dP - D) into dp (FlashAttention-2, Algorithm 2, lines 13-16).
+template <typename T>
+RELPOS_SIMD_CLONES void weights_and_score_grads(T* s, T* dp, int64_t n, T lse, T d) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c) {
+    s[c] = exp_fast(s[c] - lse);
+    dp[c] = s[c] * (dp[c] - d);
   }
 }
 
@@ -118,22 +156,18 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
   const int64_t j_end = p.end_key(i0 + rows - 1);
   for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += kKeyTile) {
     const int64_t n = std::min(kKeyTile, j_end - j0);
-    gemm(false, true, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(D), T(1), Q,
+    gemm(false, true, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(D), p.scale, Q,
          p.ld_dim(), K + j0 * D, p.ld_dim(), T(0), S, static_cast<int>(kKeyTile));
+    const bool visible = tile_visible(p, mask, i0, rows, j0, n);
     for (int64_t r = 0; r < rows; ++r) {
       T* s = S + r * kKeyTile;
-      scale_and_block(p, mask, i0 + r, j0, n, s);
-      const T m_new = std::max(m[r], max_of(s, n));
+      if (!visible) block_row(p, mask, i0 + r, j0, n, s);
+      const T m_new = row_max(s, n, m[r]);
       if (m_new == minus_inf) {  // nothing visible yet: these weights are 0
         std::fill(s, s + n, T(0));
         continue;
       }
-      T sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t c = 0; c < n; ++c) {
-        s[c] = exp_fast(s[c] - m_new);
-        sum += s[c];
-      }
+      const T sum = exp_shifted_sum(s, n, m_new);
       const T alpha = exp_fast(m[r] - m_new);  // 0 when m[r] was -inf
       l[r] = l[r] * alpha + sum;
       m[r] = m_new;
@@ -202,10 +236,11 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
     for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += kKeyTile) {
       const int64_t n = std::min(kKeyTile, j_end - j0);
       const int m_rows = static_cast<int>(rows), n_cols = static_cast<int>(n);
-      gemm(false, true, m_rows, n_cols, static_cast<int>(D), T(1), Q + i0 * D, p.ld_dim(),
+      gemm(false, true, m_rows, n_cols, static_cast<int>(D), p.scale, Q + i0 * D, p.ld_dim(),
            K + j0 * D, p.ld_dim(), T(0), S, ld_tile);
       gemm(false, true, m_rows, n_cols, static_cast<int>(Dv), T(1), dO + i0 * Dv, p.ld_value(),
            V + j0 * Dv, p.ld_value(), T(0), dP, ld_tile);
+      const bool visible = tile_visible(p, mask, i0, rows, j0, n);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r;
         T *s = S + r * kKeyTile, *dp = dP + r * kKeyTile, *pk = kept + r * kKeyTile;
@@ -215,20 +250,16 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
           std::fill(pk, pk + n, T(0));
           continue;
         }
-        scale_and_block(p, mask, i, j0, n, s);
-        const T lse_i = L[i], d_i = Drow[i];
-#pragma omp simd
-        for (int64_t c = 0; c < n; ++c) s[c] = exp_fast(s[c] - lse_i);
-        if (p.dropout > 0) {
+        if (!visible) block_row(p, mask, i, j0, n, s);
+        if (p.dropout > 0) {  // P̃ = P ∘ keep for dV; dP = (dO·v_j) ∘ keep
           dropout_row(p, bh, i, j0, n, keep);
 #pragma omp simd
           for (int64_t c = 0; c < n; ++c) {
-            pk[c] = s[c] * keep[c];
+            pk[c] = exp_fast(s[c] - L[i]) * keep[c];
             dp[c] *= keep[c];
           }
         }
-#pragma omp simd
-        for (int64_t c = 0; c < n; ++c) dp[c] = s[c] * (dp[c] - d_i);
+        weights_and_score_grads(s, dp, n, L[i], Drow[i]);
       }
       const T* weights = p.dropout > 0 ? kept : S;
       gemm(true, false, n_cols, static_cast<int>(Dv), m_rows, T(1), weights, ld_tile, dO + i0 * Dv,

@@ -23,9 +23,15 @@ import bench_ops_torch as common
 EPS = 1e-6  # linear attention's denominator guard, as relpos
 
 
+# PyTorch's fused attention (flash / memory-efficient kernels where it has them), from 2.0 on;
+# before (Debian's 1.13) only the composed form exists, and "softmax" times that.
+SDPA = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+
+
 def fused_softmax_attention(q, k, v, causal):
-    """PyTorch's fused attention (flash / memory-efficient kernels where it has them)."""
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    if SDPA is None:
+        return softmax_attention(q, k, v, causal)
+    return SDPA(q, k, v, is_causal=causal)
 
 
 def softmax_attention(q, k, v, causal):
@@ -97,7 +103,8 @@ def toeplitz_matvec(w, v):
 def make_variant(name, n, heads, dim, device):
     """Returns (fn(q, k, v) -> out, parameters, quadratic)."""
     if name in ("softmax", "softmax_causal"):
-        return (lambda q, k, v: fused_softmax_attention(q, k, v, name.endswith("causal"))), [], False
+        fused = lambda q, k, v: fused_softmax_attention(q, k, v, name.endswith("causal"))
+        return fused, [], SDPA is None
     if name in ("softmax_naive", "softmax_naive_causal"):
         return (lambda q, k, v: softmax_attention(q, k, v, name.endswith("causal"))), [], True
     maps = {"linear_elu1": elu1, "linear_relu": relu, "linear_sikf": sikf, "linear_dpfp": dpfp,
