@@ -7,10 +7,12 @@
 // in phi(q), without key features) only by e^(-c_q); rescale() puts the kernel terms and eps on
 // the same scale, so the ratio is exactly the formula above, as fast-transformers'
 // LinearAttention computes it without any shift. Algorithms:
-// bidirectional keeps phi(K)^T V [F, Dv]; causal reads prefix sums of phi(k_j) ⊗ v_j at query i's
-// last key i + Lk - Lq (seed 003 conclusion), O(N F Dv) memory; quadratic forms the masked
-// phi(Q) phi(K)^T [Lq, Lk]. `auto` picks the smaller by seed 003 §IV's memory estimates.
-// Options: feature_map (elu1) and its own options, eps (1e-6), algorithm (auto|linear|quadratic).
+// bidirectional keeps phi(K)^T V [F, Dv]; causal works by chunks of C positions (running sums of
+// phi(k_j) v_j^T carried from chunk to chunk, the masked C x C products inside one), O(N C +
+// (N / C) F Dv) memory instead of seed 003's prefix sums' O(N F Dv); quadratic forms the masked
+// phi(Q) phi(K)^T [Lq, Lk]. `auto` picks the smaller by these memory estimates (seed 003 §IV).
+// Options: feature_map (elu1) and its own options, eps (1e-6), algorithm (auto|linear|quadratic),
+// chunk (64: C, the causal chunk length).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -27,14 +29,61 @@
 namespace relpos {
 namespace {
 
-// x: [B, H, Lk, ...] prefix sums -> [B, H, Lq, ...], row i holding prefix i + Lk - Lq (the last
-// key query i sees), zeros where that index is negative (the query sees no key).
-Var align_prefix(const Var& x, int64_t q_len) {
-  const int64_t k_len = x.size(2);
-  if (q_len <= k_len) return slice(x, 2, k_len - q_len, k_len);
-  std::vector<int64_t> pads(2 * (x.dim() - 2), 0);
-  pads[2 * (x.dim() - 3)] = q_len - k_len;  // before dim 2
-  return pad(x, pads);
+// Numerator and denominator sums before the kernel terms: [B, H, Lq, Dv], [B, H, Lq, 1].
+struct Sums {
+  Var num, den;
+};
+
+// Causal sums with queries and keys aligned one to one (query i sees keys 0..i; L = phi_q's
+// length = phi_k's), by chunks of C: inside chunk c the masked products a_ij = phi(q_i)·phi(k_j),
+// j <= i; from the chunks before it their state Σ phi(k_j) v_j^T [F, Dv] and Σ phi(k_j), an
+// exclusive prefix sum over chunks. Memory O(L C + (L / C) F Dv).
+Sums causal_by_chunks(const Var& phi_q, const Var& phi_k, const Var& v, int64_t chunk) {
+  const int64_t B = phi_q.size(0), H = phi_q.size(1), L = phi_q.size(2), Dv = v.size(3);
+  const Device device = phi_q.value().device();
+  if (L == 0)
+    return {Var(zeros({B, H, 0, Dv}, phi_q.dtype(), device)),
+            Var(zeros({B, H, 0, 1}, phi_q.dtype(), device))};
+  const int64_t n = (L + chunk - 1) / chunk, padded = n * chunk;
+  const auto chunks = [&](const Var& x) {  // [B, H, L, E] -> [B, H, n, C, E], zeros after L
+    const Var whole = padded > L ? pad(x, {0, 0, 0, padded - L}) : x;
+    return reshape(whole, {B, H, n, chunk, x.size(3)});
+  };
+  const Var q = chunks(phi_q), k = chunks(phi_k), vc = chunks(v);
+  const Tensor later = causal_blocked(chunk, chunk, device).reshape({1, 1, 1, chunk, chunk});
+  const Var a = masked_fill(matmul(q, k, false, true), later, 0.0);  // [B, H, n, C, C]
+  Var num = matmul(a, vc);                                           // [B, H, n, C, Dv]
+  Var den = sum(a, {4}, true);                                       // [B, H, n, C, 1]
+  if (n > 1) {
+    const auto before = [n](const Var& per_chunk) {  // Σ over earlier chunks; 0 for chunk 0
+      return pad(slice(cumsum(per_chunk, 2), 2, 0, n - 1), {0, 0, 0, 0, 1, 0});
+    };
+    num = num + matmul(q, before(matmul(k, vc, true, false)));      // states [B, H, n, F, Dv]
+    den = den + matmul(q, before(sum(k, {3}, true)), false, true);  // norms [B, H, n, 1, F]
+  }
+  const auto rows = [&](const Var& x) {  // [B, H, n, C, E] -> [B, H, L, E]
+    return slice(reshape(x, {B, H, padded, x.size(4)}), 2, 0, L);
+  };
+  return {rows(num), rows(den)};
+}
+
+// Causal sums for any Lq, Lk (query i sees keys j <= i + Lk - Lq): the keys before the queries'
+// own segment are seen by every query (one F x Dv state); with more queries than keys the first
+// Lq - Lk see nothing; the aligned rest goes by chunks.
+Sums causal_sums(const Var& phi_q, const Var& phi_k, const Var& v, int64_t chunk) {
+  const int64_t q_len = phi_q.size(2), k_len = phi_k.size(2), before = k_len - q_len;
+  if (before < 0) {
+    const Sums s = causal_by_chunks(slice(phi_q, 2, -before, q_len), phi_k, v, chunk);
+    return {pad(s.num, {0, 0, -before, 0}), pad(s.den, {0, 0, -before, 0})};
+  }
+  Sums s =
+      causal_by_chunks(phi_q, slice(phi_k, 2, before, k_len), slice(v, 2, before, k_len), chunk);
+  if (before > 0) {
+    const Var memory_k = slice(phi_k, 2, 0, before), memory_v = slice(v, 2, 0, before);
+    s.num = s.num + matmul(phi_q, matmul(memory_k, memory_v, true, false));
+    s.den = s.den + matmul(phi_q, sum(memory_k, {2}, true), false, true);
+  }
+  return s;
 }
 
 // How the three parts of the denominator (and numerator) weigh against each other when the
@@ -70,8 +119,10 @@ class LinearAttention final : public Attention {
       : feature_map_(register_module("feature_map", make_feature_map(opt, "elu1"))),
         feature_dim_(feature_map_->feature_dim(opt.head_dim)),
         eps_(opt.options.get<double>("eps", 1e-6)),
-        algorithm_(opt.options.get<std::string>("algorithm", "auto")) {
+        algorithm_(opt.options.get<std::string>("algorithm", "auto")),
+        chunk_(opt.options.get<int64_t>("chunk", 64)) {
     RELPOS_CHECK(eps_ > 0, "attention linear", "eps must be > 0, got {}", eps_);
+    RELPOS_CHECK(chunk_ > 0, "attention linear", "chunk must be positive, got {}", chunk_);
     RELPOS_CHECK(algorithm_ == "auto" || algorithm_ == "linear" || algorithm_ == "quadratic",
                  "attention linear", "algorithm must be auto, linear or quadratic, got '{}'",
                  algorithm_);
@@ -98,11 +149,9 @@ class LinearAttention final : public Attention {
       num = matmul(a, v);
       den = sum(a, {3}, true);
     } else if (in.causal) {
-      Var kv = cumsum(unsqueeze(phi_k, 4) * unsqueeze(v, 3), 2);  // [B, H, Lk, F, Dv]
-      kv = align_prefix(kv, d.q_len);                             // [B, H, Lq, F, Dv]
-      const Var z = align_prefix(cumsum(phi_k, 2), d.q_len);      // [B, H, Lq, F]
-      num = squeeze(matmul(unsqueeze(phi_q, 3), kv), 3);
-      den = sum(phi_q * z, {3}, true);
+      const Sums s = causal_sums(phi_q, phi_k, v, chunk_);
+      num = s.num;
+      den = s.den;
     } else {
       const Var kv = matmul(phi_k, v, true, false);  // [B, H, F, Dv]
       const Var z = sum(phi_k, {2}, true);           // [B, H, 1, F]
@@ -187,10 +236,12 @@ class LinearAttention final : public Attention {
   }
 
   // Whether the [Lq, Lk] matrix is the smaller intermediate (seed 003 §IV): Lq Lk against
-  // F Dv max(Lq, Lk) for causal prefix sums, F Dv for the bidirectional state.
+  // N C + F Dv N / C for causal chunks (N = max(Lq, Lk)), F Dv for the bidirectional state.
   bool quadratic(const AttentionDims& d, int64_t features, bool causal) const {
     if (algorithm_ != "auto") return algorithm_ == "quadratic";
-    const int64_t state = features * d.value_dim * (causal ? std::max(d.q_len, d.k_len) : 1);
+    const int64_t n = std::max(d.q_len, d.k_len);
+    const int64_t state = causal ? n * chunk_ + features * d.value_dim * ((n + chunk_ - 1) / chunk_)
+                                 : features * d.value_dim;
     return d.q_len * d.k_len < state;
   }
 
@@ -198,6 +249,7 @@ class LinearAttention final : public Attention {
   int64_t feature_dim_;  // F for the head size the layer was built with
   double eps_;
   std::string algorithm_;
+  int64_t chunk_;
 };
 
 }  // namespace

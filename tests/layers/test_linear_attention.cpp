@@ -73,9 +73,16 @@ TEST_CASE(
     "linear attention: equals explicit loops for every feature map, algorithm, mask and "
     "causality") {
   const int64_t B = 3, H = 2, D = 5, Dv = 3;
+  // chunk 2 and 3: causal sums over several chunks, the last one partly padding.
+  const std::vector<Kv> algorithms{{{"algorithm", "auto"}},
+                                   {{"algorithm", "linear"}},
+                                   {{"algorithm", "linear"}, {"chunk", "2"}},
+                                   {{"algorithm", "linear"}, {"chunk", "3"}},
+                                   {{"algorithm", "quadratic"}}};
   for (const Kv& map : every_map_case())
-    for (const std::string algorithm : {"auto", "linear", "quadratic"}) {
-      const Kv options = with(map, "algorithm", algorithm);
+    for (const Kv& algorithm : algorithms) {
+      Kv options = map;
+      options.insert(options.end(), algorithm.begin(), algorithm.end());
       const auto attn = test::make_linear(options, H, D, f64, 16);
       for (auto [lq, lk] : {std::pair<int64_t, int64_t>{7, 7}, {5, 9}, {9, 4}}) {
         for (bool causal : {false, true}) {
@@ -114,8 +121,10 @@ TEST_CASE(
   for (const Kv& map :
        {Kv{{"feature_map", "sikf"}}, Kv{{"feature_map", "sikf"}, {"sikf_shift", "mean"}},
         Kv{{"feature_map", "performer"}, {"num_features", "4"}}}) {
-    for (const std::string algorithm : {"linear", "quadratic"}) {
-      const Kv options = with(map, "algorithm", algorithm);
+    for (const std::string algorithm : {"linear", "chunked", "quadratic"}) {
+      const Kv options = algorithm == "chunked"
+                             ? with(with(map, "algorithm", "linear"), "chunk", "2")
+                             : with(map, "algorithm", algorithm);
       const auto attn = test::make_linear(options, H, D);
       const bool performer = map[0].second == "performer";
       for (auto [q_offset, k_offset] : offsets) {
@@ -170,9 +179,9 @@ TEST_CASE("linear attention: padding keys' values reach neither the output nor t
 }
 
 TEST_CASE(
-    "linear attention: gradcheck (f64) through q, k, v for every feature map, both algorithms") {
-  // Lq 5 < Lk 6: causal queries read a slice of the prefix sums; Lq 8 > Lk: the first two see
-  // no key (zero-padded prefixes).
+    "linear attention: gradcheck (f64) through q, k, v for every feature map, every algorithm") {
+  // Lq 5 < Lk 6: causal queries see one memory key before their own; Lq 8 > Lk: the first two see
+  // no key. Chunks of 2: the state crosses chunks.
   const Tensor queries[] = {test::random_tensor({2, 2, 5, 4}, f64, 4),
                             test::random_tensor({2, 2, 8, 4}, f64, 23)};
   const Tensor k = test::random_tensor({2, 2, 6, 4}, f64, 5);
@@ -180,8 +189,11 @@ TEST_CASE(
   // The stabilizers of the exponential maps are constants the result does not depend on (eps
   // included), so their missing gradient is exact.
   for (const Kv& map : every_map_case()) {
-    for (const std::string algorithm : {"linear", "quadratic"}) {
-      const auto attn = test::make_linear(with(map, "algorithm", algorithm), 2, 4, f64, 8);
+    for (const std::string algorithm : {"linear", "chunked", "quadratic"}) {
+      const Kv options = algorithm == "chunked"
+                             ? with(with(map, "algorithm", "linear"), "chunk", "2")
+                             : with(map, "algorithm", algorithm);
+      const auto attn = test::make_linear(options, 2, 4, f64, 8);
       for (const Tensor& q : queries) {
         for (bool causal : {false, true}) {
           INFO(map[0].second << " " << map.size() << " options " << algorithm << " Lq " << q.size(2)
