@@ -61,7 +61,7 @@ std::string setup_refusal(const AttentionSetup& setup, int64_t model_dim, int64_
 }
 
 std::vector<AttentionSetup> attention_setups(bool with_positional) {
-  std::vector<AttentionSetup> alone, causal, hosted;
+  std::vector<AttentionSetup> alone, causal, hosted, hosts;
   for (const std::string& variant : attention_names()) {
     Options base("attention");
     base.set("type", variant);
@@ -79,10 +79,12 @@ std::vector<AttentionSetup> attention_setups(bool with_positional) {
         forms.push_back({forms[i].name + "_naive", forms[i].attention.with("fused", "false")});
     }
     for (AttentionSetup& s : forms) {
-      s.quadratic = caps.forms_scores && !caps_of(s.attention).fused;
+      const bool twin = caps.fused && !caps_of(s.attention).fused;
+      s.quadratic = caps.forms_scores && (twin || !caps.fused);
       s.causal = caps.causal_only;
       if (!setup_refusal(s, kProbeDim, kProbeHeads, kProbeLen).empty()) continue;
       alone.push_back(s);
+      if (!twin) hosts.push_back(s);  // with an encoding, a twin would repeat its fused form
       if (caps.causal_only) continue;
       AttentionSetup c = s;
       c.name += "_causal";
@@ -92,7 +94,7 @@ std::vector<AttentionSetup> attention_setups(bool with_positional) {
   }
   if (with_positional)
     for (const std::string& name : positional_names())
-      for (const AttentionSetup& host : alone) {
+      for (const AttentionSetup& host : hosts) {
         AttentionSetup s = host;
         s.name += "_" + name;
         s.positional = s.positional.with("type", name);  // copies share state: a new one
