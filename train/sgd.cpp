@@ -1,6 +1,9 @@
 // SGD with momentum, dampening, Nesterov and L2 weight decay, as torch.optim.SGD:
 //   g = grad + wd·p;  buf = g (first step) or momentum·buf + (1 − dampening)·g;
 //   g = g + momentum·buf (nesterov) or buf;  p −= lr·g.
+#include <cmath>
+#include <utility>
+
 #include "core/error.h"
 #include "core/ops.h"
 #include "train/optimizer.h"
@@ -16,9 +19,11 @@ class Sgd : public Optimizer {
         dampening_(options.get<double>("dampening", 0.0)),
         weight_decay_(options.get<double>("weight_decay", 0.0)),
         nesterov_(options.get<bool>("nesterov", false)) {
-    RELPOS_CHECK(momentum_ >= 0, options.where(), "momentum must be >= 0, got {}", momentum_);
-    RELPOS_CHECK(weight_decay_ >= 0, options.where(), "weight_decay must be >= 0, got {}",
-                 weight_decay_);
+    for (const auto& [name, value] : {std::pair{"momentum", momentum_},
+                                      {"dampening", dampening_},
+                                      {"weight_decay", weight_decay_}})
+      RELPOS_CHECK(std::isfinite(value) && value >= 0, options.where(),
+                   "{} must be finite and >= 0, got {}", name, value);
     RELPOS_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), options.where(),
                  "nesterov needs momentum > 0 and dampening 0");
   }

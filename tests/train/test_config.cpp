@@ -220,6 +220,10 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(load_error(good, {"optimizer={type: adamw, momentum: 0.9}"})
               .find("unknown option 'momentum'") != std::string::npos);
     CHECK(load_error(good, {"optimizer={type: rmsprop}"}).find("rmsprop") != std::string::npos);
+    CHECK(load_error(good, {"optimizer={type: adamw, weight_decay: inf}"}) ==
+          "[optimizer] weight_decay must be finite and >= 0, got inf");
+    CHECK(load_error(good, {"optimizer={type: sgd, lr: 0.1, momentum: nan}"}) ==
+          "[optimizer] momentum must be finite and >= 0, got nan");
     CHECK(
         load_error(good, {"schedule={type: cosine, warmup: 10}"}).find("unknown option 'warmup'") !=
         std::string::npos);
