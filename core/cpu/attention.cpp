@@ -25,6 +25,14 @@ namespace {
 constexpr int64_t kQueryTile = 128;
 constexpr int64_t kKeyTile = 256;
 
+// The calling thread's tile scratch, kept from call to call (a fresh one each call would be
+// mapped and zeroed by the system every time): at most 3 tiles plus a row per query.
+template <typename T>
+std::vector<T>& thread_scratch() {
+  thread_local std::vector<T> scratch;
+  return scratch;
+}
+
 template <typename T>
 struct Problem {
   int64_t batch, heads, q_len, k_len, dim, value_dim;
@@ -60,6 +68,9 @@ struct Problem {
   const uint8_t* mask_of(int64_t bh) const {
     return key_mask != nullptr ? key_mask + (bh / heads) * k_len : nullptr;
   }
+  // The tile shape, no larger than the problem (a short sequence gets small scratch).
+  int64_t tile_rows() const { return std::clamp<int64_t>(q_len, 1, kQueryTile); }
+  int64_t tile_cols() const { return std::clamp<int64_t>(k_len, 1, kKeyTile); }
   int ld_dim() const { return static_cast<int>(std::max<int64_t>(1, dim)); }
   int ld_value() const { return static_cast<int>(std::max<int64_t>(1, value_dim)); }
 };
@@ -139,11 +150,12 @@ template <typename T>
 void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* out, T* lse,
                   int64_t bh, int64_t i0, std::vector<T>& scratch) {
   const int64_t rows = std::min(kQueryTile, p.q_len - i0), D = p.dim, Dv = p.value_dim;
-  scratch.resize(kQueryTile * kKeyTile + kKeyTile + 2 * kQueryTile);
-  T* S = scratch.data();                // [rows, kKeyTile]: scores, then weights
-  T* keep = S + kQueryTile * kKeyTile;  // [kKeyTile]
-  T* m = keep + kKeyTile;               // [rows] running maxima
-  T* l = m + kQueryTile;                // [rows] running sums
+  const int64_t TR = p.tile_rows(), TC = p.tile_cols();
+  scratch.resize(TR * TC + TC + 2 * TR);
+  T* S = scratch.data();  // [rows, TC]: scores, then weights
+  T* keep = S + TR * TC;  // [TC]
+  T* m = keep + TC;       // [rows] running maxima
+  T* l = m + TR;          // [rows] running sums
   const T* Q = q + (bh * p.q_len + i0) * D;
   const T* K = k + bh * p.k_len * D;
   const T* V = v + bh * p.k_len * Dv;
@@ -154,13 +166,13 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
   std::fill(m, m + rows, minus_inf);
   std::fill(l, l + rows, T(0));
   const int64_t j_end = p.end_key(i0 + rows - 1);
-  for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += kKeyTile) {
-    const int64_t n = std::min(kKeyTile, j_end - j0);
+  for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += TC) {
+    const int64_t n = std::min(TC, j_end - j0);
     gemm(false, true, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(D), p.scale, Q,
-         p.ld_dim(), K + j0 * D, p.ld_dim(), T(0), S, static_cast<int>(kKeyTile));
+         p.ld_dim(), K + j0 * D, p.ld_dim(), T(0), S, static_cast<int>(TC));
     const bool visible = tile_visible(p, mask, i0, rows, j0, n);
     for (int64_t r = 0; r < rows; ++r) {
-      T* s = S + r * kKeyTile;
+      T* s = S + r * TC;
       if (!visible) block_row(p, mask, i0 + r, j0, n, s);
       const T m_new = row_max(s, n, m[r]);
       if (m_new == minus_inf) {  // nothing visible yet: these weights are 0
@@ -179,7 +191,7 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
       }
     }
     gemm(false, false, static_cast<int>(rows), static_cast<int>(Dv), static_cast<int>(n), T(1), S,
-         static_cast<int>(kKeyTile), V + j0 * Dv, p.ld_value(), T(1), O, p.ld_value());
+         static_cast<int>(TC), V + j0 * Dv, p.ld_value(), T(1), O, p.ld_value());
   }
   T* L = lse + bh * p.q_len + i0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -204,12 +216,13 @@ template <typename T>
 void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
                    std::vector<T>& scratch) {
   const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len, Lk = p.k_len;
-  scratch.resize(3 * kQueryTile * kKeyTile + kKeyTile + Lq);
-  T* S = scratch.data();                   // [rows, kKeyTile]: scores, then P
-  T* dP = S + kQueryTile * kKeyTile;       // [rows, kKeyTile]: dP, then dS
-  T* kept = dP + kQueryTile * kKeyTile;    // [rows, kKeyTile]: P with the dropout mask applied
-  T* keep = kept + kQueryTile * kKeyTile;  // [kKeyTile]
-  T* Drow = keep + kKeyTile;               // [Lq] dO_i·O_i
+  const int64_t TR = p.tile_rows(), TC = p.tile_cols();
+  scratch.resize(3 * TR * TC + TC + Lq);
+  T* S = scratch.data();     // [rows, TC]: scores, then P
+  T* dP = S + TR * TC;       // [rows, TC]: dP, then dS
+  T* kept = dP + TR * TC;    // [rows, TC]: P with the dropout mask applied
+  T* keep = kept + TR * TC;  // [TC]
+  T* Drow = keep + TC;       // [Lq] dO_i·O_i
   const T* dO = g.gout + bh * Lq * Dv;
   const T* O = g.out + bh * Lq * Dv;
   const T* Q = g.q + bh * Lq * D;
@@ -229,12 +242,12 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
     Drow[i] = dot;
   }
   const uint8_t* mask = p.mask_of(bh);
-  const int ld_tile = static_cast<int>(kKeyTile);
-  for (int64_t i0 = 0; i0 < Lq; i0 += kQueryTile) {
-    const int64_t rows = std::min(kQueryTile, Lq - i0);
+  const int ld_tile = static_cast<int>(TC);
+  for (int64_t i0 = 0; i0 < Lq; i0 += TR) {
+    const int64_t rows = std::min(TR, Lq - i0);
     const int64_t j_end = p.end_key(i0 + rows - 1);
-    for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += kKeyTile) {
-      const int64_t n = std::min(kKeyTile, j_end - j0);
+    for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += TC) {
+      const int64_t n = std::min(TC, j_end - j0);
       const int m_rows = static_cast<int>(rows), n_cols = static_cast<int>(n);
       gemm(false, true, m_rows, n_cols, static_cast<int>(D), p.scale, Q + i0 * D, p.ld_dim(),
            K + j0 * D, p.ld_dim(), T(0), S, ld_tile);
@@ -243,7 +256,7 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
       const bool visible = tile_visible(p, mask, i0, rows, j0, n);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r;
-        T *s = S + r * kKeyTile, *dp = dP + r * kKeyTile, *pk = kept + r * kKeyTile;
+        T *s = S + r * TC, *dp = dP + r * TC, *pk = kept + r * TC;
         if (L[i] == -std::numeric_limits<T>::infinity()) {  // no visible key: no gradient
           std::fill(s, s + n, T(0));
           std::fill(dp, dp + n, T(0));
@@ -283,10 +296,8 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
     const int64_t tasks = p.batch * p.heads * tiles;
     const T *qd = q.data<T>(), *kd = k.data<T>(), *vd = v.data<T>();
     T *od = out.data<T>(), *ld = lse.data<T>();
-    std::vector<std::vector<T>> scratch(static_cast<size_t>(omp_get_max_threads()));
     run_blocks(tasks, tasks > 1, [&](int64_t t) {
-      forward_task(p, qd, kd, vd, od, ld, t / tiles, (t % tiles) * kQueryTile,
-                   scratch[static_cast<size_t>(omp_get_thread_num())]);
+      forward_task(p, qd, kd, vd, od, ld, t / tiles, (t % tiles) * kQueryTile, thread_scratch<T>());
     });
   });
 }
@@ -300,10 +311,7 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
     const Gradients<T> g{gout.data<T>(), q.data<T>(),  k.data<T>(),  v.data<T>(), out.data<T>(),
                          lse.data<T>(),  dq.data<T>(), dk.data<T>(), dv.data<T>()};
     const int64_t tasks = p.batch * p.heads;
-    std::vector<std::vector<T>> scratch(static_cast<size_t>(omp_get_max_threads()));
-    run_blocks(tasks, tasks > 1, [&](int64_t bh) {
-      backward_task(p, g, bh, scratch[static_cast<size_t>(omp_get_thread_num())]);
-    });
+    run_blocks(tasks, tasks > 1, [&](int64_t bh) { backward_task(p, g, bh, thread_scratch<T>()); });
   });
 }
 
