@@ -14,6 +14,7 @@
 
 #include "core/backend.h"
 #include "core/cpu/blas.h"
+#include "core/cpu/philox_words.h"
 #include "core/cpu/vec_math.h"
 #include "core/ops.h"
 #include "core/philox.h"
@@ -31,6 +32,12 @@ template <typename T>
 std::vector<T>& thread_scratch() {
   thread_local std::vector<T> scratch;
   return scratch;
+}
+
+// The calling thread's scratch for the Philox words of one row of dropout.
+inline std::vector<uint32_t>& thread_words() {
+  thread_local std::vector<uint32_t> words;
+  return words;
 }
 
 template <typename T>
@@ -126,17 +133,19 @@ RELPOS_SIMD_CLONES void weights_and_score_grads(T* s, T* dp, int64_t n, T lse, T
 }
 
 // keep[c] = 1/(1 - dropout) where weight (bh, i, j0 + c) is kept and 0 where it is dropped: the
-// element of dropout_mask({B, H, Lq, Lk}) drawn from the same (seed, offset).
+// element of dropout_mask({B, H, Lq, Lk}) drawn from the same (seed, offset). `words` is scratch
+// for the Philox words of the row (n + 8 of them).
 template <typename T>
-void dropout_row(const Problem<T>& p, int64_t bh, int64_t i, int64_t j0, int64_t n, T* keep) {
+void dropout_row(const Problem<T>& p, int64_t bh, int64_t i, int64_t j0, int64_t n, T* keep,
+                 uint32_t* words) {
   const T kept = static_cast<T>(1.0 / (1.0 - p.dropout));
+  const uint64_t threshold = keep_threshold(p.dropout);
   const auto first = static_cast<uint64_t>((bh * p.q_len + i) * p.k_len + j0);
-  for (int64_t c = 0; c < n;) {
-    const uint64_t e = first + static_cast<uint64_t>(c);
-    const philox::Block block = philox::block_at(p.seed, p.offset + e / 4);
-    for (uint64_t w = e % 4; w < 4 && c < n; ++w, ++c)
-      keep[c] = philox::to_unit(block.v[w]) >= p.dropout ? kept : T(0);
-  }
+  const uint64_t first_block = first / 4, skip = first % 4;
+  philox_words(p.seed, p.offset + first_block, static_cast<int64_t>((skip + n + 3) / 4), words);
+  const uint32_t* w = words + skip;
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c) keep[c] = w[c] >= threshold ? kept : T(0);
 }
 
 template <typename T>
@@ -152,6 +161,8 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
   const int64_t rows = std::min(kQueryTile, p.q_len - i0), D = p.dim, Dv = p.value_dim;
   const int64_t TR = p.tile_rows(), TC = p.tile_cols();
   scratch.resize(TR * TC + TC + 2 * TR);
+  std::vector<uint32_t>& words = thread_words();
+  words.resize(static_cast<size_t>(TC + 8));
   T* S = scratch.data();  // [rows, TC]: scores, then weights
   T* keep = S + TR * TC;  // [TC]
   T* m = keep + TC;       // [rows] running maxima
@@ -185,7 +196,7 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
       m[r] = m_new;
       if (alpha != T(1)) scale_row(O + r * Dv, Dv, alpha);
       if (p.dropout > 0) {
-        dropout_row(p, bh, i0 + r, j0, n, keep);
+        dropout_row(p, bh, i0 + r, j0, n, keep, words.data());
 #pragma omp simd
         for (int64_t c = 0; c < n; ++c) s[c] *= keep[c];
       }
@@ -218,6 +229,8 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
   const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len, Lk = p.k_len;
   const int64_t TR = p.tile_rows(), TC = p.tile_cols();
   scratch.resize(3 * TR * TC + TC + Lq);
+  std::vector<uint32_t>& words = thread_words();
+  words.resize(static_cast<size_t>(TC + 8));
   T* S = scratch.data();     // [rows, TC]: scores, then P
   T* dP = S + TR * TC;       // [rows, TC]: dP, then dS
   T* kept = dP + TR * TC;    // [rows, TC]: P with the dropout mask applied
@@ -265,7 +278,7 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
         }
         if (!visible) block_row(p, mask, i, j0, n, s);
         if (p.dropout > 0) {  // P̃ = P ∘ keep for dV; dP = (dO·v_j) ∘ keep
-          dropout_row(p, bh, i, j0, n, keep);
+          dropout_row(p, bh, i, j0, n, keep, words.data());
 #pragma omp simd
           for (int64_t c = 0; c < n; ++c) {
             pk[c] = exp_fast(s[c] - L[i]) * keep[c];

@@ -1,7 +1,9 @@
 // CPU Philox sampling: element i is computed from (seed, offset, i) alone, like the CUDA kernels.
+#include <algorithm>
 #include <cmath>
 
 #include "core/backend.h"
+#include "core/cpu/philox_words.h"
 #include "core/philox.h"
 
 namespace relpos::cpu {
@@ -46,8 +48,19 @@ void random_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mea
 }
 
 void dropout_mask(const Tensor& out, double p, uint64_t seed, uint64_t offset) {
+  // Element i keeps when philox::uniform(seed, offset, i) >= p; blocks of words in bulk.
+  constexpr int64_t kBlocks = 1024;  // per task: 4096 elements
   uint8_t* m = out.data<uint8_t>();
-  for_each_uniform(out.numel(), seed, offset, [&](int64_t i, double u) { m[i] = u >= p ? 1 : 0; });
+  const int64_t n = out.numel(), tasks = (n + 4 * kBlocks - 1) / (4 * kBlocks);
+  const uint64_t threshold = keep_threshold(p);
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t t = 0; t < tasks; ++t) {
+    uint32_t words[4 * kBlocks];
+    const int64_t first = t * 4 * kBlocks, count = std::min<int64_t>(4 * kBlocks, n - first);
+    philox_words(seed, offset + static_cast<uint64_t>(t * kBlocks), (count + 3) / 4, words);
+#pragma omp simd
+    for (int64_t k = 0; k < count; ++k) m[first + k] = words[k] >= threshold ? 1 : 0;
+  }
 }
 
 }  // namespace relpos::cpu

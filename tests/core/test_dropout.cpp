@@ -46,6 +46,21 @@ TEST_CASE(
   CHECK(dropout_mask({91}, 0.3, again).to_vector<uint8_t>() == m);
 }
 
+// The CPU draws the words in bulk (core/cpu/philox_words.h): many blocks of 4,096 elements, in
+// parallel above 65,536, a seed and counters past 32 bits, and p on an exact threshold.
+TEST_CASE("dropout_mask: bulk words equal philox uniform per element, large seeds and offsets") {
+  const uint64_t seed = 0x1234567890ABCDEFull, offset = (uint64_t{1} << 33) - 7;
+  for (const double p : {0.25, 0.1, 0.9}) {
+    Generator gen(seed);
+    gen.reserve(offset);
+    const std::vector<uint8_t> m = dropout_mask({70001}, p, gen).to_vector<uint8_t>();
+    int64_t wrong = 0;
+    for (size_t i = 0; i < m.size(); ++i)
+      wrong += m[i] != (philox::uniform(seed, offset, i) >= p ? 1 : 0);
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("dropout_mask: same (seed, offset) repeats; a new offset or seed differs; gen advances") {
   const Shape s = {999};
   Generator a(5), b(5), c(6);
