@@ -25,9 +25,14 @@ inline void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const doub
 // Runs block(t) for t < tasks with OpenBLAS single-threaded. Its OpenMP build sizes its own team
 // from omp_get_max_threads() unless called inside an active parallel region, so each caller of a
 // block sets 1 for itself (the setting belongs to the calling thread and is put back).
+// With a BLAS that is not thread-safe (RELPOS_BLAS_NOT_THREAD_SAFE: Debian's serial OpenBLAS, in
+// the clang builds) the blocks run one after another.
 template <typename Block>
 void run_blocks(int64_t tasks, bool parallel, const Block& block) {
   const int threads = omp_get_max_threads();
+#if defined(RELPOS_BLAS_NOT_THREAD_SAFE)
+  parallel = false;
+#endif
   if (parallel && threads > 1) {
 #pragma omp parallel
     {
