@@ -14,18 +14,7 @@ export OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python=/usr/bin/python3
-failures=0
-
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# expect_status CODE DESCRIPTION -- COMMAND...: runs it with stdout/stderr in $tmp/out, $tmp/err.
-expect_status() {
-  local want=$1 what=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$what: exit $got, expected $want"; sed 's/^/  | /' "$tmp/err" >&2
-  fi
-}
+source "$(dirname "$0")/checks.sh"
 
 expect_status 0 "bench --help" -- "$relpos" bench --help
 grep -q usage "$tmp/out" || fail "relpos bench --help prints no usage"

@@ -9,18 +9,7 @@ source_dir=$2
 export OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# expect_status CODE DESCRIPTION -- COMMAND...: runs it with stdout/stderr in $tmp/out, $tmp/err.
-expect_status() {
-  local want=$1 what=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$what: exit $got, expected $want"; sed 's/^/  | /' "$tmp/err" >&2
-  fi
-}
+source "$(dirname "$0")/checks.sh"
 # expect_error DESCRIPTION PATTERN -- COMMAND...: exit 2 and one stderr line matching PATTERN.
 expect_error() {
   local what=$1 pattern=$2; shift 2

@@ -8,18 +8,7 @@ relpos=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python=/usr/bin/python3
-failures=0
-
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# expect_status CODE DESCRIPTION -- COMMAND...: runs it with stdout/stderr in $tmp/out, $tmp/err.
-expect_status() {
-  local want=$1 what=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$what: exit $got, expected $want"; sed 's/^/  | /' "$tmp/err" >&2
-  fi
-}
+source "$(dirname "$0")/checks.sh"
 # One line on stderr starting with the expected prefix.
 expect_error_line() {
   local what=$1 prefix=$2

@@ -246,6 +246,36 @@ TEST_CASE(
   }
 }
 
+// A stream in segments, the running sums carried between them (chunks of 2: each segment spans
+// several chunks, the last partly padding), equals one pass over the whole stream; sikf's shift
+// moves between segments (logits far from 0).
+TEST_CASE("linear attention: causal chunks with carried sums equal one pass over the stream") {
+  const int64_t B = 2, H = 2, D = 4, Dv = 3, first = 5, second = 4;
+  for (const Kv& map : {Kv{{"feature_map", "elu1"}}, Kv{{"feature_map", "sikf"}}}) {
+    const auto attn = test::make_linear(with(with(map, "algorithm", "linear"), "chunk", "2"), H, D);
+    const Tensor q = test::random_tensor({B, H, first + second, D}, f64, 51, -6, 6);
+    const Tensor k = test::random_tensor({B, H, first + second, D}, f64, 52, -6, 6);
+    const Tensor v = test::random_tensor({B, H, first + second, Dv}, f64, 53);
+    AttentionInputs whole;
+    whole.causal = true;
+    const Tensor want = attn->forward(Var(q), Var(k), Var(v), whole).value();
+    AttentionCarry carry;
+    std::vector<Tensor> parts;
+    for (const auto& [start, end] :
+         {std::pair<int64_t, int64_t>{0, first}, {first, first + second}}) {
+      AttentionInputs in;
+      in.causal = true;
+      in.carry = &carry;
+      const auto rows = [&](const Tensor& x) { return x.slice(2, start, end); };
+      parts.push_back(attn->forward(Var(rows(q)), Var(rows(k)), Var(rows(v)), in).value());
+      carry.in = carry.out;
+      carry.out.clear();
+    }
+    RELPOS_INFO("{}", map[0].second);
+    CHECK_CLOSE(cat(parts, 2), want, 1e-10, 1e-12);
+  }
+}
+
 TEST_CASE("linear attention: positional kernel terms are added to numerator and denominator") {
   const int64_t B = 2, H = 2, D = 4, Dv = 3, lq = 5, lk = 7;
   const Tensor q = test::random_tensor({B, H, lq, D}, f64, 10);

@@ -1,0 +1,103 @@
+// The trainer tests' tiny run (tests/train/tiny_run.h).
+#include "tests/train/tiny_run.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "datasets/idx.h"
+
+namespace relpos::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// n 28x28 images of 4 classes: class c lights the c-th 14x14 quadrant (values 150-255) over
+// a dim noise background (0-60), from a fixed seed.
+void write_quadrant_images(const fs::path& dir, const std::string& prefix, int64_t n,
+                           uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> images(n * 784), labels(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int label = static_cast<int>(i % 4);
+    labels[i] = static_cast<uint8_t>(label);
+    for (int r = 0; r < 28; ++r)
+      for (int c = 0; c < 28; ++c) {
+        const bool lit = (r / 14) * 2 + (c / 14) == label;
+        images[i * 784 + r * 28 + c] = static_cast<uint8_t>(lit ? 150 + rng() % 106 : rng() % 61);
+      }
+  }
+  write_idx((dir / (prefix + "-images-idx3-ubyte")).string(), {n, 28, 28}, images);
+  write_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), {n}, labels);
+}
+
+}  // namespace
+
+std::string make_data(const ScratchDir& scratch) {
+  const fs::path dir = scratch.path / "data";
+  fs::create_directories(dir);
+  write_quadrant_images(dir, "train", 96, 1);
+  write_quadrant_images(dir, "t10k", 32, 2);
+  return dir.string();
+}
+
+RunConfig tiny_config(const ScratchDir& scratch, const std::string& data_dir,
+                      const std::string& name, std::vector<std::string> extra) {
+  const std::string yaml = R"(
+model:
+  num_layers: 1
+  num_heads: 2
+  model_dim: 16
+  mlp_dim: 32
+  dropout: 0.1
+  input: pixels
+  attention: {type: softmax}
+data: {dataset: mnist, image_pool: 7, batch_size: 8, val_fraction: 0.25, prefetch: 1}
+optimizer: {type: adamw, lr: 0.01, weight_decay: 0.01}
+schedule: {type: linear_decay, warmup_steps: 2}
+train: {steps: 12, eval_every: 6, log_every: 3}
+seed: 3
+)";
+  extra.push_back("data.dir=" + data_dir);
+  extra.push_back("train.out=" + (scratch.path / name).string());
+  extra.push_back("name=" + name);
+  return parse_config(yaml, name, extra);
+}
+
+RunSummary train(const RunConfig& config, TrainerOptions options) {
+  options.verbose = false;
+  Trainer trainer(config, options);
+  return trainer.run();
+}
+
+CheckpointData last_checkpoint(const RunConfig& config) {
+  return read_checkpoint((fs::path(config.train.out) / "checkpoints" / "last.h5").string());
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.raw_data(), y.raw_data(), x.numel() * dtype_size(x.dtype())) == 0;
+}
+
+void check_same_params(const CheckpointData& a, const CheckpointData& b) {
+  REQUIRE(a.params.size() == b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    CAPTURE(a.params[i].first);
+    CHECK(a.params[i].first == b.params[i].first);
+    CHECK(same_bits(a.params[i].second, b.params[i].second));
+  }
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace relpos::test

@@ -1,0 +1,33 @@
+// The trainer tests' tiny run (test_trainer.cpp, test_trainer_resume.cpp): a generated image
+// task (4 classes lighting a quadrant, written as MNIST IDX files), a 1-block pixel encoder's
+// config for it, a quiet training run, and checks on what a run leaves in its folder.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/harness.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace relpos::test {
+
+// Train and test splits of the quadrant images under scratch/data; returns that folder.
+std::string make_data(const ScratchDir& scratch);
+// A tiny pixel-input encoder over the 4x4-pooled image, its run folder scratch/name; `extra`
+// are --set overrides.
+RunConfig tiny_config(const ScratchDir& scratch, const std::string& data_dir,
+                      const std::string& name, std::vector<std::string> extra = {});
+// Trains quietly.
+RunSummary train(const RunConfig& config, TrainerOptions options = {});
+// The run's checkpoints/last.h5.
+CheckpointData last_checkpoint(const RunConfig& config);
+// Bitwise equality of two tensors' dtype, shape and bytes.
+bool same_bits(const Tensor& a, const Tensor& b);
+// The same parameter names in the same order, with the same bits.
+void check_same_params(const CheckpointData& a, const CheckpointData& b);
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace relpos::test
