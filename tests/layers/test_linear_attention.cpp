@@ -261,12 +261,12 @@ TEST_CASE("linear attention: causal chunks with carried sums equal one pass over
     const Tensor want = attn->forward(Var(q), Var(k), Var(v), whole).value();
     AttentionCarry carry;
     std::vector<Tensor> parts;
-    for (const auto& [start, end] :
-         {std::pair<int64_t, int64_t>{0, first}, {first, first + second}}) {
+    for (const int64_t start : {int64_t{0}, first}) {
+      const int64_t end = start == 0 ? first : first + second;
       AttentionInputs in;
       in.causal = true;
       in.carry = &carry;
-      const auto rows = [&](const Tensor& x) { return x.slice(2, start, end); };
+      const auto rows = [start, end](const Tensor& x) { return x.slice(2, start, end); };
       parts.push_back(attn->forward(Var(rows(q)), Var(rows(k)), Var(rows(v)), in).value());
       carry.in = carry.out;
       carry.out.clear();
