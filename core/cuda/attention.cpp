@@ -1,10 +1,12 @@
-// CUDA backend of the attention op (core/ops.h AttentionSpec), composed from relpos's own CUDA
-// kernels (cuBLAS GEMMs, softmax-style reductions, the Philox dropout mask): the same results as
-// the CPU's tiled kernel, but it forms the [B, H, Lq, Lk] scores, so its memory is not yet
-// linear in L. A tiled CUDA kernel replaces it without changing this interface.
+// CUDA backend of the attention op (core/ops.h AttentionSpec). The tiled kernels
+// (attention_kernels.cu) take f32 and f64 with head sizes up to 128 (f64: 64): memory linear in L.
+// Other head sizes are composed from relpos's own CUDA kernels (cuBLAS GEMMs, softmax-style
+// reductions, the Philox dropout mask): the same results, through [B, H, Lq, Lk] scores.
 #include <cmath>
 
 #include "core/backend.h"
+#include "core/cuda/attention_kernels.h"
+#include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/ops.h"
 
@@ -55,11 +57,40 @@ Tensor dropout_scale(const AttentionSpec& s, const Shape& shape, DType dtype, De
   return mul_scalar(cast(mask, dtype), 1.0 / (1.0 - s.dropout));
 }
 
+AttentionArgs args_of(const Tensor& q, const Tensor& v, const AttentionSpec& s) {
+  AttentionArgs a;
+  a.batch = q.size(0);
+  a.heads = q.size(1);
+  a.q_len = q.size(2);
+  a.k_len = v.size(2);
+  a.dim = static_cast<int>(q.size(3));
+  a.value_dim = static_cast<int>(v.size(3));
+  a.scale = s.scale;
+  a.key_mask = s.key_mask.defined() ? s.key_mask.data<uint8_t>() : nullptr;
+  a.causal = s.causal;
+  a.window = s.window;
+  a.dropout = s.dropout;
+  a.seed = s.seed;
+  a.offset = s.offset;
+  return a;
+}
+
+bool tiled(const Tensor& q, const Tensor& v) {
+  return tiled_attention_fits(q.dtype(), q.size(3), v.size(3));
+}
+
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec,
                const Tensor& out, const Tensor& lse) {
   DeviceGuard guard(q.device());
+  if (tiled(q, v)) {
+    RELPOS_CUDA_CHECK("attention",
+                      launch_attention_forward(q.dtype(), args_of(q, v, spec), q.raw_data(),
+                                               k.raw_data(), v.raw_data(), out.raw_data(),
+                                               lse.raw_data(), stream_of(q.device())));
+    return;
+  }
   const int64_t q_len = q.size(2), k_len = k.size(2);
   const Tensor blocked = blocked_pairs(spec, q_len, k_len, q.device());
   Tensor s = mul_scalar(matmul(q, k, false, true), spec.scale);  // [B, H, Lq, Lk]
@@ -84,6 +115,15 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
                         const Tensor& out, const Tensor& lse, const AttentionSpec& spec,
                         const Tensor& dq, const Tensor& dk, const Tensor& dv) {
   DeviceGuard guard(q.device());
+  if (tiled(q, v)) {
+    const Tensor row_dot = sum(mul(gout, out), {-1});  // [B, H, Lq]: D_i = dO_i·O_i
+    RELPOS_CUDA_CHECK("attention_backward",
+                      launch_attention_backward(
+                          q.dtype(), args_of(q, v, spec), q.raw_data(), k.raw_data(), v.raw_data(),
+                          gout.raw_data(), lse.raw_data(), row_dot.raw_data(), dq.raw_data(),
+                          dk.raw_data(), dv.raw_data(), stream_of(q.device())));
+    return;
+  }
   const Tensor blocked = blocked_pairs(spec, q.size(2), k.size(2), q.device());
   const Tensor p = weights_of(q, k, lse, blocked, spec.scale);  // [B, H, Lq, Lk]
   Tensor dp = matmul(gout, v, false, true);
