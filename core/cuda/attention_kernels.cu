@@ -1,8 +1,8 @@
 // Tiled attention on CUDA (FlashAttention-2, Dao 2023, Algorithms 1-2), f32 and f64, head sizes
 // up to kMaxDim. A block of 128 threads owns 64 rows (queries, or keys in the dK/dV kernel) of one
-// batch·head and walks over tiles of 64 columns (keys, or queries); thread (group g, lane l) holds
-// rows 4g..4g+3 and columns l, l + 8, ..., l + 56 of each 64 x 64 score tile in registers. Logits
-// are kept in base 2 (q pre-scaled by scale·log2 e) so every exponential is one exp2.
+// batch·head and walks over tiles of 64 columns (keys, or queries); each thread holds 4 x 8 of
+// each 64 x 64 score tile in registers (row_of, col_of) and reads its shared operands with vector
+// loads. Logits are kept in base 2 (q pre-scaled by scale·log2 e) so every exponential is one exp2.
 //   forward:  per key tile S = Q Kᵀ, online softmax (running max m and sum l per row, O and l
 //             rescaled by 2^(m_old - m_new)), O += P̃ V; at the end O /= l, lse = (m + log2 l) ln 2.
 //   dK, dV:   per key tile, over the query tiles that can see it: P = 2^(S - lse), dP = V dOᵀ,
@@ -29,6 +29,7 @@ constexpr int kRowsPer = 4;                          // rows per thread
 constexpr int kColsPer = kTile / kLanes;             // tile columns per thread
 constexpr int kThreads = kTile / kRowsPer * kLanes;  // 128
 constexpr int kMaxDim = 128;
+constexpr int kPad = 4;  // elements after each shared row
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
@@ -108,9 +109,50 @@ __device__ TileRange query_tiles(const AttentionArgs& a, int64_t j0) {
   return tiles_of(larger(int64_t{0}, j0 - shift), end);
 }
 
-// rows[r][d] = x[row0 + r][d] * factor ([kTile][kDim + 1]); zero past `len` rows or `dim`.
+// Thread (group g, lane l) holds tile rows g + 16 r (r < 4): the four groups of a warp read
+// neighbouring rows, so a vector load of each row's next four values is free of bank conflicts.
+__device__ __forceinline__ int row_of(int r) {
+  return threadIdx.x / kLanes + kTile / kRowsPer * r;
+}
+// ... and tile columns 32 (c / 4) + 4 l + c % 4 (c < 8): two runs of four, read as vectors.
+__device__ __forceinline__ int col_of(int c) {
+  return 32 * (c / 4) + 4 * (threadIdx.x % kLanes) + c % 4;
+}
+// ... and head-size columns l + 8 e of its output rows.
+__device__ __forceinline__ int dim_of(int e) {
+  return threadIdx.x % kLanes + kLanes * e;
+}
+
+// Four consecutive values of shared memory, 16-byte aligned, in vector loads and stores.
+__device__ __forceinline__ void load4(const float* p, float (&x)[4]) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&x)[4]) {
+  const double2 a = *reinterpret_cast<const double2*>(p),
+                b = *reinterpret_cast<const double2*>(p + 2);
+  x[0] = a.x, x[1] = a.y, x[2] = b.x, x[3] = b.y;
+}
+__device__ __forceinline__ void store4(float* p, float x0, float x1, float x2, float x3) {
+  *reinterpret_cast<float4*>(p) = make_float4(x0, x1, x2, x3);
+}
+__device__ __forceinline__ void store4(double* p, double x0, double x1, double x2, double x3) {
+  *reinterpret_cast<double2*>(p) = make_double2(x0, x1);
+  *reinterpret_cast<double2*>(p + 2) = make_double2(x2, x3);
+}
+
+// Shared tiles: rows [kTile][kDim + kPad] (a row per query or key) and columns
+// [kDim][kTile + kPad] (transposed); the padding keeps rows 16-byte aligned.
 template <typename T, int kDim>
-__device__ void load_rows(T (*rows)[kDim + 1], const T* x, int64_t row0, int64_t len, int dim,
+using RowTile = T[kTile][kDim + kPad];
+template <typename T, int kDim>
+using ColTile = T[kDim][kTile + kPad];
+template <typename T>
+using ScoreTile = T[kTile][kTile + kPad];
+
+// rows[r][d] = x[row0 + r][d] * factor; zero past `len` rows or `dim`.
+template <typename T, int kDim>
+__device__ void load_rows(RowTile<T, kDim>& rows, const T* x, int64_t row0, int64_t len, int dim,
                           T factor) {
   for (int e = threadIdx.x; e < kTile * kDim; e += kThreads) {
     const int r = e / kDim, d = e % kDim;
@@ -119,9 +161,9 @@ __device__ void load_rows(T (*rows)[kDim + 1], const T* x, int64_t row0, int64_t
   }
 }
 
-// cols[d][c] = x[col0 + c][d] ([kDim][kTile + 1], transposed); zero past `len` or `dim`.
+// cols[d][c] = x[col0 + c][d]; zero past `len` or `dim`.
 template <typename T, int kDim>
-__device__ void load_cols(T (*cols)[kTile + 1], const T* x, int64_t col0, int64_t len, int dim) {
+__device__ void load_cols(ColTile<T, kDim>& cols, const T* x, int64_t col0, int64_t len, int dim) {
   for (int e = threadIdx.x; e < kTile * kDim; e += kThreads) {
     const int c = e / kDim, d = e % kDim;
     const int64_t col = col0 + c;
@@ -129,95 +171,112 @@ __device__ void load_cols(T (*cols)[kTile + 1], const T* x, int64_t col0, int64_
   }
 }
 
-// acc[r][c] = Σ_d rows[4g + r][d] cols[d][l + 8c]: this thread's part of the tile rows · colsᵀ.
+// acc[r][c] = Σ_d rows[row_of(r)][d] cols[d][col_of(c)]: this thread's part of rows · colsᵀ.
 template <typename T, int kDim>
-__device__ __forceinline__ void tile_product(const T (*rows)[kDim + 1], const T (*cols)[kTile + 1],
+__device__ __forceinline__ void tile_product(const RowTile<T, kDim>& rows,
+                                             const ColTile<T, kDim>& cols,
                                              T (&acc)[kRowsPer][kColsPer]) {
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  const int lane = threadIdx.x % kLanes;
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r)
 #pragma unroll
     for (int c = 0; c < kColsPer; ++c) acc[r][c] = 0;
-#pragma unroll 8
-  for (int d = 0; d < kDim; ++d) {
-    T x[kRowsPer], y[kColsPer];
+#pragma unroll 2
+  for (int d0 = 0; d0 < kDim; d0 += 4) {
+    T x[kRowsPer][4];
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) x[r] = rows[group * kRowsPer + r][d];
+    for (int r = 0; r < kRowsPer; ++r) load4(&rows[row_of(r)][d0], x[r]);
 #pragma unroll
-    for (int c = 0; c < kColsPer; ++c) y[c] = cols[d][lane + kLanes * c];
+    for (int dd = 0; dd < 4; ++dd) {
+      T y[2][4];
+      load4(&cols[d0 + dd][4 * lane], y[0]);
+      load4(&cols[d0 + dd][32 + 4 * lane], y[1]);
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
+      for (int r = 0; r < kRowsPer; ++r)
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) acc[r][c] = fma(x[r], y[c], acc[r][c]);
+        for (int c = 0; c < kColsPer; ++c) acc[r][c] = fma(x[r][dd], y[c / 4][c % 4], acc[r][c]);
+    }
   }
 }
 
-// acc[r][e] += Σ_c weights[4g + r][c] values(c, l + 8e) over the tile's kTile columns, where
-// values(c, d) reads the right-hand operand (a row layout [c][d] or a transposed one [d][c]).
-template <typename T, int kDim, typename Values>
-__device__ __forceinline__ void accumulate_rows(const T (*weights)[kTile + 2], Values values,
+// acc[r][e] += Σ_c weights[row_of(r)][c] values[dim_of(e)][c] over the tile's kTile columns.
+template <typename T, int kDim>
+__device__ __forceinline__ void accumulate_rows(const ScoreTile<T>& weights,
+                                                const ColTile<T, kDim>& values,
                                                 T (&acc)[kRowsPer][kDim / kLanes]) {
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-#pragma unroll 4
-  for (int c = 0; c < kTile; ++c) {
-    T w[kRowsPer], x[kDim / kLanes];
+#pragma unroll 2
+  for (int c0 = 0; c0 < kTile; c0 += 4) {
+    T w[kRowsPer][4];
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) w[r] = weights[group * kRowsPer + r][c];
+    for (int r = 0; r < kRowsPer; ++r) load4(&weights[row_of(r)][c0], w[r]);
 #pragma unroll
-    for (int e = 0; e < kDim / kLanes; ++e) x[e] = values(c, lane + kLanes * e);
+    for (int e = 0; e < kDim / kLanes; ++e) {
+      T x[4];
+      load4(&values[dim_of(e)][c0], x);
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
+      for (int r = 0; r < kRowsPer; ++r)
 #pragma unroll
-      for (int e = 0; e < kDim / kLanes; ++e) acc[r][e] = fma(w[r], x[e], acc[r][e]);
+        for (int cc = 0; cc < 4; ++cc) acc[r][e] = fma(w[r][cc], x[cc], acc[r][e]);
+    }
   }
 }
 
-// Writes acc (this thread's rows 4g + r, columns l + 8e) times `factor` to x [len, dim] from
-// row0, skipping rows past len and columns past dim.
+// weights[row_of(r)][col_of(c)] = w[r][c], as vector stores.
+template <typename T>
+__device__ __forceinline__ void store_scores(ScoreTile<T>& weights,
+                                             const T (&w)[kRowsPer][kColsPer]) {
+  const int lane = threadIdx.x % kLanes;
+#pragma unroll
+  for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      store4(&weights[row_of(r)][32 * h + 4 * lane], w[r][4 * h], w[r][4 * h + 1], w[r][4 * h + 2],
+             w[r][4 * h + 3]);
+}
+
+// Writes acc (rows row_of(r), columns dim_of(e)) times `factor` to x [len, dim] from row0,
+// skipping rows past len and columns past dim.
 template <typename T, int kDim>
 __device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], T* x, int64_t row0, int64_t len,
                            int dim, T factor) {
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
-    const int64_t row = row0 + group * kRowsPer + r;
+    const int64_t row = row0 + row_of(r);
     if (row >= len) continue;
 #pragma unroll
-    for (int e = 0; e < kDim / kLanes; ++e) {
-      const int d = lane + kLanes * e;
-      if (d < dim) x[row * dim + d] = acc[r][e] * factor;
-    }
+    for (int e = 0; e < kDim / kLanes; ++e)
+      if (dim_of(e) < dim) x[row * dim + dim_of(e)] = acc[r][e] * factor;
   }
 }
 
 template <typename T, int kDim>
 struct ForwardTiles {
-  T q[kTile][kDim + 1];   // queries, pre-scaled by scale·log2 e
-  T kt[kDim][kTile + 1];  // keys, transposed
-  T v[kTile][kDim];       // values
-  T p[kTile][kTile + 2];  // P̃ of this key tile
-  bool key_ok[kTile];     // the key exists and the mask keeps it
+  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
+  ColTile<T, kDim> kt;  // keys, transposed
+  ColTile<T, kDim> vt;  // values, transposed
+  ScoreTile<T> p;       // P̃ [query][key]
+  bool key_ok[kTile];   // the key exists and the mask keeps it
 };
 
 template <typename T, int kDim>
-struct KeyTiles {          // dK / dV kernel: the block's keys and values, one query tile at a time
-  T k[kTile][kDim + 1];    // keys, pre-scaled by scale·log2 e
-  T v[kTile][kDim + 1];    // values
-  T qt[kDim][kTile + 1];   // queries, transposed
-  T got[kDim][kTile + 1];  // output gradients, transposed
-  T p[kTile][kTile + 2];   // P̃ [key][query]
-  T ds[kTile][kTile + 2];  // dS [key][query]
-  T lse[kTile];            // base-2 log-sum-exp of each query
-  T row_dot[kTile];        // D of each query
+struct KeyTiles {        // dK / dV kernel: the block's keys and values, one query tile at a time
+  RowTile<T, kDim> k;    // keys, pre-scaled by scale·log2 e
+  RowTile<T, kDim> v;    // values
+  ColTile<T, kDim> qt;   // queries, transposed
+  ColTile<T, kDim> got;  // output gradients, transposed
+  ScoreTile<T> p;        // P̃ [key][query]
+  ScoreTile<T> ds;       // dS [key][query]
+  T lse[kTile];          // base-2 log-sum-exp of each query
+  T row_dot[kTile];      // D of each query
 };
 
 template <typename T, int kDim>
-struct QueryTiles {        // dQ kernel: the block's queries, one key tile at a time
-  T q[kTile][kDim + 1];    // queries, pre-scaled by scale·log2 e
-  T go[kTile][kDim + 1];   // output gradients
-  T kt[kDim][kTile + 1];   // keys, transposed
-  T vt[kDim][kTile + 1];   // values, transposed
-  T ds[kTile][kTile + 2];  // dS [query][key]
+struct QueryTiles {     // dQ kernel: the block's queries, one key tile at a time
+  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
+  RowTile<T, kDim> go;  // output gradients
+  ColTile<T, kDim> kt;  // keys, transposed
+  ColTile<T, kDim> vt;  // values, transposed
+  ScoreTile<T> ds;      // dS [query][key]
   bool key_ok[kTile];
 };
 
@@ -244,7 +303,6 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   auto& s = *reinterpret_cast<ForwardTiles<T, kDim>*>(smem);
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const T* kb = k + bh * a.k_len * a.dim;
   const T* vb = v + bh * a.k_len * a.value_dim;
   const uint8_t* mask = mask_row(a, bh);
@@ -259,22 +317,18 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t j0 = t * kTile;
     __syncthreads();  // the previous tile is no longer read
     load_cols<T, kDim>(s.kt, kb, j0, a.k_len, a.dim);
-    for (int e = threadIdx.x; e < kTile * kDim; e += kThreads) {
-      const int c = e / kDim, d = e % kDim;
-      s.v[c][d] = j0 + c < a.k_len && d < a.value_dim ? vb[(j0 + c) * a.value_dim + d] : T(0);
-    }
+    load_cols<T, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     __syncthreads();
     T sc[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.q, s.kt, sc);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
-      const int64_t i = i0 + group * kRowsPer + r;
+      const int64_t i = i0 + row_of(r);
       T tile_max = neg_inf<T>();
 #pragma unroll
       for (int c = 0; c < kColsPer; ++c) {
-        const int col = lane + kLanes * c;
-        if (!s.key_ok[col] || !causal_visible(a, i, j0 + col)) sc[r][c] = neg_inf<T>();
+        if (!s.key_ok[col_of(c)] || !causal_visible(a, i, j0 + col_of(c))) sc[r][c] = neg_inf<T>();
         tile_max = max(tile_max, sc[r][c]);
       }
       tile_max = group_reduce(tile_max, [](T x, T y) { return max(x, y); });
@@ -286,18 +340,17 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < kDim / kLanes; ++e) o[r][e] *= rescale;
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {
-        const int col = lane + kLanes * c;
+      for (int c = 0; c < kColsPer; ++c) {  // sc becomes P̃
         T p = sc[r][c] == neg_inf<T>() ? T(0) : exp2_of(sc[r][c] - m_new);
         l[r] += p;
         if (a.dropout > 0 && p != T(0) && i < a.q_len)
-          p *= keep_factor<T>(a, bh, i, j0 + col, threshold);
-        s.p[group * kRowsPer + r][col] = p;
+          p *= keep_factor<T>(a, bh, i, j0 + col_of(c), threshold);
+        sc[r][c] = p;
       }
     }
+    store_scores(s.p, sc);
     __syncthreads();
-    accumulate_rows<T, kDim>(
-        s.p, [&](int c, int d) { return s.v[c][d]; }, o);
+    accumulate_rows<T, kDim>(s.p, s.vt, o);
   }
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
@@ -305,27 +358,30 @@ __global__ void __launch_bounds__(kThreads)
     const T inv = total > 0 ? T(1) / total : T(0);  // a row that sees no key outputs zeros
 #pragma unroll
     for (int e = 0; e < kDim / kLanes; ++e) o[r][e] *= inv;
-    const int64_t i = i0 + group * kRowsPer + r;
-    if (lane == 0 && i < a.q_len)
+    const int64_t i = i0 + row_of(r);
+    if (threadIdx.x % kLanes == 0 && i < a.q_len)
       lse[bh * a.q_len + i] =
           total > 0 ? (m[r] + log2(total)) * static_cast<T>(kLn2) : neg_inf<T>();
   }
   store_rows<T, kDim>(o, out + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
 }
 
-// P = 2^(S - lse) of a visible pair (0 otherwise) and dS = P ∘ (dP ∘ keep - D); returns P̃.
 template <typename T>
-__device__ __forceinline__ T pair_gradient(const AttentionArgs& a, uint64_t threshold, int64_t bh,
-                                           int64_t i, int64_t j, bool visible, T s2, T lse2, T dp,
-                                           T row_dot, T* ds) {
-  if (!visible || lse2 == neg_inf<T>()) {
-    *ds = 0;
-    return 0;
-  }
+struct PairGradient {
+  T kept;  // P̃ = P ∘ keep
+  T ds;    // dS = P ∘ (dP ∘ keep - D)
+};
+
+// P = 2^(S - lse) of a visible pair (0 otherwise), from its base-2 logit s2 and dP = dO·v_j.
+template <typename T>
+__device__ __forceinline__ PairGradient<T> pair_gradient(const AttentionArgs& a, uint64_t threshold,
+                                                         int64_t bh, int64_t i, int64_t j,
+                                                         bool visible, T s2, T lse2, T dp,
+                                                         T row_dot) {
+  if (!visible || lse2 == neg_inf<T>()) return {T(0), T(0)};
   const T p = exp2_of(s2 - lse2);
   const T keep = a.dropout > 0 ? keep_factor<T>(a, bh, i, j, threshold) : T(1);
-  *ds = p * (dp * keep - row_dot);
-  return p * keep;
+  return {p * keep, p * (dp * keep - row_dot)};
 }
 
 template <typename T, int kDim>
@@ -335,7 +391,6 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   auto& s = *reinterpret_cast<KeyTiles<T, kDim>*>(smem);
   const int64_t bh = blockIdx.x, j0 = block_tile() * kTile;
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const T* qb = q + bh * a.q_len * a.dim;
   const T* gb = gout + bh * a.q_len * a.value_dim;
   const uint8_t* mask = mask_row(a, bh);
@@ -345,7 +400,7 @@ __global__ void __launch_bounds__(kThreads)
   bool key_ok[kRowsPer];
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
-    const int64_t j = j0 + group * kRowsPer + r;
+    const int64_t j = j0 + row_of(r);
     key_ok[r] = j < a.k_len && (mask == nullptr || mask[j] != 0);
   }
   T dk_acc[kRowsPer][kDim / kLanes] = {}, dv_acc[kRowsPer][kDim / kLanes] = {};
@@ -366,22 +421,23 @@ __global__ void __launch_bounds__(kThreads)
     tile_product<T, kDim>(s.v, s.got, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
-      const int64_t j = j0 + group * kRowsPer + r;
+      const int64_t j = j0 + row_of(r);
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {
-        const int col = lane + kLanes * c;
+      for (int c = 0; c < kColsPer; ++c) {  // sc becomes P̃ and dp becomes dS
+        const int col = col_of(c);
         const int64_t i = i0 + col;
         const bool visible = key_ok[r] && i < a.q_len && causal_visible(a, i, j);
-        s.p[group * kRowsPer + r][col] =
-            pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], s.lse[col], dp[r][c],
-                          s.row_dot[col], &s.ds[group * kRowsPer + r][col]);
+        const PairGradient<T> g = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c],
+                                                s.lse[col], dp[r][c], s.row_dot[col]);
+        sc[r][c] = g.kept;
+        dp[r][c] = g.ds;
       }
     }
+    store_scores(s.p, sc);
+    store_scores(s.ds, dp);
     __syncthreads();
-    accumulate_rows<T, kDim>(
-        s.p, [&](int c, int d) { return s.got[d][c]; }, dv_acc);
-    accumulate_rows<T, kDim>(
-        s.ds, [&](int c, int d) { return s.qt[d][c]; }, dk_acc);
+    accumulate_rows<T, kDim>(s.p, s.got, dv_acc);
+    accumulate_rows<T, kDim>(s.ds, s.qt, dk_acc);
   }
   store_rows<T, kDim>(dk_acc, dk + bh * a.k_len * a.dim, j0, a.k_len, a.dim,
                       static_cast<T>(a.scale));
@@ -395,7 +451,6 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   auto& s = *reinterpret_cast<QueryTiles<T, kDim>*>(smem);
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const T* kb = k + bh * a.k_len * a.dim;
   const T* vb = v + bh * a.k_len * a.value_dim;
   const uint8_t* mask = mask_row(a, bh);
@@ -405,7 +460,7 @@ __global__ void __launch_bounds__(kThreads)
   T lse2[kRowsPer], dot[kRowsPer];
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
-    const int64_t i = i0 + group * kRowsPer + r;
+    const int64_t i = i0 + row_of(r);
     lse2[r] = i < a.q_len ? lse[bh * a.q_len + i] * static_cast<T>(kLog2e) : neg_inf<T>();
     dot[r] = i < a.q_len ? row_dot[bh * a.q_len + i] : T(0);
   }
@@ -423,18 +478,18 @@ __global__ void __launch_bounds__(kThreads)
     tile_product<T, kDim>(s.go, s.vt, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
-      const int64_t i = i0 + group * kRowsPer + r;
+      const int64_t i = i0 + row_of(r);
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {
-        const int col = lane + kLanes * c;
-        const bool visible = s.key_ok[col] && i < a.q_len && causal_visible(a, i, j0 + col);
-        pair_gradient(a, threshold, bh, i, j0 + col, visible, sc[r][c], lse2[r], dp[r][c], dot[r],
-                      &s.ds[group * kRowsPer + r][col]);
+      for (int c = 0; c < kColsPer; ++c) {  // dp becomes dS
+        const int64_t j = j0 + col_of(c);
+        const bool visible = s.key_ok[col_of(c)] && i < a.q_len && causal_visible(a, i, j);
+        dp[r][c] =
+            pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], lse2[r], dp[r][c], dot[r]).ds;
       }
     }
+    store_scores(s.ds, dp);
     __syncthreads();
-    accumulate_rows<T, kDim>(
-        s.ds, [&](int c, int d) { return s.kt[d][c]; }, dq_acc);
+    accumulate_rows<T, kDim>(s.ds, s.kt, dq_acc);
   }
   store_rows<T, kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim,
                       static_cast<T>(a.scale));
