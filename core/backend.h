@@ -10,8 +10,9 @@
 #include "core/tensor.h"
 
 namespace relpos {
-struct AttentionSpec;  // core/ops.h
-}
+struct AttentionSpec;   // core/ops.h
+struct AttentionGrads;  // core/ops.h
+}  // namespace relpos
 
 namespace relpos::cpu {
 MemoryCounter& memory_counter();

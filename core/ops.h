@@ -140,6 +140,11 @@ struct AttentionSpec {
   uint64_t seed = 0;    // dropout: weight (b, h, i, j) is kept when Philox uniform number
   uint64_t offset = 0;  //   ((b H + h) Lq + i) Lk + j of (seed, offset) is >= dropout,
                         //   the mask dropout_mask({B, H, Lq, Lk}, ...) draws from the same stream
+  // Transformer-XL's position term (Dai et al. 2019, §3.3, terms (b) + (d)), CPU only: when
+  // defined, the logit of pair (i, j) is scale (q_i·k_j + rel_query_i·rel_key_δ) with
+  // δ = i + (Lk - Lq) - j the query's distance to the key (needs causal, so 0 <= δ < Lk).
+  Tensor rel_query;  // [B, H, Lq, R]: TXL's q + v
+  Tensor rel_key;    // [H, Lk, R]: row δ embeds distance δ
 };
 struct AttentionResult {
   Tensor out;  // [B, H, Lq, Dv]
@@ -150,6 +155,7 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
                           const AttentionSpec& spec);
 struct AttentionGrads {
   Tensor dq, dk, dv;
+  Tensor drel_query, drel_key;  // defined when the spec has the position term
 };
 // From the forward's inputs, output and log-sum-exp and the output's gradient.
 AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k,

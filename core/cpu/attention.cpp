@@ -49,6 +49,9 @@ struct Problem {
   int64_t window;
   double dropout;
   uint64_t seed, offset;
+  const T* rel_query;  // [B, H, Lq, R] or nullptr: the position term (ops.h AttentionSpec)
+  const T* rel_key;    // [H, Lk, R]
+  int64_t rel_dim;     // R
 
   Problem(const Tensor& q, const Tensor& v, const AttentionSpec& spec)
       : batch(q.size(0)),
@@ -63,7 +66,10 @@ struct Problem {
         window(spec.window),
         dropout(spec.dropout),
         seed(spec.seed),
-        offset(spec.offset) {}
+        offset(spec.offset),
+        rel_query(spec.rel_query.defined() ? spec.rel_query.data<T>() : nullptr),
+        rel_key(spec.rel_key.defined() ? spec.rel_key.data<T>() : nullptr),
+        rel_dim(spec.rel_query.defined() ? spec.rel_query.size(3) : 0) {}
 
   // Query i may see keys in [first_key(i), end_key(i)); the key mask then decides.
   int64_t first_key(int64_t i) const {
@@ -80,7 +86,80 @@ struct Problem {
   int64_t tile_cols() const { return std::clamp<int64_t>(k_len, 1, kKeyTile); }
   int ld_dim() const { return static_cast<int>(std::max<int64_t>(1, dim)); }
   int ld_value() const { return static_cast<int>(std::max<int64_t>(1, value_dim)); }
+  int ld_rel() const { return static_cast<int>(std::max<int64_t>(1, rel_dim)); }
+  // Scratch for the position term's band of one tile: [rows, rows + cols - 1].
+  int64_t band_scratch() const {
+    return rel_query != nullptr ? tile_rows() * (tile_rows() + tile_cols()) : 0;
+  }
 };
+
+// The distances [first, first + count) between tile rows [i0, i0 + rows) and keys
+// [j0, j0 + n) that a visible pair can have (δ = i + Lk - Lq - j >= 0; the tile is never wholly
+// in the future, as only keys before end_key are visited).
+struct Band {
+  int64_t first, count;
+};
+template <typename T>
+Band band_of(const Problem<T>& p, int64_t i0, int64_t rows, int64_t j0, int64_t n) {
+  const int64_t shift = p.k_len - p.q_len;
+  const int64_t first = std::max<int64_t>(0, i0 + shift - (j0 + n - 1));
+  return {first, i0 + rows - 1 + shift - j0 - first + 1};
+}
+
+// Calls f(r, c, g) for every pair of the tile with δ >= 0, where g = δ - band.first is the
+// pair's column in the band.
+template <typename T, typename F>
+void for_band_pairs(const Problem<T>& p, const Band& band, int64_t i0, int64_t rows, int64_t j0,
+                    int64_t n, F f) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t top = i0 + r + p.k_len - p.q_len - j0;  // δ of key j0
+    const int64_t end = std::min(n, top + 1);             // keys with δ >= 0
+    f(r, end, top - band.first);
+  }
+}
+
+// S[r][c] += scale rel_query_{i0+r}·rel_key_δ over the tile (Transformer-XL's terms (b) + (d)):
+// one GEMM against the band of distances the tile spans, G = scale RQ·R_bandᵀ [rows, band],
+// then each score picks its distance's column (the rel-shift done by index arithmetic).
+template <typename T>
+void add_position_term(const Problem<T>& p, int64_t bh, int64_t i0, int64_t rows, int64_t j0,
+                       int64_t n, T* S, int64_t ld_s, T* G) {
+  const Band band = band_of(p, i0, rows, j0, n);
+  const int64_t R = p.rel_dim, h = bh % p.heads;
+  gemm(false, true, static_cast<int>(rows), static_cast<int>(band.count), static_cast<int>(R),
+       p.scale, p.rel_query + (bh * p.q_len + i0) * R, p.ld_rel(),
+       p.rel_key + (h * p.k_len + band.first) * R, p.ld_rel(), T(0), G,
+       static_cast<int>(band.count));
+  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t end, int64_t g0) {
+    T* s = S + r * ld_s;
+    const T* g = G + r * band.count + g0;  // g[-c]: key j0 + c
+    for (int64_t c = 0; c < end; ++c) s[c] += g[-c];
+  });
+}
+
+// The position term's gradients from the tile's dS (dL/d logit, before the scale): scattered
+// into the band, dG [rows, band], then d rel_query += scale dG·R_band and this example's
+// d rel_key band += scale dGᵀ·RQ.
+template <typename T>
+void position_term_grads(const Problem<T>& p, int64_t bh, int64_t i0, int64_t rows, int64_t j0,
+                         int64_t n, const T* dS, int64_t ld_s, T* dG, T* d_rel_query,
+                         T* d_rel_key) {
+  const Band band = band_of(p, i0, rows, j0, n);
+  const int64_t R = p.rel_dim, h = bh % p.heads;
+  std::fill(dG, dG + rows * band.count, T(0));
+  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t end, int64_t g0) {
+    const T* ds = dS + r * ld_s;
+    T* g = dG + r * band.count + g0;
+    for (int64_t c = 0; c < end; ++c) g[-c] = ds[c];
+  });
+  const int m = static_cast<int>(rows), nb = static_cast<int>(band.count);
+  gemm(false, false, m, static_cast<int>(R), nb, p.scale, dG, nb,
+       p.rel_key + (h * p.k_len + band.first) * R, p.ld_rel(), T(1),
+       d_rel_query + (bh * p.q_len + i0) * R, p.ld_rel());
+  gemm(true, false, nb, static_cast<int>(R), m, p.scale, dG, nb,
+       p.rel_query + (bh * p.q_len + i0) * R, p.ld_rel(), T(1),
+       d_rel_key + (bh * p.k_len + band.first) * R, p.ld_rel());
+}
 
 // Whether every pair of rows [i0, i0 + rows) x keys [j0, j0 + n) is visible, so the tile needs
 // no blocking pass.
@@ -160,13 +239,14 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
                   int64_t bh, int64_t i0, std::vector<T>& scratch) {
   const int64_t rows = std::min(kQueryTile, p.q_len - i0), D = p.dim, Dv = p.value_dim;
   const int64_t TR = p.tile_rows(), TC = p.tile_cols();
-  scratch.resize(TR * TC + TC + 2 * TR);
+  scratch.resize(TR * TC + TC + 2 * TR + p.band_scratch());
   std::vector<uint32_t>& words = thread_words();
   words.resize(static_cast<size_t>(TC + 8));
   T* S = scratch.data();  // [rows, TC]: scores, then weights
   T* keep = S + TR * TC;  // [TC]
   T* m = keep + TC;       // [rows] running maxima
   T* l = m + TR;          // [rows] running sums
+  T* G = l + TR;          // [rows, band]: the position term
   const T* Q = q + (bh * p.q_len + i0) * D;
   const T* K = k + bh * p.k_len * D;
   const T* V = v + bh * p.k_len * Dv;
@@ -181,6 +261,7 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
     const int64_t n = std::min(TC, j_end - j0);
     gemm(false, true, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(D), p.scale, Q,
          p.ld_dim(), K + j0 * D, p.ld_dim(), T(0), S, static_cast<int>(TC));
+    if (p.rel_query != nullptr) add_position_term(p, bh, i0, rows, j0, n, S, TC, G);
     const bool visible = tile_visible(p, mask, i0, rows, j0, n);
     for (int64_t r = 0; r < rows; ++r) {
       T* s = S + r * TC;
@@ -220,6 +301,7 @@ template <typename T>
 struct Gradients {
   const T *gout, *q, *k, *v, *out, *lse;
   T *dq, *dk, *dv;
+  T *d_rel_query, *d_rel_key;  // the position term's, or nullptr
 };
 
 // Head bh: its rows of dq, dk and dv.
@@ -228,7 +310,7 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
                    std::vector<T>& scratch) {
   const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len, Lk = p.k_len;
   const int64_t TR = p.tile_rows(), TC = p.tile_cols();
-  scratch.resize(3 * TR * TC + TC + Lq);
+  scratch.resize(3 * TR * TC + TC + Lq + p.band_scratch());
   std::vector<uint32_t>& words = thread_words();
   words.resize(static_cast<size_t>(TC + 8));
   T* S = scratch.data();     // [rows, TC]: scores, then P
@@ -236,6 +318,7 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
   T* kept = dP + TR * TC;    // [rows, TC]: P with the dropout mask applied
   T* keep = kept + TR * TC;  // [TC]
   T* Drow = keep + TC;       // [Lq] dO_i·O_i
+  T* G = Drow + Lq;          // [rows, band]: the position term and its gradient
   const T* dO = g.gout + bh * Lq * Dv;
   const T* O = g.out + bh * Lq * Dv;
   const T* Q = g.q + bh * Lq * D;
@@ -248,6 +331,10 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
   std::fill(dQ, dQ + Lq * D, T(0));
   std::fill(dK, dK + Lk * D, T(0));
   std::fill(dV, dV + Lk * Dv, T(0));
+  if (p.rel_query != nullptr) {
+    std::fill(g.d_rel_query + bh * Lq * p.rel_dim, g.d_rel_query + (bh + 1) * Lq * p.rel_dim, T(0));
+    std::fill(g.d_rel_key + bh * Lk * p.rel_dim, g.d_rel_key + (bh + 1) * Lk * p.rel_dim, T(0));
+  }
   for (int64_t i = 0; i < Lq; ++i) {
     T dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -266,6 +353,7 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
            K + j0 * D, p.ld_dim(), T(0), S, ld_tile);
       gemm(false, true, m_rows, n_cols, static_cast<int>(Dv), T(1), dO + i0 * Dv, p.ld_value(),
            V + j0 * Dv, p.ld_value(), T(0), dP, ld_tile);
+      if (p.rel_query != nullptr) add_position_term(p, bh, i0, rows, j0, n, S, TC, G);
       const bool visible = tile_visible(p, mask, i0, rows, j0, n);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r;
@@ -294,6 +382,8 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
            p.ld_dim(), T(1), dQ + i0 * D, p.ld_dim());
       gemm(true, false, n_cols, static_cast<int>(D), m_rows, p.scale, dP, ld_tile, Q + i0 * D,
            p.ld_dim(), T(1), dK + j0 * D, p.ld_dim());
+      if (p.rel_query != nullptr)
+        position_term_grads(p, bh, i0, rows, j0, n, dP, TC, G, g.d_rel_query, g.d_rel_key);
     }
   }
 }
@@ -317,12 +407,22 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
 
 void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& out, const Tensor& lse, const AttentionSpec& spec,
-                        const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+                        const AttentionGrads& grads) {
   dispatch_floating(q.dtype(), "attention_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const Problem<T> p(q, v, spec);
-    const Gradients<T> g{gout.data<T>(), q.data<T>(),  k.data<T>(),  v.data<T>(), out.data<T>(),
-                         lse.data<T>(),  dq.data<T>(), dk.data<T>(), dv.data<T>()};
+    const bool position = p.rel_query != nullptr;
+    const Gradients<T> g{gout.data<T>(),
+                         q.data<T>(),
+                         k.data<T>(),
+                         v.data<T>(),
+                         out.data<T>(),
+                         lse.data<T>(),
+                         grads.dq.data<T>(),
+                         grads.dk.data<T>(),
+                         grads.dv.data<T>(),
+                         position ? grads.drel_query.data<T>() : nullptr,
+                         position ? grads.drel_key.data<T>() : nullptr};
     const int64_t tasks = p.batch * p.heads;
     run_blocks(tasks, tasks > 1, [&](int64_t bh) { backward_task(p, g, bh, thread_scratch<T>()); });
   });

@@ -113,7 +113,8 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
 
 void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& out, const Tensor& lse, const AttentionSpec& spec,
-                        const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+                        const AttentionGrads& grads) {
+  const Tensor &dq = grads.dq, &dk = grads.dk, &dv = grads.dv;
   DeviceGuard guard(q.device());
   if (tiled(q, v)) {
     const Tensor row_dot = sum(mul(gout, out), {-1});  // [B, H, Lq]: D_i = dO_i·O_i

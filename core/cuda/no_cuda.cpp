@@ -99,8 +99,7 @@ void attention(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&
   no_cuda("attention");
 }
 void attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                        const Tensor&, const AttentionSpec&, const Tensor&, const Tensor&,
-                        const Tensor&) {
+                        const Tensor&, const AttentionSpec&, const AttentionGrads&) {
   no_cuda("attention_backward");
 }
 void layer_norm(const Tensor&, const Tensor&, const Tensor&, double, const Tensor&, const Tensor&,

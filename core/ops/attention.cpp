@@ -13,6 +13,33 @@ namespace {
 
 constexpr const char* kOp = "attention";
 
+bool has_position_term(const AttentionSpec& spec) {
+  return spec.rel_query.defined() || spec.rel_key.defined();
+}
+
+// rel_query [B, H, Lq, R] and rel_key [H, Lk, R] of q's dtype and device, both or neither.
+void check_position_term(const Tensor& q, const Tensor& k, const AttentionSpec& spec) {
+  if (!has_position_term(spec)) return;
+  const Tensor &rq = spec.rel_query, &rk = spec.rel_key;
+  RELPOS_CHECK(rq.defined() && rk.defined(), kOp,
+               "the position term needs both rel_query and rel_key, got only {}",
+               rq.defined() ? "rel_query" : "rel_key");
+  RELPOS_CHECK(spec.causal, kOp,
+               "the position term embeds distances of keys at or before the query: it needs "
+               "causal = true");
+  check_same_device(kOp, {&q, &rq, &rk});
+  check_same_dtype(kOp, {&q, &rq, &rk});
+  RELPOS_CHECK(q.device().is_cpu(), kOp,
+               "the position term runs on the CPU only (Transformer-XL attention takes its "
+               "composed form on CUDA)");
+  RELPOS_CHECK(rq.dim() == 4 && rk.dim() == 3 && rq.size(0) == q.size(0) &&
+                   rq.size(1) == q.size(1) && rq.size(2) == q.size(2) && rk.size(0) == q.size(1) &&
+                   rk.size(1) == k.size(2) && rk.size(2) == rq.size(3),
+               kOp,
+               "rel_query {} and rel_key {} do not fit [B, H, Lq, R] and [H, Lk, R] for q {}, k {}",
+               rq.str(), rk.str(), q.str(), k.str());
+}
+
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
   check_defined(kOp, q, "q");
   check_defined(kOp, k, "k");
@@ -31,6 +58,7 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
                spec.dropout);
   RELPOS_CHECK(spec.window >= 0 && (spec.window == 0 || spec.causal), kOp,
                "window must be >= 0 and needs causal, got {}", spec.window);
+  check_position_term(q, k, spec);
   if (spec.key_mask.defined()) {
     check_same_device(kOp, {&q, &spec.key_mask});
     const Shape want{q.size(0), k.size(2)};
@@ -42,7 +70,8 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
 // The spec with a contiguous key mask, as the kernels read it.
 AttentionSpec contiguous_spec(const AttentionSpec& spec) {
   AttentionSpec s = spec;
-  if (s.key_mask.defined()) s.key_mask = s.key_mask.contiguous();
+  for (Tensor* t : {&s.key_mask, &s.rel_query, &s.rel_key})
+    if (t->defined()) *t = t->contiguous();
   return s;
 }
 
@@ -79,19 +108,29 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
                out.str(), lse.str(), shape_str(out_shape));
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()),
                    Tensor::empty(k.shape(), k.dtype(), k.device()),
-                   Tensor::empty(v.shape(), v.dtype(), v.device())};
-  if (lse.numel() == 0 || k.size(2) == 0) {  // no query or no key: every gradient is 0
-    for (const Tensor* t : {&g.dq, &g.dk, &g.dv})
-      if (t->numel() > 0) fill_(*t, 0);
-    return g;
+                   Tensor::empty(v.shape(), v.dtype(), v.device()),
+                   {},
+                   {}};
+  const bool position = has_position_term(spec);
+  if (position) {
+    const Tensor& rk = spec.rel_key;  // the kernels write each example's part of drel_key
+    g.drel_query = Tensor::empty(spec.rel_query.shape(), q.dtype(), q.device());
+    g.drel_key =
+        Tensor::empty({q.size(0), rk.size(0), rk.size(1), rk.size(2)}, q.dtype(), q.device());
   }
-  const Tensor gc = gout.contiguous(), qc = q.contiguous(), kc = k.contiguous(),
-               vc = v.contiguous(), oc = out.contiguous(), lc = lse.contiguous();
-  const AttentionSpec s = contiguous_spec(spec);
-  if (q.device().is_cpu())
-    cpu::attention_backward(gc, qc, kc, vc, oc, lc, s, g.dq, g.dk, g.dv);
-  else
-    cuda::attention_backward(gc, qc, kc, vc, oc, lc, s, g.dq, g.dk, g.dv);
+  if (lse.numel() == 0 || k.size(2) == 0) {  // no query or no key: every gradient is 0
+    for (Tensor* t : {&g.dq, &g.dk, &g.dv, &g.drel_query, &g.drel_key})
+      if (t->defined() && t->numel() > 0) fill_(*t, 0);
+  } else {
+    const Tensor gc = gout.contiguous(), qc = q.contiguous(), kc = k.contiguous(),
+                 vc = v.contiguous(), oc = out.contiguous(), lc = lse.contiguous();
+    const AttentionSpec s = contiguous_spec(spec);
+    if (q.device().is_cpu())
+      cpu::attention_backward(gc, qc, kc, vc, oc, lc, s, g);
+    else
+      cuda::attention_backward(gc, qc, kc, vc, oc, lc, s, g);
+  }
+  if (position) g.drel_key = sum(g.drel_key, {0});  // [H, Lk, R]: rel_key serves every example
   return g;
 }
 

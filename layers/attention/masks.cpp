@@ -5,7 +5,6 @@
 
 #include "autograd/functions.h"
 #include "core/ops.h"
-#include "layers/attention/positional.h"
 
 namespace relpos {
 
@@ -50,17 +49,6 @@ Var masked_softmax(const Var& scores, const AttentionInputs& in) {
   const bool rows_may_be_empty = in.key_mask.defined() || (in.causal && q_len > k_len);
   // (A window keeps each query's own position, which is a key whenever Lq <= Lk.)
   return rows_may_be_empty ? masked_fill(weights, blocked, 0.0) : weights;
-}
-
-Var softmax_attention_from_logits(const Var& logits, const Var& q, const Var& v,
-                                  const AttentionInputs& in, double p, Generator& gen,
-                                  bool training) {
-  Var scores = logits;  // [B, H, Lq, Lk]
-  if (in.positional != nullptr) {
-    const Var bias = in.positional->score_bias(q, logits.size(3), in);
-    if (bias.defined()) scores = scores + bias;
-  }
-  return softmax_attention_from_scores(scores, q, v, in, p, gen, training);
 }
 
 Var softmax_attention_from_scores(const Var& scores, const Var& q, const Var& v,

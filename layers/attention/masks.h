@@ -23,12 +23,6 @@ Tensor outside_window(int64_t q_len, int64_t k_len, int64_t window, Device devic
 // softmax where a row may have every key blocked (so such a query outputs zeros).
 Var masked_softmax(const Var& scores, const AttentionInputs& in);
 
-// The tail every score-forming variant shares: logits [B, H, Lq, Lk] (Q·Kᵀ, or TXL's AC + BD)
-// plus the positional score bias S when the layer has one (computed from q), then
-// softmax_attention_from_scores.
-Var softmax_attention_from_logits(const Var& logits, const Var& q, const Var& v,
-                                  const AttentionInputs& in, double p, Generator& gen,
-                                  bool training);
 // scores [B, H, Lq, Lk] scaled by 1/sqrt(D) (D = q's last dim), masked_softmax, dropout p on the
 // weights (when training), times v [B, H, Lk, Dv]: the naive twin of the fused attention op.
 Var softmax_attention_from_scores(const Var& scores, const Var& q, const Var& v,

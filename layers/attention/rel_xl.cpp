@@ -1,7 +1,8 @@
 // rel_xl: Transformer-XL relative attention (Dai et al. 2019, §3.3; seed 000 App. B),
 //   scores[i, j] = (q_i + u)·k_j + (q_i + v)·r_{(M+i)-j}      terms (a)+(c), (b)+(d)
 //   Y = softmax((scores + S) / sqrt(D)) V,  r_d = r_net(sinusoid(min(d, clamp_len))),
-// with (b)+(d) from one product (q + v)·rᵀ over the distances Lk-1 … 0 and a rel-shift. u, v
+// with (b)+(d) from one product (q + v)·rᵀ over the distances Lk-1 … 0 and a rel-shift, or, on
+// the CPU, inside the fused attention op's tiles (core/ops.h AttentionSpec::rel_query). u, v
 // ("r_w_bias", "r_r_bias") belong to this layer; TXL shares them across layers (a model can tie
 // them). Init: u, v and r_net.weight normal(0, 0.02), as TXL. Causal only.
 #include "layers/attention/rel_xl.h"
@@ -38,6 +39,7 @@ RelXlAttention::RelXlAttention(const AttentionOptions& opt)
       model_dim_(opt.model_dim),
       clamp_len_(opt.options.get<int64_t>("clamp_len", 0)),
       dropout_(opt.options.get<double>("dropout", opt.dropout)),
+      fused_(opt.options.get<bool>("fused", true)),
       gen_(fork_generator(opt.generator())) {
   RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, kWho, "dropout must be in [0, 1), got {}", dropout_);
   register_generator("generator", gen_);
@@ -99,13 +101,32 @@ Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const Atte
                "built for {} heads of size {}, got q {}", heads_, head_dim_, q.value().str());
   const Var u = reshape(r_w_bias_, {1, heads_, 1, head_dim_});   // [1, H, 1, D]
   const Var vb = reshape(r_r_bias_, {1, heads_, 1, head_dim_});  // [1, H, 1, D]
-  // Row c of r embeds distance Lk - 1 - c: [Lk, H*D] -> [H, Lk, D].
-  Var r = r_net_->forward(Var(relative_sinusoids(d.k_len, q.dtype(), q.value().device())));
-  r = transpose(reshape(r, {d.k_len, heads_, head_dim_}), 0, 1);
+  const Device device = q.value().device();
+  const Var bias = in.positional != nullptr ? in.positional->score_bias(q, d.k_len, in) : Var();
+  if (fused_ && device.is_cpu() && !bias.defined()) {  // (a)-(d) inside the op's tiles
+    const Var r = relative_embeddings(d.k_len, q.dtype(), device, true);
+    return attention(q + u, k, v, q + vb, r, fused_attention_spec(in, head_dim_, dropout_), gen_,
+                     is_training());
+  }
+  const Var r = relative_embeddings(d.k_len, q.dtype(), device, false);
   Var ac = matmul(q + u, k, false, true);              // (a) + (c): [B, H, Lq, Lk]
   Var bd = rel_shift(matmul(q + vb, r, false, true));  // (b) + (d): [B, H, Lq, Lk]
+  Var scores = ac + bd;
+  if (bias.defined()) scores = scores + bias;
   // Causal (query i at key position M + i) also hides the rel-shift's spill-over right of M + i.
-  return softmax_attention_from_logits(ac + bd, q, v, in, dropout_, gen_, is_training());
+  return softmax_attention_from_scores(scores, q, v, in, dropout_, gen_, is_training());
+}
+
+Var RelXlAttention::relative_embeddings(int64_t k_len, DType dtype, Device device,
+                                        bool by_distance) {
+  Tensor sinusoids = relative_sinusoids(k_len, dtype, device);  // [Lk, model_dim]
+  if (by_distance) {  // rows reversed: row c embeds distance c
+    const Tensor reversed = sub(full({k_len}, static_cast<double>(k_len - 1), DType::i64, device),
+                                arange(0, static_cast<double>(k_len), 1, DType::i64, device));
+    sinusoids = index_select(sinusoids, 0, reversed);
+  }
+  const Var r = r_net_->forward(Var(sinusoids));                   // [Lk, H*D]
+  return transpose(reshape(r, {k_len, heads_, head_dim_}), 0, 1);  // [H, Lk, D]
 }
 
 RELPOS_REGISTER_ATTENTION("rel_xl", RelXlAttention);

@@ -23,13 +23,15 @@ Var rel_shift(const Var& x);
 class RelXlAttention final : public Attention {
  public:
   // Options: dropout (on the attention weights; default opt.dropout, the model's
-  // attention_dropout), clamp_len (distances above it use its embedding; 0 = no clamp). Needs
-  // opt.model_dim (even): the width of the sinusoids.
+  // attention_dropout), clamp_len (distances above it use its embedding; 0 = no clamp), fused
+  // (true: on the CPU, the fused attention op with the position term inside its tiles, memory
+  // linear in L; false, on CUDA, or with a positional score bias: the composed form below).
+  // Needs opt.model_dim (even): the width of the sinusoids.
   explicit RelXlAttention(const AttentionOptions& opt);
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override;
   AttentionCaps caps() const override {
-    return {.forms_scores = true, .kernelized = false, .causal_only = true};
+    return {.forms_scores = true, .kernelized = false, .causal_only = true, .fused = fused_};
   }
   std::string name() const override { return "rel_xl"; }
 
@@ -46,8 +48,13 @@ class RelXlAttention final : public Attention {
   // Sinusoids of the distances Lk - 1, ..., 0 (clamped): [Lk, model_dim], kept for the next call.
   const Tensor& relative_sinusoids(int64_t k_len, DType dtype, Device device);
 
+  // r_net of the sinusoids, heads split: [H, Lk, D], row c embedding distance Lk - 1 - c, or
+  // distance c when `by_distance`.
+  Var relative_embeddings(int64_t k_len, DType dtype, Device device, bool by_distance);
+
   int64_t heads_, head_dim_, model_dim_, clamp_len_;
   double dropout_;
+  bool fused_;
   Generator gen_;
   Var r_w_bias_, r_r_bias_;
   std::shared_ptr<Linear> r_net_;

@@ -1,9 +1,10 @@
 // The fused attention op (autograd/functions/attention.cpp over core/cpu/attention.cpp) against
 // its naive twin written here from matmul, a masked softmax, dropout and matmul: the output and
 // every input gradient in f64, over padding x causal x window x dropout, at sizes on both sides of
-// the tiles (64 query rows, 128 keys), Lq != Lk both ways, and logits in the hundreds that a
-// running maximum must survive; a gradcheck; an example's output independent of its batch; clear
-// errors; and peak memory (counted by the allocator) that grows linearly in L.
+// the CPU tiles (128 query rows, 256 keys), Lq != Lk both ways, and logits in the hundreds that a
+// running maximum must survive; the same for Transformer-XL's position term against it written
+// out; gradchecks; an example's output independent of its batch; clear errors; and peak memory
+// (counted by the allocator) that grows linearly in L.
 #include <cmath>
 
 #include "core/allocator.h"
@@ -57,9 +58,11 @@ Tensor blocked_pairs(const AttentionSpec& spec, int64_t batch, int64_t q_len, in
 // softmax(scale q·kᵀ) over the visible pairs (blocked ones weigh 0; a row with none is all 0),
 // dropout from Generator(seed), times v.
 Var naive_attention(const Var& q, const Var& k, const Var& v, const AttentionSpec& spec,
-                    uint64_t seed) {
+                    uint64_t seed, const Var& bias = Var()) {
   const Tensor blocked = blocked_pairs(spec, q.size(0), q.size(2), k.size(2)).to(q.device());
-  const Var scores = masked_fill(matmul(q, k, false, true) * spec.scale, blocked, -1e30);
+  Var logits = matmul(q, k, false, true);
+  if (bias.defined()) logits = logits + bias;
+  const Var scores = masked_fill(logits * spec.scale, blocked, -1e30);
   Var weights = masked_fill(softmax(scores, -1), blocked, 0.0);
   Generator gen(seed);
   weights = dropout(weights, spec.dropout, gen, true);
@@ -131,6 +134,91 @@ TEST_CASE("attention: the fused op equals softmax, dropout and matmul composed, 
         }
 }
 
+namespace {
+
+// Transformer-XL's position term written out: bias[b, h, i, j] = rel_query[b, h, i]·
+// rel_key[h, δ], δ = i + Lk - Lq - j (0 where δ < 0: those pairs are blocked by causality).
+Var naive_position_term(const Var& rel_query, const Var& rel_key, int64_t k_len) {
+  const int64_t B = rel_query.size(0), H = rel_query.size(1), Lq = rel_query.size(2);
+  const Var all = matmul(rel_query, unsqueeze(rel_key, 0), false, true);  // [B, H, Lq, δ]
+  Tensor index = Tensor::empty({B, H, Lq, k_len}, DType::i64);
+  int64_t* at = index.data<int64_t>();
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t i = 0; i < Lq; ++i)
+      for (int64_t j = 0; j < k_len; ++j) *at++ = std::max<int64_t>(0, i + k_len - Lq - j);
+  return gather(all, 3, index);
+}
+
+void check_position_term_matches_naive(const Sizes& s, const Masking& m, int64_t rel_dim,
+                                       double range) {
+  const uint64_t seed = 23;
+  const auto input = [&](const Shape& shape, uint64_t id) {
+    return test::random_tensor(shape, DType::f64, id, -range, range);
+  };
+  const std::vector<Tensor> x = {
+      input({s.batch, s.heads, s.q_len, s.dim}, 1), input({s.batch, s.heads, s.k_len, s.dim}, 2),
+      test::random_tensor({s.batch, s.heads, s.k_len, s.value_dim}, DType::f64, 3),
+      input({s.batch, s.heads, s.q_len, rel_dim}, 4), input({s.heads, s.k_len, rel_dim}, 5)};
+  const AttentionSpec spec = spec_of(s, m, seed);
+  const auto run5 = [&](const std::function<Var(const std::vector<Var>&)>& f) {
+    std::vector<Var> vars;
+    for (const Tensor& t : x) vars.emplace_back(t, true);
+    const Var y = f(vars);
+    y.backward(test::random_tensor(y.shape(), y.dtype(), 4242));
+    std::vector<Tensor> out{y.value()};
+    for (const Var& v : vars) out.push_back(v.grad());
+    return out;
+  };
+  const auto fused = run5([&](const std::vector<Var>& v) {
+    Generator gen(seed);
+    return attention(v[0], v[1], v[2], v[3], v[4], spec, gen, true);
+  });
+  const auto naive = run5([&](const std::vector<Var>& v) {
+    return naive_attention(v[0], v[1], v[2], spec, seed, naive_position_term(v[3], v[4], s.k_len));
+  });
+  const char* names[] = {"output", "dq", "dk", "dv", "d rel_query", "d rel_key"};
+  for (int i = 0; i < 6; ++i) {
+    INFO(names[i]);
+    CHECK_CLOSE(fused[i], naive[i], 1e-9, 1e-10);
+  }
+}
+
+}  // namespace
+
+// Lk >= Lq (a memory before the queries, as Transformer-XL's), causal as the term requires.
+TEST_CASE("attention: the position term inside the tiles equals it written out, f64") {
+  const std::vector<Sizes> sizes = {
+      {1, 1, 1, 1, 1, 1},     {2, 3, 37, 37, 5, 7},   {1, 2, 70, 200, 4, 3},
+      {2, 1, 130, 300, 6, 2}, {1, 2, 129, 129, 8, 8},
+  };
+  for (const Sizes& s : sizes)
+    for (const bool padding : {false, true})
+      for (const int64_t window : {int64_t{0}, int64_t{17}})
+        for (const double dropout : {0.0, 0.3}) {
+          const Masking m{padding, true, window, dropout};
+          RELPOS_INFO("B {} H {} Lq {} Lk {} D {} Dv {}, padding {}, window {}, dropout {}",
+                      s.batch, s.heads, s.q_len, s.k_len, s.dim, s.value_dim, padding, window,
+                      dropout);
+          check_position_term_matches_naive(s, m, s.dim + 2, 1.0);
+          check_position_term_matches_naive(s, m, 3, 8.0);  // logits in the hundreds
+        }
+}
+
+TEST_CASE("attention: gradcheck with the position term, padding, a window and dropout (f64)") {
+  const Sizes s{2, 2, 7, 11, 3, 4};
+  const AttentionSpec spec = spec_of(s, {true, true, 6, 0.25}, 5);
+  test::check_grad(
+      [spec](const std::vector<Var>& x) {
+        Generator gen(9);
+        return attention(x[0], x[1], x[2], x[3], x[4], spec, gen, true);
+      },
+      {test::random_tensor({2, 2, 7, 3}, DType::f64, 1),
+       test::random_tensor({2, 2, 11, 3}, DType::f64, 2),
+       test::random_tensor({2, 2, 11, 4}, DType::f64, 3),
+       test::random_tensor({2, 2, 7, 5}, DType::f64, 4),
+       test::random_tensor({2, 11, 5}, DType::f64, 5)});
+}
+
 TEST_CASE("attention: gradcheck with padding, a causal window and dropout (f64)") {
   const Sizes s{2, 2, 9, 11, 3, 4};
   const AttentionSpec spec = spec_of(s, {true, true, 6, 0.25}, 5);
@@ -187,6 +275,21 @@ TEST_CASE("attention: bad shapes, masks and settings are refused by name") {
   CHECK(test::error_of([&] { attention(q, k, v, bad_dropout); }).find("dropout must be in") !=
         std::string::npos);
   CHECK(test::error_of([&] { attention(q, k, cast(v, DType::f64), spec); }).find("dtype") !=
+        std::string::npos);
+  AttentionSpec position = spec;
+  position.causal = true;
+  position.rel_query = zeros({1, 2, 4, 7});
+  CHECK(test::error_of([&] {
+          attention(q, k, v, position);
+        }).find("needs both rel_query and rel_key, got only rel_query") != std::string::npos);
+  position.rel_key = zeros({2, 4, 7});
+  CHECK(test::error_of([&] {
+          attention(q, k, v, position);
+        }).find("do not fit [B, H, Lq, R] and [H, Lk, R]") != std::string::npos);
+  position.rel_key = zeros({2, 5, 7});
+  CHECK_NOTHROW(attention(q, k, v, position));
+  position.causal = false;
+  CHECK(test::error_of([&] { attention(q, k, v, position); }).find("needs causal = true") !=
         std::string::npos);
 }
 

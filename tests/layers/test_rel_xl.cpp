@@ -205,6 +205,94 @@ TEST_CASE("rel_xl: refuses non-causal use, Lk < Lq and bad options, saying why")
                        Error);
 }
 
+namespace {
+
+// A form of rel_xl (fused or its naive twin) from a generator of a fixed seed: every form gets
+// the same parameters and the same dropout stream.
+std::shared_ptr<RelXlAttention> build_form(bool fused, int64_t clamp_len, double dropout) {
+  Generator gen(31);
+  const Options opt = test::options("attention", {{"type", "rel_xl"},
+                                                  {"clamp_len", std::to_string(clamp_len)},
+                                                  {"dropout", std::to_string(dropout)},
+                                                  {"fused", fused ? "true" : "false"}});
+  return std::dynamic_pointer_cast<RelXlAttention>(
+      make_attention(AttentionOptions{opt, 2, 5, 6, 0, f64, &gen}));
+}
+
+// {output, dq, dk, dv, du, dv-bias, dW_r} of one forward + backward (fixed output gradient).
+std::vector<Tensor> forward_backward(RelXlAttention& attn, const std::vector<Tensor>& qkv,
+                                     const AttentionInputs& in) {
+  const Var q(qkv[0], true), k(qkv[1], true), v(qkv[2], true);
+  const Var y = attn.forward(q, k, v, in);
+  y.backward(test::random_tensor(y.shape(), f64, 77));
+  return {y.value(),
+          q.grad(),
+          k.grad(),
+          v.grad(),
+          attn.r_w_bias().grad(),
+          attn.r_r_bias().grad(),
+          attn.r_net().weight().grad()};
+}
+
+}  // namespace
+
+// The position term inside the fused op's tiles (CPU) against the composed rel-shift form: the
+// output and every gradient, with a memory, a same_length window, padding, dropout, clamp_len,
+// lengths past one tile (128 queries x 256 keys) and logits in the hundreds.
+TEST_CASE("rel_xl: the fused form equals its naive twin, output and every gradient") {
+  const int64_t B = 2, H = 2, D = 5, Dv = 3;
+  const std::vector<std::pair<int64_t, int64_t>> lengths = {{5, 0}, {7, 3}, {130, 300}};
+  for (const auto& [lq, mem] : lengths)
+    for (const int64_t window : {int64_t{0}, int64_t{9}})
+      for (const bool padded : {false, true})
+        for (const double dropout : {0.0, 0.3})
+          for (const int64_t clamp_len : {int64_t{0}, int64_t{4}}) {
+            const int64_t lk = lq + mem;
+            RELPOS_INFO("Lq {} M {} window {} padding {} dropout {} clamp_len {}", lq, mem, window,
+                        padded, dropout, clamp_len);
+            const double range = lq > 100 ? 8.0 : 1.0;  // logits up to ~range² D
+            const std::vector<Tensor> qkv = {
+                test::random_tensor({B, H, lq, D}, f64, 1, -range, range),
+                test::random_tensor({B, H, lk, D}, f64, 2, -range, range),
+                test::random_tensor({B, H, lk, Dv}, f64, 3)};
+            AttentionInputs in;
+            in.causal = true;
+            in.window = window;
+            if (padded) in.key_mask = test::padding_mask(lk, {0, lk / 3});
+            auto fused = build_form(true, clamp_len, dropout);
+            auto naive = build_form(false, clamp_len, dropout);
+            CHECK(fused->caps().fused);
+            CHECK_FALSE(naive->caps().fused);
+            const auto want = forward_backward(*naive, qkv, in);
+            const auto got = forward_backward(*fused, qkv, in);
+            const char* names[] = {"output", "dq", "dk", "dv", "du", "dv-bias", "dW_r"};
+            for (size_t i = 0; i < want.size(); ++i) {
+              INFO(names[i]);
+              CHECK_CLOSE(got[i], want[i], 1e-9, 1e-10);
+            }
+          }
+}
+
+// Forward + backward peak bytes at L and 4L (memory of L keys, L queries): the fused form grows
+// linearly, its naive twin quadratically.
+TEST_CASE("rel_xl: the fused form's peak memory grows linearly in L") {
+  const auto peak = [](bool fused, int64_t n) {
+    auto attn = build_form(fused, 0, 0.1);
+    const Tensor q = test::random_tensor({1, 2, n, 5}, f64, 4);
+    const Tensor k = test::random_tensor({1, 2, 2 * n, 5}, f64, 5);
+    return test::peak_bytes_of(Device::cpu(), [&] {
+      const Var qv(q, true), kv(k, true), vv(k, true);
+      sum(attn->forward(qv, kv, vv, AttentionInputs{Tensor(), true, nullptr})).backward();
+    });
+  };
+  const double fused = static_cast<double>(peak(true, 1024)) / static_cast<double>(peak(true, 256));
+  const double naive =
+      static_cast<double>(peak(false, 1024)) / static_cast<double>(peak(false, 256));
+  INFO("peak ratio 1024 / 256: fused " << fused << ", naive " << naive);
+  CHECK(fused < 4.5);
+  CHECK(naive > 8);
+}
+
 TEST_CASE("rel_xl: CUDA matches CPU") {
   const Tensor q = test::random_tensor({2, 3, 21, 8}, DType::f32, 17);
   const Tensor k = test::random_tensor({2, 3, 33, 8}, DType::f32, 18);
