@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "core/error.h"
 
@@ -40,6 +42,15 @@ void write_file_atomic(const std::string& component, const std::string& path,
   if (::fsync(fd) != 0) failed(component, path, temp, errno, fd);
   if (::close(fd) != 0) failed(component, path, temp, errno, -1);
   if (std::rename(temp.c_str(), path.c_str()) != 0) failed(component, path, temp, errno, -1);
+}
+
+void make_directories(const std::string& component, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  // create_directories reports no error when `path` exists as a file: check it is a folder.
+  if (!ec && !std::filesystem::is_directory(path, ec) && !ec)
+    ec = std::make_error_code(std::errc::not_a_directory);
+  RELPOS_CHECK(!ec, component, "cannot create the folder '{}': {}", path, ec.message());
 }
 
 }  // namespace relpos

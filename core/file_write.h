@@ -15,6 +15,10 @@ namespace relpos {
 void write_file_atomic(const std::string& component, const std::string& path,
                        std::string_view bytes);
 
+// Creates `path` and its missing parents; a failure (a file in the way, no permission, a
+// read-only filesystem) throws "[component] cannot create the folder '<path>': <the reason>".
+void make_directories(const std::string& component, const std::string& path);
+
 // The same for bytes of the data tools (component "data").
 inline void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
   write_file_atomic("data", path,

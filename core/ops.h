@@ -140,11 +140,13 @@ struct AttentionSpec {
   uint64_t seed = 0;    // dropout: weight (b, h, i, j) is kept when Philox uniform number
   uint64_t offset = 0;  //   ((b H + h) Lq + i) Lk + j of (seed, offset) is >= dropout,
                         //   the mask dropout_mask({B, H, Lq, Lk}, ...) draws from the same stream
-  // Transformer-XL's position term (Dai et al. 2019, §3.3, terms (b) + (d)), CPU only: when
-  // defined, the logit of pair (i, j) is scale (q_i·k_j + rel_query_i·rel_key_δ) with
-  // δ = i + (Lk - Lq) - j the query's distance to the key (needs causal, so 0 <= δ < Lk).
-  Tensor rel_query;  // [B, H, Lq, R]: TXL's q + v
-  Tensor rel_key;    // [H, Lk, R]: row δ embeds distance δ
+  // A relative position term (Transformer-XL's (b) + (d), Dai et al. 2019 §3.3; the score bias
+  // of Shaw et al. 2018 and of skew), CPU only: when defined, the logit of pair (i, j) becomes
+  // scale (q_i·k_j + rel_query_i·rel_key[row]) with row = clamp(δ, rel_min, rel_max) - rel_min
+  // and δ = i + rel_offset - j, the query's position minus the key's.
+  Tensor rel_query;  // [B, H, Lq, R] (TXL: q + v)
+  Tensor rel_key;    // [H or 1, rel_max - rel_min + 1, R]: one table per head, or one for all
+  int64_t rel_offset = 0, rel_min = 0, rel_max = 0;
 };
 struct AttentionResult {
   Tensor out;  // [B, H, Lq, Dv]

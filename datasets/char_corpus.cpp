@@ -21,6 +21,7 @@ CharCorpus encode_splits(const std::vector<const std::vector<uint8_t>*>& splits,
   for (const uint8_t byte : *splits[0]) present[byte] = true;
   std::array<int, 256> id_of{};  // -1: unseen in training
   CharCorpus corpus;
+  corpus.sources = paths;
   for (int b = 0; b < 256; ++b) {
     id_of[static_cast<size_t>(b)] = present[static_cast<size_t>(b)] ? corpus.vocab_size : -1;
     if (present[static_cast<size_t>(b)]) {

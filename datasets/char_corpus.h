@@ -24,7 +24,8 @@ struct CorpusSplits {
 struct CharCorpus {
   std::vector<uint8_t> train, valid, test;  // ids in [0, vocab_size)
   int64_t vocab_size = 0;
-  std::vector<uint8_t> symbols;  // symbols[id] = the byte; size vocab_size
+  std::vector<uint8_t> symbols;      // symbols[id] = the byte; size vocab_size
+  std::vector<std::string> sources;  // the file of train, valid and test, for errors
 };
 
 // Reads the file (".gz" or gzip magic: inflated) and splits it. Errors name the file: a corpus

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/file_write.h"
 #include "datasets/prepare.h"
 #include "datasets/prepare_tools.h"
 #include "datasets/read_error.h"
@@ -38,7 +39,7 @@ std::string write_splits(const std::string& name, const std::vector<uint8_t>& by
                "'{}' holds {} bytes, not more than its valid + test splits ({} + {})", source, size,
                valid, test);
   const fs::path out(out_dir);
-  fs::create_directories(out);
+  make_directories("data", out);
   const int64_t train = size - valid - test;
   write_bytes(out / "train.txt", bytes.data(), train);
   write_bytes(out / "valid.txt", bytes.data() + train, valid);

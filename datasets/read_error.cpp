@@ -73,6 +73,9 @@ std::vector<uint8_t> inflate_gzip(const std::string& reader, const std::string& 
 }  // namespace
 
 std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    read_error(reader, path, "open", "is a directory, not a data file");
   std::ifstream f(path, std::ios::binary);
   if (!f) read_error(reader, path, "open", "cannot read the file (missing or no permission)");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

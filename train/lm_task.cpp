@@ -68,8 +68,15 @@ class LanguageModelTask final : public Task {
     const int64_t eval_len = config.eval.tgt_len.value_or(data.tgt_len);
     for (const std::string& split : splits) {
       const bool training = split == "train";
-      batches_.emplace(split, LmBatches(ids(split), training ? data.batch_size : eval_rows,
-                                        training ? data.tgt_len : eval_len));
+      const int64_t rows = training ? data.batch_size : eval_rows;
+      const auto n = static_cast<int64_t>(ids(split).size());
+      RELPOS_CHECK(n > rows, kWho,
+                   "{}: the {} split has {} characters, too few for {} rows with a target each "
+                   "(data.{}); it needs at least {}",
+                   source(split), split, n, rows,
+                   training || data.eval_batch_size == 0 ? "batch_size" : "eval_batch_size",
+                   rows + 1);
+      batches_.emplace(split, LmBatches(ids(split), rows, training ? data.tgt_len : eval_len));
     }
   }
 
@@ -164,6 +171,10 @@ class LanguageModelTask final : public Task {
     if (split == "val") return corpus_.valid;
     RELPOS_CHECK(split == "test", kWho, "unknown split '{}'; known: train, val, test", split);
     return corpus_.test;
+  }
+  const std::string& source(const std::string& split) const {
+    const size_t at = split == "train" ? 0 : split == "val" ? 1 : 2;
+    return corpus_.sources.at(at);
   }
   const LmBatches& batches(const std::string& split) const {
     const auto it = batches_.find(split);

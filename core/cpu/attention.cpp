@@ -50,8 +50,9 @@ struct Problem {
   double dropout;
   uint64_t seed, offset;
   const T* rel_query;  // [B, H, Lq, R] or nullptr: the position term (ops.h AttentionSpec)
-  const T* rel_key;    // [H, Lk, R]
+  const T* rel_key;    // [H or 1, rel_max - rel_min + 1, R]
   int64_t rel_dim;     // R
+  int64_t rel_tables, rel_offset, rel_min, rel_max;
 
   Problem(const Tensor& q, const Tensor& v, const AttentionSpec& spec)
       : batch(q.size(0)),
@@ -69,7 +70,11 @@ struct Problem {
         offset(spec.offset),
         rel_query(spec.rel_query.defined() ? spec.rel_query.data<T>() : nullptr),
         rel_key(spec.rel_key.defined() ? spec.rel_key.data<T>() : nullptr),
-        rel_dim(spec.rel_query.defined() ? spec.rel_query.size(3) : 0) {}
+        rel_dim(spec.rel_query.defined() ? spec.rel_query.size(3) : 0),
+        rel_tables(spec.rel_key.defined() ? spec.rel_key.size(0) : 0),
+        rel_offset(spec.rel_offset),
+        rel_min(spec.rel_min),
+        rel_max(spec.rel_max) {}
 
   // Query i may see keys in [first_key(i), end_key(i)); the key mask then decides.
   int64_t first_key(int64_t i) const {
@@ -87,78 +92,76 @@ struct Problem {
   int ld_dim() const { return static_cast<int>(std::max<int64_t>(1, dim)); }
   int ld_value() const { return static_cast<int>(std::max<int64_t>(1, value_dim)); }
   int ld_rel() const { return static_cast<int>(std::max<int64_t>(1, rel_dim)); }
-  // Scratch for the position term's band of one tile: [rows, rows + cols - 1].
+  // Scratch for the position term's band of one tile: [rows, rows + cols - 1] at most.
   int64_t band_scratch() const {
     return rel_query != nullptr ? tile_rows() * (tile_rows() + tile_cols()) : 0;
   }
+  // The table row of distance δ (ops.h AttentionSpec::rel_key).
+  int64_t rel_row(int64_t delta) const { return std::clamp(delta, rel_min, rel_max) - rel_min; }
+  // Head bh's table: [rel_max - rel_min + 1, R].
+  const T* rel_table(int64_t bh) const {
+    return rel_key + (rel_tables == 1 ? 0 : bh % heads) * (rel_max - rel_min + 1) * rel_dim;
+  }
 };
 
-// The distances [first, first + count) between tile rows [i0, i0 + rows) and keys
-// [j0, j0 + n) that a visible pair can have (δ = i + Lk - Lq - j >= 0; the tile is never wholly
-// in the future, as only keys before end_key are visited).
+// The table rows [first, first + count) that the pairs of tile rows [i0, i0 + rows) and keys
+// [j0, j0 + n) read: their distances δ = i + rel_offset - j span rows + n - 1 values, clamped.
 struct Band {
   int64_t first, count;
 };
 template <typename T>
 Band band_of(const Problem<T>& p, int64_t i0, int64_t rows, int64_t j0, int64_t n) {
-  const int64_t shift = p.k_len - p.q_len;
-  const int64_t first = std::max<int64_t>(0, i0 + shift - (j0 + n - 1));
-  return {first, i0 + rows - 1 + shift - j0 - first + 1};
+  const int64_t first = p.rel_row(i0 + p.rel_offset - (j0 + n - 1));
+  const int64_t last = p.rel_row(i0 + rows - 1 + p.rel_offset - j0);
+  return {first, last - first + 1};
 }
 
-// Calls f(r, c, g) for every pair of the tile with δ >= 0, where g = δ - band.first is the
-// pair's column in the band.
+// Calls f(r, c, g) for every pair (r, c) of the tile, g the pair's column in the band.
 template <typename T, typename F>
 void for_band_pairs(const Problem<T>& p, const Band& band, int64_t i0, int64_t rows, int64_t j0,
                     int64_t n, F f) {
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t top = i0 + r + p.k_len - p.q_len - j0;  // δ of key j0
-    const int64_t end = std::min(n, top + 1);             // keys with δ >= 0
-    f(r, end, top - band.first);
+    const int64_t top = i0 + r + p.rel_offset - j0;  // δ of key j0
+    for (int64_t c = 0; c < n; ++c) f(r, c, p.rel_row(top - c) - band.first);
   }
 }
 
-// S[r][c] += scale rel_query_{i0+r}·rel_key_δ over the tile (Transformer-XL's terms (b) + (d)):
-// one GEMM against the band of distances the tile spans, G = scale RQ·R_bandᵀ [rows, band],
-// then each score picks its distance's column (the rel-shift done by index arithmetic).
+// S[r][c] += scale rel_query_{i0+r}·rel_key[row(δ)] over the tile (Transformer-XL's terms
+// (b) + (d), Shaw's and skew's score bias): one GEMM against the band of table rows the tile
+// reads, G = scale RQ·T_bandᵀ [rows, band], then each score picks its row's column (the
+// rel-shift done by index arithmetic).
 template <typename T>
 void add_position_term(const Problem<T>& p, int64_t bh, int64_t i0, int64_t rows, int64_t j0,
                        int64_t n, T* S, int64_t ld_s, T* G) {
   const Band band = band_of(p, i0, rows, j0, n);
-  const int64_t R = p.rel_dim, h = bh % p.heads;
+  const int64_t R = p.rel_dim;
   gemm(false, true, static_cast<int>(rows), static_cast<int>(band.count), static_cast<int>(R),
-       p.scale, p.rel_query + (bh * p.q_len + i0) * R, p.ld_rel(),
-       p.rel_key + (h * p.k_len + band.first) * R, p.ld_rel(), T(0), G,
-       static_cast<int>(band.count));
-  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t end, int64_t g0) {
-    T* s = S + r * ld_s;
-    const T* g = G + r * band.count + g0;  // g[-c]: key j0 + c
-    for (int64_t c = 0; c < end; ++c) s[c] += g[-c];
+       p.scale, p.rel_query + (bh * p.q_len + i0) * R, p.ld_rel(), p.rel_table(bh) + band.first * R,
+       p.ld_rel(), T(0), G, static_cast<int>(band.count));
+  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t c, int64_t g) {
+    S[r * ld_s + c] += G[r * band.count + g];
   });
 }
 
-// The position term's gradients from the tile's dS (dL/d logit, before the scale): scattered
-// into the band, dG [rows, band], then d rel_query += scale dG·R_band and this example's
-// d rel_key band += scale dGᵀ·RQ.
+// The position term's gradients from the tile's dS (dL/d logit, before the scale): summed into
+// the band, dG [rows, band], then d rel_query += scale dG·T_band and this (example, head)'s
+// part of d rel_key, [B, H, T, R], gets scale dGᵀ·RQ in its band rows.
 template <typename T>
 void position_term_grads(const Problem<T>& p, int64_t bh, int64_t i0, int64_t rows, int64_t j0,
                          int64_t n, const T* dS, int64_t ld_s, T* dG, T* d_rel_query,
                          T* d_rel_key) {
   const Band band = band_of(p, i0, rows, j0, n);
-  const int64_t R = p.rel_dim, h = bh % p.heads;
+  const int64_t R = p.rel_dim, table_rows = p.rel_max - p.rel_min + 1;
   std::fill(dG, dG + rows * band.count, T(0));
-  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t end, int64_t g0) {
-    const T* ds = dS + r * ld_s;
-    T* g = dG + r * band.count + g0;
-    for (int64_t c = 0; c < end; ++c) g[-c] = ds[c];
+  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t c, int64_t g) {
+    dG[r * band.count + g] += dS[r * ld_s + c];
   });
   const int m = static_cast<int>(rows), nb = static_cast<int>(band.count);
-  gemm(false, false, m, static_cast<int>(R), nb, p.scale, dG, nb,
-       p.rel_key + (h * p.k_len + band.first) * R, p.ld_rel(), T(1),
-       d_rel_query + (bh * p.q_len + i0) * R, p.ld_rel());
+  gemm(false, false, m, static_cast<int>(R), nb, p.scale, dG, nb, p.rel_table(bh) + band.first * R,
+       p.ld_rel(), T(1), d_rel_query + (bh * p.q_len + i0) * R, p.ld_rel());
   gemm(true, false, nb, static_cast<int>(R), m, p.scale, dG, nb,
        p.rel_query + (bh * p.q_len + i0) * R, p.ld_rel(), T(1),
-       d_rel_key + (bh * p.k_len + band.first) * R, p.ld_rel());
+       d_rel_key + (bh * table_rows + band.first) * R, p.ld_rel());
 }
 
 // Whether every pair of rows [i0, i0 + rows) x keys [j0, j0 + n) is visible, so the tile needs
@@ -304,6 +307,28 @@ struct Gradients {
   T *d_rel_query, *d_rel_key;  // the position term's, or nullptr
 };
 
+// Zeroes head bh's gradients (they are summed tile by tile) and sets Drow[i] = dO_i·O_i.
+template <typename T>
+void start_gradients(const Problem<T>& p, const Gradients<T>& g, int64_t bh, T* Drow) {
+  const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len, Lk = p.k_len;
+  std::fill(g.dq + bh * Lq * D, g.dq + (bh + 1) * Lq * D, T(0));
+  std::fill(g.dk + bh * Lk * D, g.dk + (bh + 1) * Lk * D, T(0));
+  std::fill(g.dv + bh * Lk * Dv, g.dv + (bh + 1) * Lk * Dv, T(0));
+  if (p.rel_query != nullptr) {
+    std::fill(g.d_rel_query + bh * Lq * p.rel_dim, g.d_rel_query + (bh + 1) * Lq * p.rel_dim, T(0));
+    const int64_t table = (p.rel_max - p.rel_min + 1) * p.rel_dim;
+    std::fill(g.d_rel_key + bh * table, g.d_rel_key + (bh + 1) * table, T(0));
+  }
+  const T* dO = g.gout + bh * Lq * Dv;
+  const T* O = g.out + bh * Lq * Dv;
+  for (int64_t i = 0; i < Lq; ++i) {
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t d = 0; d < Dv; ++d) dot += dO[i * Dv + d] * O[i * Dv + d];
+    Drow[i] = dot;
+  }
+}
+
 // Head bh: its rows of dq, dk and dv.
 template <typename T>
 void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
@@ -320,7 +345,6 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
   T* Drow = keep + TC;       // [Lq] dO_i·O_i
   T* G = Drow + Lq;          // [rows, band]: the position term and its gradient
   const T* dO = g.gout + bh * Lq * Dv;
-  const T* O = g.out + bh * Lq * Dv;
   const T* Q = g.q + bh * Lq * D;
   const T* K = g.k + bh * Lk * D;
   const T* V = g.v + bh * Lk * Dv;
@@ -328,19 +352,7 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
   T* dQ = g.dq + bh * Lq * D;
   T* dK = g.dk + bh * Lk * D;
   T* dV = g.dv + bh * Lk * Dv;
-  std::fill(dQ, dQ + Lq * D, T(0));
-  std::fill(dK, dK + Lk * D, T(0));
-  std::fill(dV, dV + Lk * Dv, T(0));
-  if (p.rel_query != nullptr) {
-    std::fill(g.d_rel_query + bh * Lq * p.rel_dim, g.d_rel_query + (bh + 1) * Lq * p.rel_dim, T(0));
-    std::fill(g.d_rel_key + bh * Lk * p.rel_dim, g.d_rel_key + (bh + 1) * Lk * p.rel_dim, T(0));
-  }
-  for (int64_t i = 0; i < Lq; ++i) {
-    T dot = 0;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t d = 0; d < Dv; ++d) dot += dO[i * Dv + d] * O[i * Dv + d];
-    Drow[i] = dot;
-  }
+  start_gradients(p, g, bh, Drow);
   const uint8_t* mask = p.mask_of(bh);
   const int ld_tile = static_cast<int>(TC);
   for (int64_t i0 = 0; i0 < Lq; i0 += TR) {

@@ -17,27 +17,27 @@ bool has_position_term(const AttentionSpec& spec) {
   return spec.rel_query.defined() || spec.rel_key.defined();
 }
 
-// rel_query [B, H, Lq, R] and rel_key [H, Lk, R] of q's dtype and device, both or neither.
-void check_position_term(const Tensor& q, const Tensor& k, const AttentionSpec& spec) {
+// rel_query [B, H, Lq, R] and rel_key [H or 1, rel_max - rel_min + 1, R] of q's dtype and
+// device, both or neither.
+void check_position_term(const Tensor& q, const AttentionSpec& spec) {
   if (!has_position_term(spec)) return;
   const Tensor &rq = spec.rel_query, &rk = spec.rel_key;
   RELPOS_CHECK(rq.defined() && rk.defined(), kOp,
                "the position term needs both rel_query and rel_key, got only {}",
                rq.defined() ? "rel_query" : "rel_key");
-  RELPOS_CHECK(spec.causal, kOp,
-               "the position term embeds distances of keys at or before the query: it needs "
-               "causal = true");
   check_same_device(kOp, {&q, &rq, &rk});
   check_same_dtype(kOp, {&q, &rq, &rk});
   RELPOS_CHECK(q.device().is_cpu(), kOp,
-               "the position term runs on the CPU only (Transformer-XL attention takes its "
-               "composed form on CUDA)");
-  RELPOS_CHECK(rq.dim() == 4 && rk.dim() == 3 && rq.size(0) == q.size(0) &&
-                   rq.size(1) == q.size(1) && rq.size(2) == q.size(2) && rk.size(0) == q.size(1) &&
-                   rk.size(1) == k.size(2) && rk.size(2) == rq.size(3),
-               kOp,
-               "rel_query {} and rel_key {} do not fit [B, H, Lq, R] and [H, Lk, R] for q {}, k {}",
-               rq.str(), rk.str(), q.str(), k.str());
+               "the position term runs on the CPU only (on CUDA, layers form it as a score bias)");
+  RELPOS_CHECK(spec.rel_min <= spec.rel_max, kOp, "rel_min {} must be <= rel_max {}", spec.rel_min,
+               spec.rel_max);
+  const int64_t rows = spec.rel_max - spec.rel_min + 1;
+  RELPOS_CHECK(
+      rq.dim() == 4 && rk.dim() == 3 && rq.size(0) == q.size(0) && rq.size(1) == q.size(1) &&
+          rq.size(2) == q.size(2) && (rk.size(0) == q.size(1) || rk.size(0) == 1) &&
+          rk.size(1) == rows && rk.size(2) == rq.size(3),
+      kOp, "rel_query {} and rel_key {} do not fit [B, H, Lq, R] and [H or 1, {}, R] for q {}",
+      rq.str(), rk.str(), rows, q.str());
 }
 
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
@@ -58,7 +58,7 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
                spec.dropout);
   RELPOS_CHECK(spec.window >= 0 && (spec.window == 0 || spec.causal), kOp,
                "window must be >= 0 and needs causal, got {}", spec.window);
-  check_position_term(q, k, spec);
+  check_position_term(q, spec);
   if (spec.key_mask.defined()) {
     check_same_device(kOp, {&q, &spec.key_mask});
     const Shape want{q.size(0), k.size(2)};
@@ -113,10 +113,10 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
                    {}};
   const bool position = has_position_term(spec);
   if (position) {
-    const Tensor& rk = spec.rel_key;  // the kernels write each example's part of drel_key
+    const Tensor& rk = spec.rel_key;  // the kernels write each (example, head)'s part
     g.drel_query = Tensor::empty(spec.rel_query.shape(), q.dtype(), q.device());
     g.drel_key =
-        Tensor::empty({q.size(0), rk.size(0), rk.size(1), rk.size(2)}, q.dtype(), q.device());
+        Tensor::empty({q.size(0), q.size(1), rk.size(1), rk.size(2)}, q.dtype(), q.device());
   }
   if (lse.numel() == 0 || k.size(2) == 0) {  // no query or no key: every gradient is 0
     for (Tensor* t : {&g.dq, &g.dk, &g.dv, &g.drel_query, &g.drel_key})
@@ -130,7 +130,9 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
     else
       cuda::attention_backward(gc, qc, kc, vc, oc, lc, s, g);
   }
-  if (position) g.drel_key = sum(g.drel_key, {0});  // [H, Lk, R]: rel_key serves every example
+  if (position)  // rel_key serves every example (and, when [1, T, R], every head)
+    g.drel_key =
+        spec.rel_key.size(0) == 1 ? sum(g.drel_key, {0, 1}).unsqueeze(0) : sum(g.drel_key, {0});
   return g;
 }
 

@@ -5,6 +5,7 @@
 #include "core/ops.h"
 #include "layers/attention/feature_map.h"
 #include "layers/attention/multi_head.h"
+#include "layers/attention/positional.h"
 
 namespace relpos {
 
@@ -26,6 +27,21 @@ AttentionCaps caps_of(const Options& attention) {
   opt.model_dim = kProbeDim;
   opt.max_len = kProbeLen;
   return make_attention(opt)->caps();
+}
+
+// Whether the encoding gives its score bias as a table of distances (Positional::position_table).
+bool gives_position_table(const Options& positional) {
+  AttentionOptions opt;
+  opt.options = positional;
+  opt.num_heads = kProbeHeads;
+  opt.head_dim = kProbeDim / kProbeHeads;
+  opt.model_dim = kProbeDim;
+  opt.max_len = kProbeLen;
+  const std::shared_ptr<Positional> encoding = make_positional(opt);
+  const NoGradGuard no_grad;
+  const Var q(zeros({1, kProbeHeads, kProbeLen, kProbeDim / kProbeHeads}));
+  return encoding != nullptr &&
+         encoding->position_table(q, kProbeLen, AttentionInputs{}).table.defined();
 }
 
 }  // namespace
@@ -98,9 +114,12 @@ std::vector<AttentionSetup> attention_setups(bool with_positional) {
         AttentionSetup s = host;
         s.name += "_" + name;
         s.positional = s.positional.with("type", name);  // copies share state: a new one
-        // A score bias sends a fused variant to its naive twin: counted as N^2 memory (SPE,
-        // which rewrites q and k instead, stays linear; the count errs on the safe side).
-        s.quadratic = s.quadratic || caps_of(s.attention).forms_scores;
+        // A score bias sends a fused variant to its naive twin, unless the host takes it as a
+        // table of distances (on the CPU): counted as N^2 memory (SPE, which rewrites q and k
+        // instead, stays linear; the count errs on the safe side).
+        const AttentionCaps caps = caps_of(s.attention);
+        const bool in_tiles = caps.takes_position_table && gives_position_table(s.positional);
+        s.quadratic = s.quadratic || (caps.forms_scores && !in_tiles);
         if (setup_refusal(s, kProbeDim, kProbeHeads, kProbeLen).empty()) hosted.push_back(s);
       }
   alone.insert(alone.end(), causal.begin(), causal.end());

@@ -2,6 +2,8 @@
 // overrides the hooks it needs and leaves the rest at their "nothing to add" defaults:
 //   transform_qk  rewrites q and k before scores or feature maps (stochastic PE)
 //   score_bias    S added to Q·Kᵀ before the 1/sqrt(D) scale (Shaw naive, skew; seed 004 eq. 1)
+//   position_table  the same S as a table of distances, which the fused attention op applies
+//                 inside its tiles (no [Lq, Lk] tensor)
 //   kernel_terms  {S_rel·V, S_rel·1} added to the numerator and denominator of kernelized
 //                 attention (Shaw at linear cost, seed 003 §IV)
 //   output_term   added to the attention output before the output projection (FastRPB W·V)
@@ -15,6 +17,14 @@
 #include "layers/attention/attention.h"
 
 namespace relpos {
+
+// A score bias S[i, j] = query_i · table[h][clamp(δ, min, max) - min], δ = i + offset - j (the
+// query's position minus the key's): core/ops.h AttentionSpec's position term.
+struct PositionTable {
+  Var query;  // [B, H, Lq, R]
+  Var table;  // [H or 1, max - min + 1, R]
+  int64_t offset = 0, min = 0, max = 0;
+};
 
 class Positional : public Module {
  public:
@@ -31,6 +41,10 @@ class Positional : public Module {
   virtual int64_t qk_dim(int64_t head_dim) const { return head_dim; }
   // q: [B, H, Lq, D] -> S, broadcastable to [B, H, Lq, key_len]; undefined: none.
   virtual Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) { return {}; }
+  // score_bias as a table of distances (the same S); an undefined table: none.
+  virtual PositionTable position_table(const Var& q, int64_t key_len, const AttentionInputs& in) {
+    return {};
+  }
   // phi_q: [B, H, Lq, F], v: [B, H, Lk, Dv] -> {S_rel·V [B, H, Lq, Dv], S_rel·1 [B, H, Lq, 1]},
   // padding keys (in.key_mask) and, when causal, future keys left out; undefined: none.
   virtual std::pair<Var, Var> kernel_terms(const Var& phi_q, const Var& v,

@@ -104,9 +104,11 @@ Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const Atte
   const Device device = q.value().device();
   const Var bias = in.positional != nullptr ? in.positional->score_bias(q, d.k_len, in) : Var();
   if (fused_ && device.is_cpu() && !bias.defined()) {  // (a)-(d) inside the op's tiles
-    const Var r = relative_embeddings(d.k_len, q.dtype(), device, true);
-    return attention(q + u, k, v, q + vb, r, fused_attention_spec(in, head_dim_, dropout_), gen_,
-                     is_training());
+    const Var r = relative_embeddings(d.k_len, q.dtype(), device, true);  // row δ: distance δ
+    AttentionSpec spec = fused_attention_spec(in, head_dim_, dropout_);
+    spec.rel_offset = d.k_len - d.q_len;  // query i sits at key position M + i
+    spec.rel_max = d.k_len - 1;           // (future pairs read row 0; causality blocks them)
+    return attention(q + u, k, v, q + vb, r, spec, gen_, is_training());
   }
   const Var r = relative_embeddings(d.k_len, q.dtype(), device, false);
   Var ac = matmul(q + u, k, false, true);              // (a) + (c): [B, H, Lq, Lk]

@@ -150,6 +150,17 @@ Var ShawPositional::score_bias(const Var& q, int64_t key_len, const AttentionInp
   return relative_scores(w, key_len, window_, in.query_offset(q.size(2), key_len));
 }
 
+PositionTable ShawPositional::position_table(const Var& q, int64_t key_len,
+                                             const AttentionInputs& in) {
+  RELPOS_CHECK(q.dim() == 4 && q.size(3) == weight_.size(1), kWhere,
+               "q must be [batch, heads, length, {}], got {}", weight_.size(1), q.value().str());
+  // Row m embeds δ = p_i - j = m - k, i.e. j - p_i = k - m: W's row 2k - m.
+  const Tensor rows = arange(static_cast<double>(2 * window_), -1, -1, DType::i64,
+                             q.value().device());  // 2k, ..., 0
+  return {q, unsqueeze(index_select(weight_, 0, rows), 0), in.query_offset(q.size(2), key_len),
+          -window_, window_};
+}
+
 std::pair<Var, Var> ShawPositional::kernel_terms(const Var& phi_q, const Var& v,
                                                  const AttentionInputs& in) {
   RELPOS_CHECK(phi_q.dim() == 4 && phi_q.size(3) == weight_.size(1), kWhere,

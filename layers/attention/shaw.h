@@ -24,6 +24,9 @@ class ShawPositional final : public Positional {
   // q: [B, H, Lq, D] -> S [B, H, Lq, Lk], S[i, j] = q_i · w_clip(j - p_i, -k, k), query i at
   // position p_i = i + in.query_offset(Lq, Lk).
   Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) override;
+  // The same S: query q, table row m = w_{k - (m - k)} (W's rows reversed), distances clipped
+  // to [-k, k].
+  PositionTable position_table(const Var& q, int64_t key_len, const AttentionInputs& in) override;
   // phi_q: [B, H, Lq, D], v: [B, H, Lk, Dv] -> {S_rel·V [B, H, Lq, Dv], S_rel·1 [B, H, Lq, 1]}
   // with S_rel[i, j] = phi(q)_i · w_clip(j - p_i, -k, k), zero for blocked pairs.
   std::pair<Var, Var> kernel_terms(const Var& phi_q, const Var& v,

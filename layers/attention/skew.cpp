@@ -38,15 +38,29 @@ void SkewPositional::check_host(const Attention& attention) const {
                attention.name());
 }
 
-Var SkewPositional::score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) {
-  const int64_t t3 = max_len_, width = 2 * max_len_ - 1;
+int64_t SkewPositional::checked_offset(const Var& q, int64_t key_len,
+                                       const AttentionInputs& in) const {
   RELPOS_CHECK(q.dim() == 4 && q.size(3) == weight_.size(0), kWhere,
                "q must be [batch, heads, length, {}], got {}", weight_.size(0), q.value().str());
-  const int64_t b = q.size(0), h = q.size(1), q_len = q.size(2);
+  const int64_t q_len = q.size(2);
   const int64_t offset = in.query_offset(q_len, key_len);  // query i sits at position offset + i
-  RELPOS_CHECK(offset >= 0 && offset + q_len <= t3 && key_len <= t3, kWhere,
+  RELPOS_CHECK(offset >= 0 && offset + q_len <= max_len_ && key_len <= max_len_, kWhere,
                "query positions {}..{} and keys ({}) must lie within max_len {}", offset,
-               offset + q_len - 1, key_len, t3);
+               offset + q_len - 1, key_len, max_len_);
+  return offset;
+}
+
+PositionTable SkewPositional::position_table(const Var& q, int64_t key_len,
+                                             const AttentionInputs& in) {
+  const int64_t offset = checked_offset(q, key_len, in);
+  // Every distance p_i - j lies in [-(t3 - 1), t3 - 1] (checked_offset), so nothing is clamped.
+  return {q, unsqueeze(transpose(weight_, 0, 1), 0), offset, -(max_len_ - 1), max_len_ - 1};
+}
+
+Var SkewPositional::score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) {
+  const int64_t t3 = max_len_, width = 2 * max_len_ - 1;
+  const int64_t offset = checked_offset(q, key_len, in);
+  const int64_t b = q.size(0), h = q.size(1), q_len = q.size(2);
   // Columns reversed: p[i, c] = q_i · E[:, width - 1 - c] embeds the shift c - (t3 - 1), so
   // S[i, j] = p[i, j - (offset + i) + t3 - 1] (diagonals of Q·E, stacked and transposed).
   const Tensor reversed = arange(static_cast<double>(width - 1), -1, -1, DType::i64,

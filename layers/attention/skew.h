@@ -19,6 +19,8 @@ class SkewPositional final : public Positional {
   // q: [B, H, Lq, D] -> S [B, H, Lq, Lk], S[i, j] = q_i · E[:, t3 - 1 - (j - p_i)], query i at
   // position p_i = i + in.query_offset(Lq, Lk).
   Var score_bias(const Var& q, int64_t key_len, const AttentionInputs& in) override;
+  // The same S: query q, table row m = E[:, m] (the shift m - (t3 - 1) = p_i - j).
+  PositionTable position_table(const Var& q, int64_t key_len, const AttentionInputs& in) override;
   int64_t max_keys() const override { return max_len_; }
 
   // [D, 2 t3 - 1]: column c embeds the relative shift t3 - 1 - c (most distant future first).
@@ -26,6 +28,9 @@ class SkewPositional final : public Positional {
   int64_t max_len() const { return max_len_; }
 
  private:
+  // The position p_0 of query 0, once q's shape and every position are checked against max_len.
+  int64_t checked_offset(const Var& q, int64_t key_len, const AttentionInputs& in) const;
+
   int64_t max_len_;
   Var weight_;
 };

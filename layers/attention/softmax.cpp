@@ -2,9 +2,11 @@
 //   Y = softmax((Q·Kᵀ + S) / sqrt(D)) V,
 // with S a positional score bias when the layer has one (Shaw, skew: seed 004 eq. 1). Blocked
 // pairs (padding, causal) weigh exactly 0 (masks.h), so a query that sees no key outputs zeros.
-// Without a score bias it runs as the fused attention op (core/ops.h: tiles and an online
-// softmax, memory linear in L); with one, or with `fused: false`, as its naive twin that forms
-// the [Lq, Lk] weights (masks.h softmax_attention_from_scores). Both draw the same dropout mask.
+// It runs as the fused attention op (core/ops.h: tiles and an online softmax, memory linear in
+// L), with S inside the tiles where the encoding gives it as a table of distances (on the CPU);
+// with another score bias, on CUDA with a table, or with `fused: false`, as its naive twin that
+// forms the [Lq, Lk] weights (masks.h softmax_attention_from_scores). Both draw the same dropout
+// mask.
 // Options: dropout (on the attention weights), fused (true).
 #include "autograd/functions.h"
 #include "layers/attention/attention.h"
@@ -28,16 +30,26 @@ class SoftmaxAttention final : public Attention {
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
     check_attention_inputs("attention softmax", q, k, v, in);
+    AttentionSpec spec = fused_attention_spec(in, q.size(3), dropout_);
+    if (fused_ && in.positional != nullptr && q.value().device().is_cpu()) {
+      const PositionTable t = in.positional->position_table(q, k.size(2), in);
+      if (t.table.defined()) {  // the score bias inside the op's tiles
+        spec.rel_offset = t.offset;
+        spec.rel_min = t.min;
+        spec.rel_max = t.max;
+        return attention(q, k, v, t.query, t.table, spec, gen_, is_training());
+      }
+    }
     const Var bias = in.positional != nullptr ? in.positional->score_bias(q, k.size(2), in) : Var();
-    if (fused_ && !bias.defined())
-      return attention(q, k, v, fused_attention_spec(in, q.size(3), dropout_), gen_, is_training());
+    if (fused_ && !bias.defined()) return attention(q, k, v, spec, gen_, is_training());
     Var scores = matmul(q, k, false, true);  // [B, H, Lq, Lk]
     if (bias.defined()) scores = scores + bias;
     return softmax_attention_from_scores(scores, q, v, in, dropout_, gen_, is_training());
   }
 
   AttentionCaps caps() const override {
-    return {.forms_scores = true, .kernelized = false, .fused = fused_};
+    return {
+        .forms_scores = true, .kernelized = false, .fused = fused_, .takes_position_table = fused_};
   }
   std::string name() const override { return "softmax"; }
 

@@ -5,7 +5,9 @@
 // running maximum must survive; the same for Transformer-XL's position term against it written
 // out; gradchecks; an example's output independent of its batch; clear errors; and peak memory
 // (counted by the allocator) that grows linearly in L.
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/allocator.h"
 #include "tests/autograd/grad_checks.h"
@@ -136,21 +138,28 @@ TEST_CASE("attention: the fused op equals softmax, dropout and matmul composed, 
 
 namespace {
 
-// Transformer-XL's position term written out: bias[b, h, i, j] = rel_query[b, h, i]·
-// rel_key[h, δ], δ = i + Lk - Lq - j (0 where δ < 0: those pairs are blocked by causality).
-Var naive_position_term(const Var& rel_query, const Var& rel_key, int64_t k_len) {
+// A relative position term's placement (core/ops.h AttentionSpec::rel_*) and table count.
+struct RelTerm {
+  int64_t offset, min, max;
+  int64_t tables;  // 1 or H
+};
+
+// The position term written out: bias[b, h, i, j] = rel_query[b, h, i]·rel_key[h or 0, row],
+// row = clamp(i + offset - j, min, max) - min.
+Var naive_position_term(const Var& rel_query, const Var& rel_key, int64_t k_len, const RelTerm& t) {
   const int64_t B = rel_query.size(0), H = rel_query.size(1), Lq = rel_query.size(2);
-  const Var all = matmul(rel_query, unsqueeze(rel_key, 0), false, true);  // [B, H, Lq, δ]
+  const Var all = matmul(rel_query, unsqueeze(rel_key, 0), false, true);  // [B, H, Lq, rows]
   Tensor index = Tensor::empty({B, H, Lq, k_len}, DType::i64);
   int64_t* at = index.data<int64_t>();
   for (int64_t bh = 0; bh < B * H; ++bh)
     for (int64_t i = 0; i < Lq; ++i)
-      for (int64_t j = 0; j < k_len; ++j) *at++ = std::max<int64_t>(0, i + k_len - Lq - j);
+      for (int64_t j = 0; j < k_len; ++j)
+        *at++ = std::clamp(i + t.offset - j, t.min, t.max) - t.min;
   return gather(all, 3, index);
 }
 
-void check_position_term_matches_naive(const Sizes& s, const Masking& m, int64_t rel_dim,
-                                       double range) {
+void check_position_term_matches_naive(const Sizes& s, const Masking& m, const RelTerm& t,
+                                       int64_t rel_dim, double range) {
   const uint64_t seed = 23;
   const auto input = [&](const Shape& shape, uint64_t id) {
     return test::random_tensor(shape, DType::f64, id, -range, range);
@@ -158,11 +167,15 @@ void check_position_term_matches_naive(const Sizes& s, const Masking& m, int64_t
   const std::vector<Tensor> x = {
       input({s.batch, s.heads, s.q_len, s.dim}, 1), input({s.batch, s.heads, s.k_len, s.dim}, 2),
       test::random_tensor({s.batch, s.heads, s.k_len, s.value_dim}, DType::f64, 3),
-      input({s.batch, s.heads, s.q_len, rel_dim}, 4), input({s.heads, s.k_len, rel_dim}, 5)};
-  const AttentionSpec spec = spec_of(s, m, seed);
+      input({s.batch, s.heads, s.q_len, rel_dim}, 4),
+      input({t.tables, t.max - t.min + 1, rel_dim}, 5)};
+  AttentionSpec spec = spec_of(s, m, seed);
+  spec.rel_offset = t.offset;
+  spec.rel_min = t.min;
+  spec.rel_max = t.max;
   const auto run5 = [&](const std::function<Var(const std::vector<Var>&)>& f) {
     std::vector<Var> vars;
-    for (const Tensor& t : x) vars.emplace_back(t, true);
+    for (const Tensor& v : x) vars.emplace_back(v, true);
     const Var y = f(vars);
     y.backward(test::random_tensor(y.shape(), y.dtype(), 4242));
     std::vector<Tensor> out{y.value()};
@@ -174,7 +187,8 @@ void check_position_term_matches_naive(const Sizes& s, const Masking& m, int64_t
     return attention(v[0], v[1], v[2], v[3], v[4], spec, gen, true);
   });
   const auto naive = run5([&](const std::vector<Var>& v) {
-    return naive_attention(v[0], v[1], v[2], spec, seed, naive_position_term(v[3], v[4], s.k_len));
+    return naive_attention(v[0], v[1], v[2], spec, seed,
+                           naive_position_term(v[3], v[4], s.k_len, t));
   });
   const char* names[] = {"output", "dq", "dk", "dv", "d rel_query", "d rel_key"};
   for (int i = 0; i < 6; ++i) {
@@ -185,23 +199,35 @@ void check_position_term_matches_naive(const Sizes& s, const Masking& m, int64_t
 
 }  // namespace
 
-// Lk >= Lq (a memory before the queries, as Transformer-XL's), causal as the term requires.
+// Placements as the layers use them: Transformer-XL's (causal, a table per head over the
+// distances 0..Lk-1), Shaw's (one table, distances clipped to [-3, 3]) and skew's (one table over
+// every distance, nothing clipped), with and without causality.
 TEST_CASE("attention: the position term inside the tiles equals it written out, f64") {
   const std::vector<Sizes> sizes = {
       {1, 1, 1, 1, 1, 1},     {2, 3, 37, 37, 5, 7},   {1, 2, 70, 200, 4, 3},
       {2, 1, 130, 300, 6, 2}, {1, 2, 129, 129, 8, 8},
   };
-  for (const Sizes& s : sizes)
-    for (const bool padding : {false, true})
-      for (const int64_t window : {int64_t{0}, int64_t{17}})
+  for (const Sizes& s : sizes) {
+    const int64_t shift = s.k_len - s.q_len;
+    const std::vector<std::pair<RelTerm, bool>> terms = {
+        // {term, causal}
+        {{shift, 0, s.k_len - 1, s.heads}, true},
+        {{shift, -3, 3, 1}, false},
+        {{shift, -3, 3, 1}, true},
+        {{0, -(s.k_len - 1), s.q_len - 1, 1}, false}};
+    for (const auto& [term, causal] : terms)
+      for (const bool padding : {false, true})
         for (const double dropout : {0.0, 0.3}) {
-          const Masking m{padding, true, window, dropout};
-          RELPOS_INFO("B {} H {} Lq {} Lk {} D {} Dv {}, padding {}, window {}, dropout {}",
-                      s.batch, s.heads, s.q_len, s.k_len, s.dim, s.value_dim, padding, window,
-                      dropout);
-          check_position_term_matches_naive(s, m, s.dim + 2, 1.0);
-          check_position_term_matches_naive(s, m, 3, 8.0);  // logits in the hundreds
+          const Masking m{padding, causal, causal ? int64_t{17} : int64_t{0}, dropout};
+          RELPOS_INFO(
+              "B {} H {} Lq {} Lk {} D {} Dv {}, term offset {} rows [{}, {}] x {}, padding {}, "
+              "causal {}, dropout {}",
+              s.batch, s.heads, s.q_len, s.k_len, s.dim, s.value_dim, term.offset, term.min,
+              term.max, term.tables, padding, causal, dropout);
+          check_position_term_matches_naive(s, m, term, s.dim + 2, 1.0);
+          check_position_term_matches_naive(s, m, term, 3, 8.0);  // logits in the hundreds
         }
+  }
 }
 
 TEST_CASE("attention: gradcheck with the position term, padding, a window and dropout (f64)") {
@@ -210,13 +236,17 @@ TEST_CASE("attention: gradcheck with the position term, padding, a window and dr
   test::check_grad(
       [spec](const std::vector<Var>& x) {
         Generator gen(9);
-        return attention(x[0], x[1], x[2], x[3], x[4], spec, gen, true);
+        AttentionSpec clipped = spec;  // distances -3..3 around query i at position i + 4
+        clipped.rel_offset = 4;
+        clipped.rel_min = -3;
+        clipped.rel_max = 3;
+        return attention(x[0], x[1], x[2], x[3], x[4], clipped, gen, true);
       },
       {test::random_tensor({2, 2, 7, 3}, DType::f64, 1),
        test::random_tensor({2, 2, 11, 3}, DType::f64, 2),
        test::random_tensor({2, 2, 11, 4}, DType::f64, 3),
        test::random_tensor({2, 2, 7, 5}, DType::f64, 4),
-       test::random_tensor({2, 11, 5}, DType::f64, 5)});
+       test::random_tensor({2, 7, 5}, DType::f64, 5)});
 }
 
 TEST_CASE("attention: gradcheck with padding, a causal window and dropout (f64)") {
@@ -277,20 +307,25 @@ TEST_CASE("attention: bad shapes, masks and settings are refused by name") {
   CHECK(test::error_of([&] { attention(q, k, cast(v, DType::f64), spec); }).find("dtype") !=
         std::string::npos);
   AttentionSpec position = spec;
-  position.causal = true;
   position.rel_query = zeros({1, 2, 4, 7});
+  position.rel_max = 4;
   CHECK(test::error_of([&] {
           attention(q, k, v, position);
         }).find("needs both rel_query and rel_key, got only rel_query") != std::string::npos);
   position.rel_key = zeros({2, 4, 7});
   CHECK(test::error_of([&] {
           attention(q, k, v, position);
-        }).find("do not fit [B, H, Lq, R] and [H, Lk, R]") != std::string::npos);
-  position.rel_key = zeros({2, 5, 7});
+        }).find("do not fit [B, H, Lq, R] and [H or 1, 5, R]") != std::string::npos);
+  position.rel_key = zeros({3, 5, 7});
+  CHECK(test::error_of([&] {
+          attention(q, k, v, position);
+        }).find("do not fit [B, H, Lq, R] and [H or 1, 5, R]") != std::string::npos);
+  position.rel_key = zeros({1, 5, 7});
   CHECK_NOTHROW(attention(q, k, v, position));
-  position.causal = false;
-  CHECK(test::error_of([&] { attention(q, k, v, position); }).find("needs causal = true") !=
-        std::string::npos);
+  position.rel_min = 5;
+  CHECK(test::error_of([&] {
+          attention(q, k, v, position);
+        }).find("rel_min 5 must be <= rel_max 4") != std::string::npos);
 }
 
 // Forward + backward peak bytes (the allocator's count; the kernels' tile scratch is a few

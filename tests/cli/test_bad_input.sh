@@ -84,6 +84,28 @@ refused "bytes after a gzip stream" \
   "^relpos: \[mnist\] $d/train-images-idx3-ubyte.gz: gzip byte [0-9]+: 4 bytes after the end of the compressed stream" \
   -- "$relpos" train "$tmp/mnist.yaml" --quiet
 
+# --- Character LM: a validation split too short for its rows -------------------------------
+d=$tmp/chars_short
+mkdir -p "$d"
+head -c 4000 /usr/share/common-licenses/GPL-3 >"$d/train.txt"
+head -c 2 "$d/train.txt" >"$d/valid.txt"
+head -c 400 "$d/train.txt" >"$d/test.txt"
+cat >"$tmp/chars.yaml" <<YAML
+model: {type: transformer_xl, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, mem_len: 8}
+data: {dataset: chars, dir: $d, batch_size: 16, tgt_len: 8}
+optimizer: {type: adam, lr: 0.003}
+train: {steps: 1, out: $tmp/run_chars}
+YAML
+refused "a 2-byte LM split" \
+  "^relpos: \[lm\] $d/valid.txt: the val split has 2 characters, too few for 16 rows with a target each \(data.batch_size\); it needs at least 17$" \
+  -- "$relpos" train "$tmp/chars.yaml" --quiet
+mkdir -p "$tmp/chars_dir/train.txt"
+cp "$d/valid.txt" "$d/test.txt" "$tmp/chars_dir/"
+sed "s|dir: $d|dir: $tmp/chars_dir|" "$tmp/chars.yaml" >"$tmp/chars_dir.yaml"
+refused "a split file that is a directory" \
+  "^relpos: \[char_corpus\] $tmp/chars_dir/train.txt: open: is a directory, not a data file$" \
+  -- "$relpos" train "$tmp/chars_dir.yaml" --quiet
+
 # --- CIFAR-10: an empty batch -------------------------------------------------------------
 d=$tmp/cifar/cifar-10-batches-bin
 mkdir -p "$d"
@@ -166,6 +188,12 @@ refused "a batch that is not a number" "^relpos: \[bench\] --batch expects an in
   -- "$relpos" bench index-first --batch x
 refused "a time with trailing text" "^relpos: \[bench\] --min-time expects a number, got '1s'" \
   -- "$relpos" bench attention --min-time 1s
+touch "$tmp/a_file"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)  # reproduce reads configs/ from there
+refused "reproduce --out under a file" \
+  "^relpos: \[reproduce\] cannot create the folder '$tmp/a_file/report': Not a directory$" \
+  -- bash -c 'cd "$1" && shift && exec "$@"' _ "$root" "$relpos" reproduce table2 --scale tiny \
+  --out "$tmp/a_file/report"
 refused "a stop before the first step" "^relpos: \[train\] --stop-at-step must be positive, got '0'" \
   -- "$relpos" train "$tmp/listops.yaml" --stop-at-step 0
 refused "a token count past int64" "^relpos: \[generate\] --tokens expects an integer" \

@@ -1,6 +1,7 @@
 // softmax attention against explicit loops (odd lengths, Lq != Lk, padding, causal aligned at
 // the ends, a positional score bias), its f64 gradcheck, and CPU ≡ CUDA.
 #include "layers/attention/masks.h"
+#include "layers/attention/multi_head.h"
 #include "tests/layers/attention_testing.h"
 
 using namespace relpos;
@@ -125,4 +126,54 @@ TEST_CASE("masks: a causal window keeps the last `window` keys up to each query"
   CHECK(test::error_of([&] {
           run_softmax({Var(q), Var(k), Var(v)}, bad, 3);
         }).find("query_start must be Lk - Lq = 3, got 1") != std::string::npos);
+}
+
+namespace {
+
+// {output, d input, every parameter's gradient by name} of one forward + backward through a
+// multi-head layer of softmax attention hosting `encoding`; fused or its naive twin, built from a
+// generator of a fixed seed (the same parameters and dropout stream in either form).
+std::vector<Tensor> hosted_step(const std::string& encoding, bool fused, bool causal,
+                                const Tensor& x, const Tensor& mask) {
+  Generator gen(41);
+  MultiHeadAttentionConfig c;
+  c.model_dim = 12;
+  c.num_heads = 3;
+  c.max_len = x.size(1);
+  c.attention = test::options(
+      "attention", {{"type", "softmax"}, {"dropout", "0.2"}, {"fused", fused ? "true" : "false"}});
+  c.positional = test::options("positional", {{"type", encoding}});
+  c.dtype = DType::f64;
+  c.gen = &gen;
+  MultiHeadAttention layer(c);
+  const Var in(x, true);
+  const Var y = layer.forward(in, mask, causal);
+  y.backward(test::random_tensor(y.shape(), DType::f64, 43));
+  std::vector<Tensor> out{y.value(), in.grad()};
+  for (const auto& [name, p] : layer.named_parameters()) out.push_back(p.grad());
+  return out;
+}
+
+}  // namespace
+
+// Shaw's and skew's score bias inside the fused op's tiles (a table of distances) against the
+// naive twin that adds it to the [L, L] scores: the output and every gradient, causal or not,
+// with padding, dropout, lengths past one tile (128 x 256) and, for Shaw, distances past its
+// window (clipped).
+TEST_CASE("softmax + shaw / skew: the score bias inside the fused tiles equals the naive form") {
+  for (const std::string encoding : {"shaw", "skew"})
+    for (const int64_t len : {int64_t{7}, int64_t{300}})
+      for (const bool causal : {false, true})
+        for (const bool padded : {false, true}) {
+          RELPOS_INFO("{} L {} causal {} padding {}", encoding, len, causal, padded);
+          const Tensor x = test::random_tensor({2, len, 12}, DType::f64, 42, -2, 2);
+          const Tensor mask = padded ? test::padding_mask(len, {0, len / 3}) : Tensor();
+          const auto fused = hosted_step(encoding, true, causal, x, mask);
+          const auto naive = hosted_step(encoding, false, causal, x, mask);
+          REQUIRE(fused.size() == naive.size());
+          for (size_t i = 0; i < fused.size(); ++i) {
+            INFO("result " << i << " (0: output, 1: d input, then the parameters)");
+            CHECK_CLOSE(fused[i], naive[i], 1e-9, 1e-10);
+          }
+        }
 }

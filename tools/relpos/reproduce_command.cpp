@@ -127,7 +127,7 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
                   const std::vector<std::string>& args) {
   const auto started = std::chrono::steady_clock::now();
   const fs::path out(o.out);
-  fs::create_directories(out);
+  make_directories("reproduce", out);
   std::ostringstream md;
   std::string command = "relpos";
   for (const auto& a : args) command += " " + a;

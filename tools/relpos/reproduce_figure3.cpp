@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "tools/relpos/commands.h"
 #include "tools/relpos/reproduce.h"
 
@@ -12,7 +13,7 @@ namespace relpos::cli {
 int reproduce_figure3(const Scale& scale, const std::string& device, const std::string& out,
                       const std::string& only) {
   namespace fs = std::filesystem;
-  fs::create_directories(out);
+  make_directories("reproduce", out);
   const std::string json = (fs::path(out) / "bench.json").string();
   // The lengths and shapes of the scale (configs/paper/scales.yaml; the bench's defaults are
   // the paper's B 1, H 8, D 32).

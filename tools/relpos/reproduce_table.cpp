@@ -413,7 +413,7 @@ TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale) {
   const Grid grid(o, scale);
   const auto paper = paper_values(o.table, o.configs);
   const fs::path out(o.out);
-  fs::create_directories(out);
+  make_directories("reproduce", out);
   if (!o.report_only) prepare_missing_data(grid.cells, o.data_dir, scale);
 
   TableReport report;
