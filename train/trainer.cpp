@@ -105,13 +105,13 @@ RunSummary Trainer::run() {
     const Update update = s.train_step(window);
     s.log_update(update, window, progress);
     keep_going = s.position.step < s.total_steps;
+    if (s.validation_due(update) || !keep_going) {  // also at --stop-at-step: as without it
+      progress.interrupt();
+      keep_going = s.validate() && keep_going;
+    }
     if (keep_going && s.position.step == s.options.stop_at_step) {
       progress.interrupt();
       return s.stop_here();
-    }
-    if (s.validation_due(update) || !keep_going) {
-      progress.interrupt();
-      keep_going = s.validate() && keep_going;
     }
   }
   progress.interrupt();
@@ -158,6 +158,7 @@ void Trainer::State::resume() {
                           check_resume(saved, saved_config);
                         });
   if (root) truncate_metrics(dir / "metrics.jsonl", position.step);
+  log->info("resumed from {} at step {} of {}", options.resume, position.step, total_steps);
 }
 
 // A checkpoint of another configuration, or one past this run's end, is refused.

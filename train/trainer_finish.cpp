@@ -39,7 +39,8 @@ namespace relpos {
 // Ends the session at options.stop_at_step as an interruption would: checkpoints/last.h5 only.
 RunSummary Trainer::State::stop_here() {
   save(dir / "checkpoints" / "last.h5");
-  log->info("stopped at step {} as asked; continue with --resume {}", position.step,
+  // (The command prints how to continue; the log keeps the record, in other words.)
+  log->info("session ended at step {} (--stop-at-step); saved {}", position.step,
             (dir / "checkpoints" / "last.h5").string());
   RunSummary partial;
   partial.steps = position.step;

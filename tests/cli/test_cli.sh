@@ -147,6 +147,22 @@ for n in a["params"]:
 ' "$tmp/stopped/checkpoints/last.h5" "$tmp/whole/checkpoints/last.h5" ||
     fail "a run stopped at step 3 and resumed differs from the uninterrupted one"
 fi
+# --stop-at-step on a validation step validates before it stops (the value exists once, after
+# the resume too); the stop is reported once (stdout), the resume in the log.
+expect_status 0 "train --stop-at-step at a validation step" -- "$relpos" train "$tmp/tiny.yaml" \
+  --out "$tmp/stop_val" --stop-at-step 2
+[[ $(cat "$tmp/out" "$tmp/err" | grep -c "stopped at step") -eq 1 ]] ||
+  fail "the stop is not reported exactly once: $(cat "$tmp/out" "$tmp/err")"
+expect_status 0 "resume after a stop at a validation step" -- "$relpos" train "$tmp/tiny.yaml" \
+  --out "$tmp/stop_val" --resume "$tmp/stop_val/checkpoints/last.h5" --quiet
+grep -q "resumed from $tmp/stop_val/checkpoints/last.h5 at step 2 of 4" "$tmp/stop_val/log.txt" ||
+  fail "the resumed run does not say where it resumed: $(cat "$tmp/stop_val/log.txt")"
+"$python" -c '
+import json, sys
+evals = [json.loads(l)["step"] for l in open(sys.argv[1]) if json.loads(l)["event"] == "eval"]
+assert evals == [2, 4], evals
+' "$tmp/stop_val/metrics.jsonl" || fail "a stop at a validation step lost or repeated it"
+
 # A run directory or predictions file under a regular file: a clear error, exit 2.
 touch "$tmp/plain_file"
 expect_status 2 "run dir under a file" -- "$relpos" train "$tmp/tiny.yaml" \

@@ -75,6 +75,21 @@ assert len(table) == 10 and all(t["seeds_done"] == "1" for t in table), table
 assert max(float(t["best_mean"]) for t in table) > 50, table
 PY
 
+# A torn summary.json (a run's report cut short): the table names it instead of showing nan.
+cp -r "$tmp/rep" "$tmp/rep_torn"
+summary=$tmp/rep_torn/mnist/original_none/seed0/summary.json
+head -c 40 "$summary" >"$summary.cut" && mv "$summary.cut" "$summary"
+"$relpos" reproduce table2 --scale tiny --runs "$tmp/rep_torn" --out "$tmp/rep_torn_table" \
+  >/dev/null 2>"$tmp/err_torn" || fail "a torn summary failed the report: $(cat "$tmp/err_torn")"
+grep -q "torn summary: " "$tmp/rep_torn_table/table.md" ||
+  fail "a torn summary is not named in the table: $(cat "$tmp/rep_torn_table/table.md")"
+grep -qi "| nan" "$tmp/rep_torn_table/table.md" && fail "the table shows nan for a torn summary"
+echo '{"test_best": {}, "test_last": {}}' >"$summary"
+"$relpos" reproduce table2 --scale tiny --runs "$tmp/rep_torn" --out "$tmp/rep_torn_table" \
+  >/dev/null 2>&1 || fail "a summary without accuracies failed the report"
+grep -q "lacks the test accuracies" "$tmp/rep_torn_table/table.md" ||
+  fail "a summary without accuracies is not named in the table"
+
 # Missing data: reported in the table, the grid still exits 0.
 "$relpos" reproduce table1 --scale tiny --data-dir "$tmp/nowhere" --out "$tmp/rep1" \
   --only lra/text/linear_sikf_none >"$tmp/out3" 2>"$tmp/err3" || fail "missing data failed the grid"

@@ -35,11 +35,25 @@ double summary_number(const Json& object, const std::string& key) {
   return it != object.end() && it->is_number() ? it->get<double>() : std::nan("");
 }
 
+// A finished run's summary.json, or why it cannot be read: a torn or edited file is reported in
+// the table as such (deleting it reruns the cell).
 RunOutcome read_summary(const fs::path& file) {
-  const Json summary = read_json_file("reproduce", file.string());
+  RunOutcome r;
+  Json summary;
+  try {
+    summary = read_json_file("reproduce", file.string());
+  } catch (const Error& e) {
+    r.problem = fmt::format("torn summary: {} (delete it to rerun the cell)", e.what());
+    return r;
+  }
   const Json best = summary.value("test_best", Json::object());
   const Json last = summary.value("test_last", Json::object());
-  RunOutcome r;
+  if (!best.is_object() || !last.is_object() || !best.contains("accuracy") ||
+      !last.contains("accuracy")) {
+    r.problem = fmt::format(
+        "torn summary: {} lacks the test accuracies (delete it to rerun the cell)", file.string());
+    return r;
+  }
   r.done = true;
   r.accuracy_best = summary_number(best, "accuracy");
   r.f1_best = summary_number(best, "macro_f1");
