@@ -31,7 +31,7 @@ std::string Progress::line(int64_t step, double loss, double lr) const {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
   const double rate = elapsed > 0 ? static_cast<double>(step - start_) / elapsed : 0.0;
   const double eta = rate > 0 ? static_cast<double>(total_ - step) / rate : 0.0;
-  return fmt::format("step {}/{} ({:.0f}%)  loss {:.4f}  lr {:.3g}  {:.2f} it/s  ETA {}", step,
+  return fmt::format("step {}/{} ({:.0f}%)  mean loss {:.4f}  lr {:.3g}  {:.2f} it/s  ETA {}", step,
                      total_, 100.0 * static_cast<double>(step) / static_cast<double>(total_), loss,
                      lr, rate, duration(eta));
 }

@@ -12,7 +12,8 @@ class Progress {
  public:
   // total: updates in the run; start: updates already done (resume); every: plain-line period.
   Progress(int64_t total, int64_t start, int64_t every, bool enabled);
-  // After update `step` (1-based count of updates done).
+  // After update `step` (1-based count of updates done); loss: the mean since the last train
+  // record of metrics.jsonl, the value that record will hold at a log step.
   void update(int64_t step, double loss, double lr);
   // Ends the in-place line before something else is printed.
   void interrupt();

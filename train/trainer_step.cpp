@@ -118,7 +118,8 @@ void Trainer::State::log_update(const Update& update, LogWindow& window, Progres
   const int64_t step = position.step;
   window.loss += update.loss;
   ++window.updates;
-  progress.update(step, update.loss, update.lr);
+  // The console shows what the train record will hold: the mean loss since the last record.
+  progress.update(step, window.loss / static_cast<double>(window.updates), update.lr);
   if (step % config.train.log_every != 0 && step != total_steps) return;
   const double seconds = std::chrono::duration<double>(Clock::now() - window.start).count();
   const auto updates = static_cast<double>(window.updates);

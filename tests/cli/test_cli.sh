@@ -147,6 +147,19 @@ for n in a["params"]:
 ' "$tmp/stopped/checkpoints/last.h5" "$tmp/whole/checkpoints/last.h5" ||
     fail "a run stopped at step 3 and resumed differs from the uninterrupted one"
 fi
+# The console's progress line and metrics.jsonl's train record show the same loss at a log step
+# (both the mean since the previous record).
+expect_status 0 "train, progress on stderr" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/losses"
+"$python" -c '
+import json, re, sys
+console = {int(m.group(1)): float(m.group(2)) for m in
+           re.finditer(r"step (\d+)/\d+ \(\d+%\)  mean loss ([0-9.]+)", open(sys.argv[1]).read())}
+records = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[2])) if r["event"] == "train"}
+assert records and set(records) <= set(console), (console, records)
+for step, loss in records.items():
+    assert abs(console[step] - loss) < 1e-4, (step, console[step], loss)
+' "$tmp/err" "$tmp/losses/metrics.jsonl" || fail "the console and metrics.jsonl disagree on the loss"
+
 # --stop-at-step on a validation step validates before it stops (the value exists once, after
 # the resume too); the stop is reported once (stdout), the resume in the log.
 expect_status 0 "train --stop-at-step at a validation step" -- "$relpos" train "$tmp/tiny.yaml" \
