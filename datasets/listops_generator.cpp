@@ -1,6 +1,7 @@
 // The ListOps generator (datasets/listops_generator.h). Random draws come from Philox blocks
 // reserved one at a time from a relpos::Generator, so the trees depend only on the seed.
 #include "datasets/listops_generator.h"
+#include "core/fnv1a.h"
 
 #include <unordered_set>
 
@@ -46,12 +47,12 @@ int apply(int op, const int (&counts)[10], int n) {
   return sum % 10;
 }
 
-// FNV-1a, 64-bit: the same on every machine (std::hash is not), so de-duplication by hash keeps
+// FNV-1a: the same on every machine (std::hash is not), so de-duplication by hash keeps
 // generated files identical across platforms without holding every source twice.
 uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
-  return h;
+  Fnv1a h;
+  h.add(s);
+  return h.value;
 }
 
 }  // namespace

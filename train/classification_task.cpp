@@ -8,6 +8,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/comm/comm.h"
+#include "core/fnv1a.h"
 #include "datasets/data_loader.h"
 #include "train/predictions.h"
 #include "train/task.h"
@@ -77,6 +78,25 @@ class ClassificationTask final : public Task {
     return {"accuracy", "macro_f1", "loss"};
   }
   std::string unit() const override { return "examples"; }
+  std::vector<SplitPrint> data_prints() const override {
+    std::vector<SplitPrint> prints;
+    for (const char* split : {"train", "val", "test"}) {
+      const auto it = sets_.find(split);
+      if (it == sets_.end()) continue;
+      const Dataset& set = it->second;
+      Fnv1a hash;
+      for (const Example& e : set.examples) {
+        for (const std::vector<int32_t>* tokens : {&e.tokens, &e.tokens2}) {
+          const auto n = static_cast<int64_t>(tokens->size());
+          hash.add(&n, sizeof n);
+          hash.add(tokens->data(), tokens->size() * sizeof(int32_t));
+        }
+        hash.add(&e.label, sizeof e.label);
+      }
+      prints.push_back({split, static_cast<int64_t>(set.examples.size()), hash.value});
+    }
+    return prints;
+  }
 
   int64_t batches_per_epoch() const override { return loader("train").num_batches(); }
   void seek(int64_t epoch, int64_t batch) override {

@@ -9,6 +9,8 @@
 #include <map>
 #include <thread>
 
+#include <fmt/ranges.h>
+
 #include "core/comm/comm.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -121,6 +123,38 @@ Tensor gather_rows(const Tensor& local, int64_t rows) {
   if (mine.size() > 0) copy_(all.slice(0, mine.begin, mine.end), local);
   comm::all_reduce_sum(all);
   return all;
+}
+
+void check_ranks_agree(const std::vector<RankAgreement>& items) {
+  if (!comm::distributed()) return;
+  const auto n = static_cast<int64_t>(items.size());
+  // Rank 0's fingerprints to every rank, as 32-bit halves (exact in f64).
+  Tensor root = Tensor::empty({n, 2}, DType::f64);
+  for (int64_t k = 0; k < n; ++k) {
+    root.data<double>()[2 * k] = static_cast<double>(items[k].fingerprint >> 32);
+    root.data<double>()[2 * k + 1] = static_cast<double>(items[k].fingerprint & 0xffffffffull);
+  }
+  comm::broadcast(root, 0);
+  Tensor differs = zeros({n, comm::size()}, DType::f64);  // [item, rank]: 1 where it differs
+  for (int64_t k = 0; k < n; ++k) {
+    const uint64_t theirs = (static_cast<uint64_t>(root.data<double>()[2 * k]) << 32) |
+                            static_cast<uint64_t>(root.data<double>()[2 * k + 1]);
+    if (theirs != items[k].fingerprint) differs.data<double>()[k * comm::size() + comm::rank()] = 1;
+  }
+  comm::all_reduce_sum(differs);
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<int> ranks;
+    for (int r = 0; r < comm::size(); ++r)
+      if (differs.data<double>()[k * comm::size() + r] != 0) ranks.push_back(r);
+    if (ranks.empty()) continue;
+    if (comm::rank() == 0)
+      fail("train",
+           "rank{} {} of {} differ{} from rank 0 in {}: every rank must run the same "
+           "configuration on the same data",
+           ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", "), comm::size(),
+           ranks.size() > 1 ? "" : "s", items[k].what);
+    comm::barrier();  // rank 0's error ends the job (run_job), with its one line
+  }
 }
 
 int run_job(const std::function<int()>& body) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "datasets/shard.h"
@@ -56,6 +57,16 @@ GlobalLoss global_loss(double local_mean, int64_t local_count);
 // The full batch of per-row state from every rank's rows: `local` holds rows [shard of `rows`)
 // of a tensor [rows, ...]; the result, on every rank, is the whole tensor (a collective).
 Tensor gather_rows(const Tensor& local, int64_t rows);
+
+// One thing every rank of a job must have alike: what it is (for the error) and a fingerprint.
+struct RankAgreement {
+  std::string what;  // e.g. "the configuration", "the train split (61 examples on rank 0)"
+  uint64_t fingerprint = 0;
+};
+// A collective at the start of a job: when any rank's fingerprint of any item differs from rank
+// 0's, rank 0 ends the job with one line naming the ranks and the first item that differs
+// (run_job then stops every rank). A job of one returns at once.
+void check_ranks_agree(const std::vector<RankAgreement>& items);
 
 // Runs one command of the command line. In a job of several processes each takes its share of
 // the host's cores (cores / processes on the host, unless OMP_NUM_THREADS is set), and an error

@@ -16,6 +16,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/comm/comm.h"
+#include "core/fnv1a.h"
 #include "datasets/char_corpus.h"
 #include "datasets/lm_batches.h"
 #include "train/distributed.h"
@@ -87,6 +88,17 @@ class LanguageModelTask final : public Task {
   }
   std::vector<std::string> metric_names() const override { return {"bpc", "loss", "perplexity"}; }
   std::string unit() const override { return "tokens"; }
+  std::vector<SplitPrint> data_prints() const override {
+    std::vector<SplitPrint> prints;
+    for (const char* split : {"train", "val", "test"}) {
+      if (!batches_.contains(split)) continue;
+      const std::vector<uint8_t>& stream = ids(split);
+      Fnv1a hash;
+      hash.add(stream.data(), stream.size());
+      prints.push_back({split, static_cast<int64_t>(stream.size()), hash.value});
+    }
+    return prints;
+  }
 
   int64_t batches_per_epoch() const override { return batches("train").num_segments(); }
   void seek(int64_t epoch, int64_t batch) override {

@@ -24,6 +24,14 @@ struct TrainLoss {
   int64_t count = 0;  // the examples or tokens it averages over
 };
 
+// What one split's data is, so that the ranks of a job can check they read the same
+// (train/distributed.h check_ranks_agree).
+struct SplitPrint {
+  std::string split;
+  int64_t items = 0;  // examples or characters
+  uint64_t hash = 0;  // FNV-1a of their content
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -52,6 +60,8 @@ class Task {
   // The state carried between training batches, into and out of a checkpoint.
   virtual void save_state(CheckpointData& data) const {}
   virtual void restore_state(const CheckpointData& data) {}
+  // A print of every split the task loaded.
+  virtual std::vector<SplitPrint> data_prints() const = 0;
 };
 
 // The task of `config` (by data.dataset's task kind in the dataset registry), with the

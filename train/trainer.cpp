@@ -21,6 +21,7 @@
 #include "core/cpu_threads.h"
 #include "core/error.h"
 #include "core/file_write.h"
+#include "core/fnv1a.h"
 #include "train/checkpoint.h"
 #include "train/clip.h"
 #include "train/distributed.h"
@@ -65,6 +66,31 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   write_text(path, kept);
 }
 
+// What every rank of a job must have alike: the configuration, the model's parameters (names
+// and shapes) and the data of every split.
+std::vector<RankAgreement> rank_agreement(const RunConfig& config, Task& task) {
+  std::vector<RankAgreement> items;
+  Fnv1a yaml;
+  yaml.add(config.yaml);
+  items.push_back(
+      {"the configuration (config.yaml: the same file and --set on every rank)", yaml.value});
+  Fnv1a shapes;
+  for (const auto& [name, p] : task.model().named_parameters()) {
+    shapes.add(name);
+    shapes.add(p.value().str());
+  }
+  items.push_back({"the model's parameters (names and shapes)", shapes.value});
+  for (const SplitPrint& split : task.data_prints()) {
+    Fnv1a data;
+    data.add(&split.items, sizeof split.items);
+    data.add(&split.hash, sizeof split.hash);
+    items.push_back(
+        {fmt::format("the {} split ({} {} on rank 0)", split.split, split.items, task.unit()),
+         data.value});
+  }
+  return items;
+}
+
 }  // namespace
 
 Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique<State>()) {
@@ -75,6 +101,7 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   s.root = comm::rank() == 0;
   s.open_run_dir();
   s.build();
+  check_ranks_agree(rank_agreement(s.config, *s.task));
   if (!s.options.resume.empty())
     s.resume();
   else

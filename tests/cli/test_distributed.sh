@@ -133,6 +133,35 @@ grep -q "relpos: rank [01] of 2: \[predictions\] predictions are written by one 
   "$tmp/pred.err" || fail "eval --predictions under mpirun: $(cat "$tmp/pred.err")"
 [[ ! -e $tmp/p.h5 ]] || fail "eval --predictions under mpirun wrote a file"
 
+# Ranks that disagree stop at once, rank 0 naming them and what differs: the same config (a
+# relative data.dir) run in two folders whose data differ, and a rank with another model_dim.
+mpmd=(mpirun --oversubscribe)
+[[ $(id -u) -eq 0 ]] && mpmd+=(--allow-run-as-root)
+mkdir -p "$tmp/wd0" "$tmp/wd1"
+cp -r "$tmp/listops" "$tmp/wd0/data"
+"$relpos" data prepare listops --out "$tmp/wd1/data" --train 61 --val 17 --test 19 \
+  --min_length 10 --max_length 40 --seed 4 >/dev/null || fail "data prepare listops (seed 4)"
+sed "s|dir: $tmp/listops|dir: data|" "$tmp/cls.yaml" >"$tmp/relative.yaml"
+# disagree WHAT PATTERN -- RANK0 ARGS... : RANK1 ARGS...: exit 2, one relpos line matching PATTERN.
+disagree() {
+  local what=$1 pattern=$2
+  shift 3
+  timeout 120 "${mpmd[@]}" "$@" >"$tmp/disagree.out" 2>"$tmp/disagree.err"
+  local status=$?
+  [[ $status -eq 2 ]] || fail "$what: exit $status, expected 2: $(cat "$tmp/disagree.err")"
+  [[ $(grep -c "^relpos: " "$tmp/disagree.err") -eq 1 ]] ||
+    fail "$what: not one relpos line: $(cat "$tmp/disagree.err")"
+  grep -qE "$pattern" "$tmp/disagree.err" || fail "$what: $(cat "$tmp/disagree.err")"
+}
+disagree "ranks reading other data" \
+  "^relpos: rank 0 of 2: \[train\] rank 1 of 2 differs from rank 0 in the train split \(61 examples on rank 0\)" \
+  -- -np 1 -wdir "$tmp/wd0" "$relpos" train "$tmp/relative.yaml" --out run --quiet \
+  : -np 1 -wdir "$tmp/wd1" "$relpos" train "$tmp/relative.yaml" --out run --quiet
+disagree "ranks with another model_dim" \
+  "^relpos: rank 0 of 2: \[train\] rank 1 of 2 differs from rank 0 in the configuration" \
+  -- -np 1 "$relpos" train "$tmp/cls.yaml" --out "$tmp/dis" --quiet \
+  : -np 1 "$relpos" train "$tmp/cls.yaml" --out "$tmp/dis" --set model.model_dim=32 --quiet
+
 # launch N: the launcher words for a job of N (none for one process).
 launch() { if [[ $1 -eq 2 ]]; then echo "${mpi[@]}"; fi; }
 

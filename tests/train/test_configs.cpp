@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "datasets/prepare.h"
 #include "layers/models/classifier_config.h"
 #include "layers/models/model.h"
@@ -221,23 +222,17 @@ TEST_CASE("reproduce scales: a malformed scales.yaml is an error naming the file
 
 namespace {
 
-// FNV-1a over bytes, folded into `hash`.
-void fnv1a(uint64_t& hash, const void* data, size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ULL;
-}
-
 // One line per model: the names, dtypes and shapes of its parameters, buffers and generators
 // (one hash), and their initial bits (another), so a refactoring of how configs become models
 // is proved to build the same models with the same initial values.
 std::string fingerprint(const std::string& name, Module& model) {
-  uint64_t layout = 14695981039346656037ULL, values = layout;
+  Fnv1a layout, values;
   int64_t tensors = 0, elements = 0;
   const auto add = [&](const std::string& key, const Tensor& t) {
     const Tensor c = t.to(Device::cpu()).contiguous();
     const std::string head = key + " " + dtype_name(c.dtype()) + " " + c.str();
-    fnv1a(layout, head.data(), head.size() + 1);
-    fnv1a(values, c.raw_data(), static_cast<size_t>(c.numel() * dtype_size(c.dtype())));
+    layout.add(head.data(), head.size() + 1);
+    values.add(c.raw_data(), static_cast<size_t>(c.numel() * dtype_size(c.dtype())));
     ++tensors;
     elements += c.numel();
   };
@@ -245,11 +240,12 @@ std::string fingerprint(const std::string& name, Module& model) {
   for (const auto& [key, b] : model.named_buffers()) add("buffer " + key, b);
   for (const auto& [key, g] : model.generator_slots()) {
     const std::string head = "generator " + key;
-    fnv1a(layout, head.data(), head.size() + 1);
+    layout.add(head.data(), head.size() + 1);
     const uint64_t state[2] = {g->seed(), g->offset()};
-    fnv1a(values, state, sizeof state);
+    values.add(state, sizeof state);
   }
-  return fmt::format("{} {} {} {:016x} {:016x}", name, tensors, elements, layout, values);
+  return fmt::format("{} {} {} {:016x} {:016x}", name, tensors, elements, layout.value,
+                     values.value);
 }
 
 const fs::path kFingerprints = fs::path(RELPOS_SOURCE_DIR) / "tests/train/model_fingerprints.txt";
