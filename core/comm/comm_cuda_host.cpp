@@ -1,7 +1,6 @@
 // CUDA tensors in a build with MPI but without NCCL (core/comm/comm_detail.h): copied to the host,
 // reduced or broadcast over MPI, copied back.
 #include "core/comm/comm_detail.h"
-#include "core/ops.h"
 
 namespace relpos::comm::detail {
 
@@ -10,15 +9,11 @@ std::string cuda_transport() {
 }
 
 void cuda_all_reduce_sum(Tensor& t) {
-  Tensor host = t.to(Device::cpu()).contiguous();
-  mpi_all_reduce_sum(host);
-  copy_(t, host.to(t.device()));
+  host_copy_all_reduce_sum(t);
 }
 
 void cuda_broadcast(Tensor& t, int root) {
-  Tensor host = t.to(Device::cpu()).contiguous();
-  mpi_broadcast(host, root);
-  copy_(t, host.to(t.device()));
+  host_copy_broadcast(t, root);
 }
 
 }  // namespace relpos::comm::detail

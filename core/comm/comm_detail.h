@@ -17,6 +17,11 @@ MPI_Datatype mpi_type(DType dtype);
 void mpi_all_reduce_sum(Tensor& t);
 void mpi_broadcast(Tensor& t, int root);
 
+// A contiguous CUDA tensor copied to the host, reduced or broadcast over MPI, copied back: the
+// transport of builds without NCCL, and of jobs whose ranks share a GPU (NCCL refuses those).
+void host_copy_all_reduce_sum(Tensor& t);
+void host_copy_broadcast(Tensor& t, int root);
+
 // The same for a contiguous CUDA tensor, and what carries them ("NCCL 2.x", "host copies").
 std::string cuda_transport();
 void cuda_all_reduce_sum(Tensor& t);

@@ -9,6 +9,7 @@
 #include "core/comm/comm.h"
 #include "core/comm/comm_detail.h"
 #include "core/error.h"
+#include "core/ops.h"
 
 namespace relpos::comm {
 
@@ -131,6 +132,18 @@ void mpi_broadcast(Tensor& t, int root) {
           "MPI_Bcast");
     done += n;
   }
+}
+
+void host_copy_all_reduce_sum(Tensor& t) {
+  Tensor host = t.to(Device::cpu()).contiguous();
+  mpi_all_reduce_sum(host);
+  copy_(t, host.to(t.device()));
+}
+
+void host_copy_broadcast(Tensor& t, int root) {
+  Tensor host = t.to(Device::cpu()).contiguous();
+  mpi_broadcast(host, root);
+  copy_(t, host.to(t.device()));
 }
 
 }  // namespace detail
