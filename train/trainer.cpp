@@ -99,9 +99,13 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   s.options = std::move(options);
   s.device = job_device(s.config.device, "train");
   s.root = comm::rank() == 0;
-  s.open_run_dir();
+  // Everything that can be checked is (the model, the data, the ranks, the directory) before
+  // the run directory is touched.
   s.build();
   check_ranks_agree(rank_agreement(s.config, *s.task));
+  s.check_run_dir();
+  s.open_run_dir();
+  for (const std::string& warning : s.task->model().warnings()) s.log->warn("warning: {}", warning);
   if (!s.options.resume.empty())
     s.resume();
   else
@@ -145,7 +149,23 @@ RunSummary Trainer::run() {
   return s.finish();
 }
 
-// The run directory (rank 0) and the logger.
+// The files of a run in its directory (a fresh run refuses them, --overwrite removes them).
+const char* const kRunFiles[] = {"config.yaml", "log.txt", "metrics.jsonl", "summary.json",
+                                 "checkpoints"};
+
+// A fresh run (rank 0) refuses a directory that holds another run unless told to overwrite it.
+void Trainer::State::check_run_dir() const {
+  if (!root || !options.resume.empty() || options.overwrite) return;
+  const fs::path out = config.train.out;
+  std::error_code ec;
+  for (const char* name : kRunFiles)
+    RELPOS_CHECK(!fs::exists(out / name, ec), "train",
+                 "'{}' already holds a run ({} is there): continue it with --resume {}, start it "
+                 "again with --overwrite, or train elsewhere with --out",
+                 out.string(), name, (out / "checkpoints" / "last.h5").string());
+}
+
+// The run directory (rank 0; --overwrite: without the files of the run it held) and the logger.
 void Trainer::State::open_run_dir() {
   dir = config.train.out;
   if (!root) {
@@ -153,6 +173,8 @@ void Trainer::State::open_run_dir() {
     return;
   }
   std::error_code made;
+  if (options.overwrite && options.resume.empty())
+    for (const char* name : kRunFiles) fs::remove_all(dir / name, made);
   fs::create_directories(dir / "checkpoints", made);
   RELPOS_CHECK(!made, "train", "cannot create the run directory '{}': {}", dir.string(),
                made.message());
@@ -170,7 +192,6 @@ void Trainer::State::build() {
   task = make_task(c, device);
   metric = selection_metric(c, *task);
   Model& model = task->model();
-  for (const std::string& warning : model.warnings()) log->warn("warning: {}", warning);
   optimizer = make_optimizer(model.parameters(), c.optimizer);
   reducer = std::make_unique<GradientReducer>(model.parameters());
   const int64_t per_epoch = std::max<int64_t>(1, task->batches_per_epoch() / c.train.accumulate);

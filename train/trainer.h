@@ -24,12 +24,16 @@ struct TrainerOptions {
   // Progress and log lines on stderr; false: warnings only (log.txt is written either way).
   bool verbose = true;
   // End this session after this update as an interruption would, saving checkpoints/last.h5
-  // (no validation, no test, no summary); 0: run to the end.
+  // (after the validation due at that update; no test, no summary); 0: run to the end.
   int64_t stop_at_step = 0;
   // Resume even when the configuration differs from the checkpoint's in keys that change what
   // the run computes (steps, model, optimizer, ...); otherwise such a resume is refused, naming
   // the keys.
   bool allow_config_change = false;
+  // Start afresh in a folder that already holds a run, removing that run's files (config.yaml,
+  // log.txt, metrics.jsonl, summary.json, checkpoints/); otherwise such a folder is refused
+  // unless the run resumes.
+  bool overwrite = false;
 };
 
 struct RunSummary {

@@ -197,6 +197,32 @@ expect_status 2 "unknown attention option" -- "$relpos" train "$tmp/tiny.yaml" \
 expect_error_line "unknown attention option" "relpos: \[model.attention\] unknown option 'feature_mpa'"
 expect_status 2 "missing data" -- "$relpos" train "$tmp/tiny.yaml" --set data.dir="$tmp/nowhere"
 expect_error_line "missing data" "relpos: \[data\] no folder"
+# The run folder: a run that fails at start writes nothing; a folder holding a run is refused
+# (its files untouched) unless the run resumes or --overwrite starts it afresh.
+for bad in "model.attention.feature_map=elu2" "data.dir=$tmp/nowhere"; do
+  expect_status 2 "a failing start ($bad)" -- "$relpos" train "$tmp/tiny.yaml" \
+    --out "$tmp/never" --set "$bad" --quiet
+  [[ ! -e $tmp/never ]] || fail "a run that failed at start ($bad) wrote $(ls -R "$tmp/never")"
+done
+before=$(md5sum "$tmp/run/config.yaml" "$tmp/run/metrics.jsonl" "$tmp/run/log.txt")
+expect_status 2 "train into a folder holding a run" -- "$relpos" train "$tmp/tiny.yaml" \
+  --set train.steps=2 --quiet
+expect_error_line "train into a folder holding a run" \
+  "relpos: \[train\] '$tmp/run' already holds a run (config.yaml is there): continue it with --resume"
+[[ $(md5sum "$tmp/run/config.yaml" "$tmp/run/metrics.jsonl" "$tmp/run/log.txt") == "$before" ]] ||
+  fail "a refused run changed the files of the run in its folder"
+cp -r "$tmp/run" "$tmp/again"
+expect_status 0 "train --overwrite" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/again" \
+  --set train.steps=2 --set train.eval_every=1 --overwrite --quiet
+"$python" -c '
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert max(r.get("step", 0) for r in records) == 2, records
+' "$tmp/again/metrics.jsonl" || fail "--overwrite kept records of the run it replaced"
+[[ $(grep -c "^\[.*\] run '" "$tmp/again/log.txt") -eq 1 ]] ||
+  fail "--overwrite kept the old log: $(cat "$tmp/again/log.txt")"
+grep -q "steps: 2" "$tmp/again/config.yaml" || fail "--overwrite kept the old config.yaml"
+
 head -c 2000 "$tmp/run/checkpoints/last.h5" >"$tmp/truncated.h5"
 expect_status 2 "truncated checkpoint" -- "$relpos" eval "$tmp/truncated.h5"
 expect_error_line "truncated checkpoint" "relpos: \[checkpoint\]"

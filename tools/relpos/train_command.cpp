@@ -74,6 +74,8 @@ void add_train_command(CLI::App& app, int& status) {
       ->type_name("CHECKPOINT");
   sub->add_flag("--allow-config-change", a->options.allow_config_change,
                 "resumes even if the configuration changes the run's course");
+  sub->add_flag("--overwrite", a->options.overwrite,
+                "starts afresh in a run directory that holds a run, removing its files");
   sub->add_option("--stop-at-step", a->stop_at_step, "ends this session after update N")
       ->type_name("N");
   sub->add_flag_callback(
