@@ -5,8 +5,10 @@
 // at the end O /= l and lse = m + log l. Backward, one task per batch·head (it owns its dK and dV
 // rows): D_i = dO_i·O_i, then per tile P = exp(S - lse), dV += P̃ᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP -
 // D), dQ += scale dS K, dK += scale dSᵀ Q, where P̃ and dP carry the forward's dropout mask. Causal
-// tiles past a query tile's last visible key are never computed. Scratch is a few tiles per
-// task, so memory grows with L·D, not L².
+// tiles past a query tile's last visible key are never computed. A relative position term
+// (AttentionSpec::rel_*) joins S by one more GEMM per tile against the band of table rows its
+// distances read (add_position_term), its gradients by two (position_term_grads). Scratch is a
+// few tiles per task, so memory grows with L·D, not L².
 #include <algorithm>
 #include <cmath>
 #include <limits>
