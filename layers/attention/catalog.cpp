@@ -19,25 +19,24 @@ std::vector<std::string> without_fixtures(std::vector<std::string> names) {
   return names;
 }
 
-AttentionCaps caps_of(const Options& attention) {
+// A variant's or an encoding's options at the probe size.
+AttentionOptions probe_options(const Options& options) {
   AttentionOptions opt;
-  opt.options = attention;
+  opt.options = options;
   opt.num_heads = kProbeHeads;
   opt.head_dim = kProbeDim / kProbeHeads;
   opt.model_dim = kProbeDim;
   opt.max_len = kProbeLen;
-  return make_attention(opt)->caps();
+  return opt;
+}
+
+AttentionCaps caps_of(const Options& attention) {
+  return make_attention(probe_options(attention))->caps();
 }
 
 // Whether the encoding gives its score bias as a table of distances (Positional::position_table).
 bool gives_position_table(const Options& positional) {
-  AttentionOptions opt;
-  opt.options = positional;
-  opt.num_heads = kProbeHeads;
-  opt.head_dim = kProbeDim / kProbeHeads;
-  opt.model_dim = kProbeDim;
-  opt.max_len = kProbeLen;
-  const std::shared_ptr<Positional> encoding = make_positional(opt);
+  const std::shared_ptr<Positional> encoding = make_positional(probe_options(positional));
   const NoGradGuard no_grad;
   const Var q(zeros({1, kProbeHeads, kProbeLen, kProbeDim / kProbeHeads}));
   return encoding != nullptr &&

@@ -81,13 +81,27 @@ AttentionSpec spec_of(const Sizes& s, const Masking& m, uint64_t seed) {
   return spec;
 }
 
-// {output, dq, dk, dv} of f at (q, k, v) after backward from a fixed output gradient.
-std::vector<Tensor> run(const std::function<Var(const Var&, const Var&, const Var&)>& f,
-                        const Tensor& q, const Tensor& k, const Tensor& v) {
-  Var qv(q, true), kv(k, true), vv(v, true);
-  const Var y = f(qv, kv, vv);
+// {output, the gradient of each input} of f after backward from a fixed output gradient.
+std::vector<Tensor> run(const std::function<Var(const std::vector<Var>&)>& f,
+                        const std::vector<Tensor>& inputs) {
+  std::vector<Var> vars;
+  for (const Tensor& x : inputs) vars.emplace_back(x, true);
+  const Var y = f(vars);
   y.backward(test::random_tensor(y.shape(), y.dtype(), 4242));
-  return {y.value(), qv.grad(), kv.grad(), vv.grad()};
+  std::vector<Tensor> out{y.value()};
+  for (const Var& x : vars) out.push_back(x.grad());
+  return out;
+}
+
+// The fused and the naive results, named in order, agree to f64 rounding.
+void check_agree(const std::vector<Tensor>& fused, const std::vector<Tensor>& naive,
+                 const std::vector<const char*>& names) {
+  REQUIRE(fused.size() == names.size());
+  REQUIRE(naive.size() == names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    INFO(names[i]);
+    CHECK_CLOSE(fused[i], naive[i], 1e-9, 1e-10);
+  }
 }
 
 void check_fused_matches_naive(const Sizes& s, const Masking& m, double input_range) {
@@ -99,19 +113,15 @@ void check_fused_matches_naive(const Sizes& s, const Masking& m, double input_ra
   const Tensor v = test::random_tensor({s.batch, s.heads, s.k_len, s.value_dim}, DType::f64, 3);
   const AttentionSpec spec = spec_of(s, m, seed);
   const auto fused = run(
-      [&](const Var& a, const Var& b, const Var& c) {
+      [&](const std::vector<Var>& x) {
         Generator gen(seed);
-        return attention(a, b, c, spec, gen, true);
+        return attention(x[0], x[1], x[2], spec, gen, true);
       },
-      q, k, v);
-  const auto naive = run([&](const Var& a, const Var& b,
-                             const Var& c) { return naive_attention(a, b, c, spec, seed); },
-                         q, k, v);
-  const char* names[] = {"output", "dq", "dk", "dv"};
-  for (int i = 0; i < 4; ++i) {
-    INFO(names[i]);
-    CHECK_CLOSE(fused[i], naive[i], 1e-9, 1e-10);
-  }
+      {q, k, v});
+  const auto naive =
+      run([&](const std::vector<Var>& x) { return naive_attention(x[0], x[1], x[2], spec, seed); },
+          {q, k, v});
+  check_agree(fused, naive, {"output", "dq", "dk", "dv"});
 }
 
 }  // namespace
@@ -173,28 +183,19 @@ void check_position_term_matches_naive(const Sizes& s, const Masking& m, const R
   spec.rel_offset = t.offset;
   spec.rel_min = t.min;
   spec.rel_max = t.max;
-  const auto run5 = [&](const std::function<Var(const std::vector<Var>&)>& f) {
-    std::vector<Var> vars;
-    for (const Tensor& v : x) vars.emplace_back(v, true);
-    const Var y = f(vars);
-    y.backward(test::random_tensor(y.shape(), y.dtype(), 4242));
-    std::vector<Tensor> out{y.value()};
-    for (const Var& v : vars) out.push_back(v.grad());
-    return out;
-  };
-  const auto fused = run5([&](const std::vector<Var>& v) {
-    Generator gen(seed);
-    return attention(v[0], v[1], v[2], v[3], v[4], spec, gen, true);
-  });
-  const auto naive = run5([&](const std::vector<Var>& v) {
-    return naive_attention(v[0], v[1], v[2], spec, seed,
-                           naive_position_term(v[3], v[4], s.k_len, t));
-  });
-  const char* names[] = {"output", "dq", "dk", "dv", "d rel_query", "d rel_key"};
-  for (int i = 0; i < 6; ++i) {
-    INFO(names[i]);
-    CHECK_CLOSE(fused[i], naive[i], 1e-9, 1e-10);
-  }
+  const auto fused = run(
+      [&](const std::vector<Var>& v) {
+        Generator gen(seed);
+        return attention(v[0], v[1], v[2], v[3], v[4], spec, gen, true);
+      },
+      x);
+  const auto naive = run(
+      [&](const std::vector<Var>& v) {
+        return naive_attention(v[0], v[1], v[2], spec, seed,
+                               naive_position_term(v[3], v[4], s.k_len, t));
+      },
+      x);
+  check_agree(fused, naive, {"output", "dq", "dk", "dv", "d rel_query", "d rel_key"});
 }
 
 }  // namespace

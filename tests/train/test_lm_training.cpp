@@ -13,12 +13,16 @@
 #include <sstream>
 
 #include "tests/harness.h"
+#include "tests/train/tiny_run.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/task.h"
 #include "train/trainer.h"
 
 using namespace relpos;
+using test::last_checkpoint;
+using test::same_bits;
+using test::train;
 namespace fs = std::filesystem;
 
 namespace {
@@ -84,22 +88,6 @@ seed: 5
   extra.push_back("train.out=" + (scratch.path / name).string());
   extra.push_back("name=" + name);
   return parse_config(yaml, name, extra);
-}
-
-RunSummary train(const RunConfig& config, TrainerOptions options = {}) {
-  options.verbose = false;
-  Trainer trainer(config, options);
-  return trainer.run();
-}
-
-CheckpointData last_checkpoint(const RunConfig& config) {
-  return read_checkpoint((fs::path(config.train.out) / "checkpoints" / "last.h5").string());
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(), x.numel() * dtype_size(x.dtype())) == 0;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The trainer tests' tiny run (test_trainer.cpp, test_trainer_resume.cpp): a generated image
 // task (4 classes lighting a quadrant, written as MNIST IDX files), a 1-block pixel encoder's
-// config for it, a quiet training run, and checks on what a run leaves in its folder.
+// config for it, a quiet training run, and checks on what a run leaves in its folder (the
+// last three shared with test_lm_training.cpp).
 #pragma once
 
 #include <filesystem>
