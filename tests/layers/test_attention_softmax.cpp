@@ -177,3 +177,43 @@ TEST_CASE("softmax + shaw / skew: the score bias inside the fused tiles equals t
           }
         }
 }
+
+// The same with a segment memory before the queries (Lk = M + Lq, causal, as a language model
+// with mem_len runs it), where the table's distances start at query position M + i: softmax +
+// shaw / skew fused against naive, output and the gradients of q, k, v and the encoding's table.
+TEST_CASE("softmax + shaw / skew after a memory: the fused tiles equal the naive form") {
+  const int64_t B = 2, H = 2, D = 4, lq = 150, mem = 170, lk = lq + mem;
+  for (const std::string encoding : {"shaw", "skew"})
+    for (const bool padded : {false, true}) {
+      RELPOS_INFO("{} padding {}", encoding, padded);
+      std::vector<std::vector<Tensor>> results;
+      for (const bool fused : {true, false}) {
+        Generator gen(47);  // the same table and dropout stream in both forms
+        const auto attn = make_attention(AttentionOptions{
+            test::options(
+                "attention",
+                {{"type", "softmax"}, {"dropout", "0.2"}, {"fused", fused ? "true" : "false"}}),
+            H, D, H * D, lk, f64, &gen});
+        const auto positional = make_positional(AttentionOptions{
+            test::options("positional", {{"type", encoding}}), H, D, H * D, lk, f64, &gen});
+        AttentionInputs in;
+        in.causal = true;
+        in.positional = positional.get();
+        if (padded) in.key_mask = test::padding_mask(lk, {0, 40});
+        const Var q(test::random_tensor({B, H, lq, D}, f64, 1, -3, 3), true);
+        const Var k(test::random_tensor({B, H, lk, D}, f64, 2, -3, 3), true);
+        const Var v(test::random_tensor({B, H, lk, D}, f64, 3), true);
+        const Var y = attn->forward(q, k, v, in);
+        y.backward(test::random_tensor(y.shape(), f64, 4));
+        std::vector<Tensor> r{y.value(), q.grad(), k.grad(), v.grad()};
+        for (const auto& [name, p] : positional->named_parameters()) r.push_back(p.grad());
+        results.push_back(r);
+      }
+      REQUIRE(results[0].size() == 5);
+      REQUIRE(results[1].size() == 5);
+      for (size_t i = 0; i < 5; ++i) {
+        INFO("result " << i << " (output, dq, dk, dv, the table)");
+        CHECK_CLOSE(results[0][i], results[1][i], 1e-9, 1e-10);
+      }
+    }
+}
