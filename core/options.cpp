@@ -55,6 +55,16 @@ bool parse_scalar(const std::string& text, T& out) {
   return parse(text, out);
 }
 
+template <typename T>
+std::string scalar_text(const T& value) {
+  if constexpr (std::is_same_v<T, std::string>)
+    return value;
+  else if constexpr (std::is_same_v<T, bool>)
+    return value ? "true" : "false";
+  else
+    return fmt::format("{}", value);
+}
+
 namespace {
 
 template <typename T>
@@ -107,28 +117,69 @@ const std::string& Options::where() const {
 
 const Options::Value* Options::lookup(const std::string& key) const {
   for (State* s = state_.get(); s != nullptr; s = s->parent.get()) s->read.insert(key);
+  return value(key);
+}
+
+void Options::record_fallback(const std::string& key, const Value& fallback) const {
+  const auto same = [](const Value& a, const Value& b) {
+    return a.is_list == b.is_list && a.scalar == b.scalar && a.list == b.list;
+  };
+  for (State* s = state_.get(); s != nullptr; s = s->parent.get()) {
+    const auto [it, added] = s->fallbacks.emplace(key, fallback);
+    if (!added && !same(it->second, fallback)) s->ambiguous.insert(key);
+    // A key with() set is the copy's own: its reader's fallback says nothing about the mapping
+    // the copy came from.
+    if (s->parent != nullptr && s->values.count(key) && !s->parent->values.count(key)) break;
+  }
+}
+
+std::map<std::string, Options::Value> Options::defaults() const {
+  std::map<std::string, Value> out;
+  for (const auto& [key, fallback] : state_->fallbacks)
+    if (!state_->ambiguous.count(key)) out.emplace(key, fallback);
+  return out;
+}
+
+const Options::Value* Options::value(const std::string& key) const {
   auto it = state_->values.find(key);
   return it == state_->values.end() ? nullptr : &it->second;
 }
 
 template <typename T>
 T Options::get(const std::string& key, const T& fallback) const {
+  record_fallback(key, Value{false, scalar_text(fallback), {}});
+  return get_inherited(key, fallback);
+}
+
+template <typename T>
+T Options::get_inherited(const std::string& key, const T& inherited) const {
   const Value* v = lookup(key);
-  if (v == nullptr) return fallback;
+  if (v == nullptr) return inherited;
   RELPOS_CHECK(!v->is_list, state_->where, "option '{}' must be a single value, got a list", key);
   return parse_or_throw<T>(state_->where, key, v->scalar);
 }
 
 template <typename T>
 T Options::require(const std::string& key) const {
-  RELPOS_CHECK(lookup(key) != nullptr, state_->where, "option '{}' is required", key);
-  return get<T>(key, T{});
+  const Value* v = lookup(key);
+  RELPOS_CHECK(v != nullptr, state_->where, "option '{}' is required", key);
+  RELPOS_CHECK(!v->is_list, state_->where, "option '{}' must be a single value, got a list", key);
+  return parse_or_throw<T>(state_->where, key, v->scalar);
 }
 
 template <typename T>
 std::vector<T> Options::get_list(const std::string& key, const std::vector<T>& fallback) const {
+  Value listed{true, {}, {}};
+  for (const T& item : fallback) listed.list.push_back(scalar_text(item));
+  record_fallback(key, listed);
+  return get_list_inherited(key, fallback);
+}
+
+template <typename T>
+std::vector<T> Options::get_list_inherited(const std::string& key,
+                                           const std::vector<T>& inherited) const {
   const Value* v = lookup(key);
-  if (v == nullptr) return fallback;
+  if (v == nullptr) return inherited;
   if (!v->is_list) return {parse_or_throw<T>(state_->where, key, v->scalar)};
   std::vector<T> out;
   for (const std::string& s : v->list) out.push_back(parse_or_throw<T>(state_->where, key, s));
@@ -155,10 +206,14 @@ std::vector<std::string> Options::asked() const {
   return {state_->read.begin(), state_->read.end()};
 }
 
-#define RELPOS_OPTIONS_INSTANTIATE(T)                             \
-  template bool parse_scalar<T>(const std::string&, T&);          \
-  template T Options::get<T>(const std::string&, const T&) const; \
-  template T Options::require<T>(const std::string&) const;       \
+#define RELPOS_OPTIONS_INSTANTIATE(T)                                                  \
+  template bool parse_scalar<T>(const std::string&, T&);                               \
+  template std::string scalar_text<T>(const T&);                                       \
+  template T Options::get<T>(const std::string&, const T&) const;                      \
+  template T Options::get_inherited<T>(const std::string&, const T&) const;            \
+  template std::vector<T> Options::get_list_inherited<T>(const std::string&,           \
+                                                         const std::vector<T>&) const; \
+  template T Options::require<T>(const std::string&) const;                            \
   template std::vector<T> Options::get_list<T>(const std::string&, const std::vector<T>&) const;
 RELPOS_OPTIONS_INSTANTIATE(std::string)
 RELPOS_OPTIONS_INSTANTIATE(bool)

@@ -1,8 +1,9 @@
 // Options: a component's settings as written under its YAML mapping (`attention: {type: linear,
 // feature_map: dpfp, nu: 2}`): key -> scalar text or a list of scalars. Reads are typed and
 // tracked, so after a component is built every key it never read is refused by name
-// (check_all_used), listing the keys it knows. Copies share one state (and one read record);
-// with() makes an independent one.
+// (check_all_used), listing the keys it knows. A read with a fallback also records that fallback,
+// so a run can write down what every key it left out meant (defaults()). Copies share one state
+// (and one read record); with() makes an independent one.
 #pragma once
 
 #include <fmt/format.h>
@@ -21,6 +22,10 @@ namespace relpos {
 // `text` is not a T. Defined for std::string, bool, int64_t, int, double.
 template <typename T>
 bool parse_scalar(const std::string& text, T& out);
+// The text a config holds for `value`, which parse_scalar reads back as the same value (numbers
+// in their shortest exact form, bools as true / false).
+template <typename T>
+std::string scalar_text(const T& value);
 
 class Options {
  public:
@@ -51,6 +56,13 @@ class Options {
   // absent. A value that does not parse as T is an error naming the key and the text.
   template <typename T>
   T get(const std::string& key, const T& fallback) const;
+  // The same, where the fallback is another setting's value (the model's attention dropout or
+  // max_len, the run's length): not recorded as a default, since writing it down would keep it
+  // when that setting changes.
+  template <typename T>
+  T get_inherited(const std::string& key, const T& inherited) const;
+  template <typename T>
+  std::vector<T> get_list_inherited(const std::string& key, const std::vector<T>& inherited) const;
   // The value of `key`, which must be present.
   template <typename T>
   T require(const std::string& key) const;
@@ -65,19 +77,30 @@ class Options {
   std::vector<std::string> unread() const;
   std::vector<std::string> asked() const;
 
- private:
+  // A value as written: a scalar's text, or a list of them.
   struct Value {
     bool is_list = false;
     std::string scalar;
     std::vector<std::string> list;
   };
+  // The fallback of every key read with one (get, get_list), present or not, as text: what the
+  // key means when the mapping leaves it out. A key read with two different fallbacks is left
+  // out: its readers give its absence different meanings, so no one value can stand for it.
+  std::map<std::string, Value> defaults() const;
+  // The value of a key that is present.
+  const Value* value(const std::string& key) const;
+
+ private:
   struct State {
     std::string where;
     std::map<std::string, Value> values;
-    std::set<std::string> read;     // every key asked for, present or not
-    std::shared_ptr<State> parent;  // with(): reads are recorded there too
+    std::set<std::string> read;              // every key asked for, present or not
+    std::map<std::string, Value> fallbacks;  // get / get_list: the fallback each key was read with
+    std::set<std::string> ambiguous;         // keys read with different fallbacks
+    std::shared_ptr<State> parent;           // with(): reads are recorded there too
   };
   const Value* lookup(const std::string& key) const;
+  void record_fallback(const std::string& key, const Value& fallback) const;
   std::shared_ptr<State> state_;
 };
 

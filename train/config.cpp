@@ -49,6 +49,12 @@ void read_model(Section s, ModelConfig& m) {
   m.own = s.rest("model");
   check_model_keys(m);
   s.finish_with(m.own);
+  s.add_defaults(m.own);
+  // "" trunk fields take the type's defaults.
+  const ModelConfig typed = with_model_defaults(m);
+  s.resolve("activation", typed.activation);
+  s.resolve("norm", typed.norm);
+  s.resolve("positions", typed.positions);
 }
 
 // The keys every dataset has; the rest belong to the dataset, whose registry entry reads and
@@ -68,15 +74,17 @@ void read_data(Section s, DataConfig& d) {
   d.own = s.rest("data");
   dataset_registry().at(d.dataset, kWho).make(d.own);  // reads and checks its own keys
   s.finish_with(d.own);
+  s.add_defaults(d.own);
   RELPOS_CHECK(d.tgt_len >= 0, kWho, "data.tgt_len must be >= 0, got {}", d.tgt_len);
   RELPOS_CHECK(d.batch_size > 0 && d.eval_batch_size >= 0, kWho,
                "data.batch_size must be positive, got {}", d.batch_size);
   RELPOS_CHECK(d.max_len >= 0 && d.train_limit >= 0 && d.eval_limit >= 0 && d.prefetch >= 0, kWho,
                "data.max_len, train_limit, eval_limit and prefetch must be >= 0");
   if (d.dir.empty()) d.dir = "data/" + d.dataset;
+  s.resolve("dir", d.dir);
 }
 
-void read_train(Section s, TrainConfig& t) {
+void read_train(Section& s, TrainConfig& t) {
   s.read("steps", t.steps);
   s.read("epochs", t.epochs);
   s.read("eval_every", t.eval_every);
@@ -110,24 +118,67 @@ void read_train(Section s, TrainConfig& t) {
 void check_optimizer_and_schedule(const RunConfig& c) {
   RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required ({})",
                fmt::join(optimizer_registry().names(), ", "));
-  const auto optimizer = make_optimizer({}, c.optimizer.clone());
+  const auto optimizer = make_optimizer({}, c.optimizer);
   const int64_t run_steps = c.train.steps > 0 ? c.train.steps : std::numeric_limits<int32_t>::max();
-  make_schedule(c.schedule.clone(), optimizer->lr(), run_steps);
+  make_schedule(c.schedule, optimizer->lr(), run_steps);
+}
+
+// A mapping of `root` by its path, made when the tree has none.
+YAML::Node mapping_at(YAML::Node root, const std::string& path) {
+  YAML::Node node = root;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = std::min(path.find('.', start), path.size());
+    const std::string key = path.substr(start, dot - start);
+    if (!node[key] || node[key].IsNull()) node[key] = YAML::Node(YAML::NodeType::Map);
+    node.reset(node[key]);
+    start = dot + 1;
+  }
+  return node;
+}
+
+// The defaults of every component mapping, as far as they have been read (complete_config).
+void add_component_defaults(YAML::Node root, RunConfig& c) {
+  const std::pair<const char*, const Options*> components[] = {
+      {"model", &c.model.own},
+      {"model.attention", &c.model.attention},
+      {"model.positional", &c.model.positional},
+      {"data", &c.data.own},
+      {"optimizer", &c.optimizer},
+      {"schedule", &c.schedule}};
+  for (const auto& [path, options] : components)
+    if (!options->defaults().empty())
+      add_option_defaults(mapping_at(root, path), path, *options, c.defaults);
+}
+
+// One style whatever the files wrote, so the text a run writes parses back to itself: mappings
+// in blocks, lists in brackets.
+void set_canonical_style(YAML::Node node) {
+  if (node.IsSequence()) node.SetStyle(YAML::EmitterStyle::Flow);
+  if (!node.IsMap()) return;
+  node.SetStyle(YAML::EmitterStyle::Block);
+  for (const auto& entry : node) set_canonical_style(entry.second);
+}
+
+std::string yaml_text(YAML::Node root) {
+  set_canonical_style(root);
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
 }
 
 RunConfig read_run(YAML::Node root, const std::string& origin) {
   RunConfig c;
-  Section s(root, "");
+  Section s(root, "", std::make_shared<ConfigDefaults>());
   s.read("name", c.name);
-  if (c.name.empty()) {
-    c.name = fs::path(origin).stem().string();
-    root["name"] = c.name;  // so the resolved text names the run wherever it is parsed again
-  }
+  if (c.name.empty()) c.name = fs::path(origin).stem().string();
+  s.resolve("name", c.name);  // so the resolved text names the run wherever it is parsed again
   read_model(s.section("model"), c.model);
   read_data(s.section("data"), c.data);
   s.read_options("optimizer", c.optimizer);
   s.read_options("schedule", c.schedule);
-  read_train(s.section("train"), c.train);
+  Section train = s.section("train");
+  read_train(train, c.train);
   Section eval = s.section("eval");
   eval.read("max_batches", c.eval.max_batches);
   eval.read("tgt_len", c.eval.tgt_len);
@@ -152,9 +203,10 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   s.finish();
   check_optimizer_and_schedule(c);
   if (c.train.out.empty()) c.train.out = "runs/" + c.name;
-  YAML::Emitter out;
-  out << root;
-  c.yaml = std::string(out.c_str()) + "\n";
+  train.resolve("out", c.train.out);
+  c.defaults = s.defaults();
+  add_component_defaults(root, c);
+  c.yaml = yaml_text(root);
   return c;
 }
 
@@ -169,6 +221,12 @@ RunConfig finish(YAML::Node root, const std::string& origin,
 }
 
 }  // namespace
+
+void complete_config(RunConfig& config) {
+  YAML::Node root = YAML::Load(config.yaml);
+  add_component_defaults(root, config);
+  config.yaml = yaml_text(root);
+}
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   return finish(load_config_yaml(path), path, overrides);

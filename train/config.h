@@ -3,11 +3,12 @@
 // own keys win; `--set a.b=value` overrides are applied last (the value is read as YAML, so
 // `--set model.positional.grid=[14,14]` gives a list). Unknown keys and values of the wrong type
 // are errors naming the key path and the keys valid there. The resolved YAML (after bases and
-// overrides) is kept in RunConfig::yaml: the run directory and every checkpoint store it, and
-// parsing it again gives the same config.
+// overrides, with every default written in) is kept in RunConfig::yaml: the run directory and
+// every checkpoint store it, and parsing it again gives the same config.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ struct DebugConfig {
   bool detect_anomaly = false;
 };
 
+// Each default of a configuration by its key path ("train.log_every"), as flow YAML text: what
+// the key means where a file leaves it out.
+using ConfigDefaults = std::map<std::string, std::string>;
+
 struct RunConfig {
   std::string name;  // default: the config file's stem
   ModelConfig model;
@@ -76,16 +81,28 @@ struct RunConfig {
   std::string device = "cpu";  // cpu | cuda
   uint64_t seed = 0;
   DebugConfig debug;
-  std::string yaml;  // the resolved configuration text
+  // The resolved configuration text: the files, the overrides and every default. The attention
+  // and positional mappings are read only when the model is built, so their defaults join it
+  // then (complete_config).
+  std::string yaml;
+  ConfigDefaults defaults;
 };
 
 // Reads `path` with its bases and the `--set` overrides ("a.b=value").
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
-// The keys whose values differ between two resolved configs, as "train.steps: 12 -> 24" (a key
-// only one has: "<none>" on the other side), in key order, leaving out keys that do not change
-// what a run computes: name, device, train.out, train.log_every, eval.*, debug.*, data.dir,
-// data.prefetch. A resumed run refuses these changes unless told to allow them.
-std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after);
+// Adds to config.yaml and config.defaults the defaults of every component mapping (model,
+// model.attention, model.positional, data, optimizer, schedule) as far as they have been read:
+// called after the run's model is built, it makes config.yaml the whole configuration.
+void complete_config(RunConfig& config);
+
+// The keys whose values differ between two resolved configs, as "train.steps: 12 -> 24", in key
+// order, leaving out keys that do not change what a run computes: name, device, train.out,
+// train.log_every, eval.*, debug.*, data.dir, data.prefetch. A key `before` leaves out (a
+// checkpoint of an older relpos, which wrote no defaults) stands for its entry in
+// `after_defaults`, or "<none>"; a key only `before` has is "<none>" after. A resumed run refuses
+// these changes unless told to allow them.
+std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after,
+                                            const ConfigDefaults& after_defaults = {});
 
 // Parses resolved YAML text (e.g. from a checkpoint); `origin` names it in errors.
 RunConfig parse_config(const std::string& yaml_text, const std::string& origin,

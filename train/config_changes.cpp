@@ -6,6 +6,7 @@
 #include <set>
 
 #include "train/config.h"
+#include "train/config_defaults.h"
 
 namespace relpos {
 namespace {
@@ -19,9 +20,20 @@ void flatten(const YAML::Node& node, const std::string& prefix,
               prefix.empty() ? entry.first.Scalar() : prefix + "." + entry.first.Scalar(), out);
     return;
   }
-  YAML::Emitter text;
-  text << YAML::Flow << node;
-  out[prefix] = text.c_str();
+  out[prefix] = yaml_flow_text(node);
+}
+
+// `attention: softmax` is short for {type: softmax}: a scalar where the other config has a
+// mapping is compared as that mapping's type.
+void expand_short_forms(std::map<std::string, std::string>& config,
+                        const std::map<std::string, std::string>& other) {
+  std::vector<std::string> short_forms;
+  for (const auto& [key, value] : config)
+    if (other.count(key + ".type") && !other.count(key)) short_forms.push_back(key);
+  for (const std::string& key : short_forms) {
+    config[key + ".type"] = config.at(key);
+    config.erase(key);
+  }
 }
 
 bool changes_nothing(const std::string& key) {
@@ -33,17 +45,22 @@ bool changes_nothing(const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after) {
+std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after,
+                                            const ConfigDefaults& after_defaults) {
   std::map<std::string, std::string> a, b;
   flatten(YAML::Load(before), "", a);
   flatten(YAML::Load(after), "", b);
+  expand_short_forms(a, b);
+  expand_short_forms(b, a);
   std::set<std::string> keys;
   for (const auto& [key, value] : a) keys.insert(key);
   for (const auto& [key, value] : b) keys.insert(key);
   std::vector<std::string> out;
   for (const std::string& key : keys) {
     if (changes_nothing(key)) continue;
-    const std::string was = a.count(key) ? a.at(key) : "<none>";
+    const std::string was = a.count(key)                ? a.at(key)
+                            : after_defaults.count(key) ? after_defaults.at(key)
+                                                        : "<none>";
     const std::string now = b.count(key) ? b.at(key) : "<none>";
     if (was != now) out.push_back(fmt::format("{}: {} -> {}", key, was, now));
   }

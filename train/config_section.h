@@ -1,11 +1,14 @@
 // ConfigSection: one mapping of a run configuration being read (train/config.cpp). Typed getters
 // record each key they are asked for; rest() hands the keys nobody read to the component that
 // owns them (a model type, a dataset) as Options; finish() refuses what is left, naming the key
-// path and the keys valid there.
+// path and the keys valid there. A key the mapping leaves out is written into it with its default
+// (the tree becomes the whole configuration), and every default is recorded by its path.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/options.h"
+#include "train/config_defaults.h"
 
 namespace relpos {
 
@@ -21,9 +25,10 @@ class ConfigSection {
   static constexpr const char* kWho = "config";
 
  public:
-  ConfigSection(YAML::Node node, std::string path)
-      : node_(std::move(node)), path_(std::move(path)) {
-    RELPOS_CHECK(!node_ || node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping", path_);
+  // `node` is a mapping (or null, which becomes one) of the tree being read.
+  ConfigSection(YAML::Node node, std::string path, std::shared_ptr<ConfigDefaults> defaults)
+      : node_(std::move(node)), path_(std::move(path)), defaults_(std::move(defaults)) {
+    RELPOS_CHECK(node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping", path_);
   }
 
   // An optional key keeps its value unset when the mapping lacks it.
@@ -39,11 +44,16 @@ class ConfigSection {
     value = read_value;
   }
 
+  // A key left out keeps `value` as its default, and the mapping gets it written in.
   template <typename T>
   void read(const std::string& key, T& value) {
     known_.insert(key);
     const YAML::Node v = child(key);
-    if (!v || v.IsNull()) return;
+    if (!v || v.IsNull()) {
+      resolve(key, scalar_text(value));
+      return;
+    }
+    record_default(key, YAML::Node(scalar_text(value)));
     RELPOS_CHECK(v.IsScalar(), kWho, "{}: expected {}, got a {}", where(key), kind<T>(),
                  v.IsMap() ? "mapping" : "list");
     // The scalar parser of every component's options (core/options.h): a value means the same
@@ -52,13 +62,27 @@ class ConfigSection {
                  kind<T>(), v.Scalar());
   }
 
+  // The value of a key that depends on other keys (a model type's trunk defaults, data.dir):
+  // written when the mapping leaves the key out (or holds only the default read() wrote).
+  void resolve(const std::string& key, const std::string& value) {
+    record_default(key, YAML::Node(value));
+    YAML::Node v = child(key);
+    if (v && !v.IsNull() && !written_.count(key)) return;
+    node_[key] = value;
+    written_.insert(key);
+  }
+
   // A mapping of scalars and scalar lists, kept as Options for the component to read.
+  // `attention: softmax` is short for {type: softmax}; the tree is given the long form.
   void read_options(const std::string& key, Options& options) {
     known_.insert(key);
-    const YAML::Node v = child(key);
+    YAML::Node v = child(key);
     if (!v || v.IsNull()) return;
-    if (v.IsScalar()) {  // `attention: softmax` is short for {type: softmax}
+    if (v.IsScalar()) {
       options.set("type", v.Scalar());
+      YAML::Node mapping(YAML::NodeType::Map);
+      mapping["type"] = v.Scalar();
+      node_[key] = mapping;
       return;
     }
     RELPOS_CHECK(v.IsMap(), kWho, "{}: expected a mapping like {{type: ...}}, got a list",
@@ -92,9 +116,20 @@ class ConfigSection {
     finish();
   }
 
+  // The mapping under `key` (an empty one when the file has none).
   ConfigSection section(const std::string& key) {
     known_.insert(key);
-    return ConfigSection(child(key), where(key));
+    if (!child(key) || child(key).IsNull()) node_[key] = YAML::Node(YAML::NodeType::Map);
+    return ConfigSection(node_[key], where(key), defaults_);
+  }
+
+  // Every default recorded so far, by key path (of this mapping and every other of its tree).
+  const ConfigDefaults& defaults() const { return *defaults_; }
+
+  // The defaults `options` (read from this mapping's keys: a model type's or a dataset's own)
+  // were read with, written in where the mapping leaves them out.
+  void add_defaults(const Options& options) {
+    add_option_defaults(node_, path_, options, *defaults_);
   }
 
   void finish() const {
@@ -138,9 +173,15 @@ class ConfigSection {
     return "a string";
   }
 
+  void record_default(const std::string& key, const YAML::Node& value) {
+    (*defaults_)[where(key)] = yaml_flow_text(value);
+  }
+
   YAML::Node node_;
   std::string path_;
+  std::shared_ptr<ConfigDefaults> defaults_;
   std::set<std::string> known_;
+  std::set<std::string> written_;  // keys read() or resolve() wrote in
 };
 
 // The trunk here (layers/models/model.h EncoderConfig); the type's own keys by the type.

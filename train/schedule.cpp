@@ -13,8 +13,7 @@ ScheduleRegistry& schedule_registry() {
 }
 
 std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr, int64_t run_steps) {
-  if (options.empty()) return make_schedule(Options("schedule").set("type", "constant"), base_lr);
-  auto type = options.require<std::string>("type");
+  auto type = options.get<std::string>("type", "constant");
   auto schedule = schedule_registry().make(type, options, ScheduleRun{base_lr, run_steps});
   options.check_all_used();
   return schedule;

@@ -16,7 +16,7 @@ class CosineSchedule : public Schedule {
  public:
   CosineSchedule(const Options& options, const ScheduleRun& run)
       : Schedule(run.base_lr),
-        total_(options.get<int64_t>("total_steps", run.steps)),
+        total_(options.get_inherited<int64_t>("total_steps", run.steps)),
         warmup_(options.get<int64_t>("warmup_steps", 0)),
         cycles_(options.get<double>("cycles", 0.5)) {
     RELPOS_CHECK(total_ > 0, options.where(),

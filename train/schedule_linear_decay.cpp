@@ -14,7 +14,7 @@ class LinearDecaySchedule : public Schedule {
  public:
   LinearDecaySchedule(const Options& options, const ScheduleRun& run)
       : Schedule(run.base_lr),
-        total_(options.get<int64_t>("total_steps", run.steps)),
+        total_(options.get_inherited<int64_t>("total_steps", run.steps)),
         warmup_(options.get<int64_t>("warmup_steps", 0)) {
     RELPOS_CHECK(total_ > 0, options.where(),
                  "total_steps is required where the run's length is not known, got {}", total_);

@@ -190,6 +190,7 @@ void Trainer::State::open_run_dir() {
 void Trainer::State::build() {
   const RunConfig& c = config;
   task = make_task(c, device);
+  complete_config(config);  // the attention and positional defaults, read as the model was built
   metric = selection_metric(c, *task);
   Model& model = task->model();
   optimizer = make_optimizer(model.parameters(), c.optimizer);
@@ -212,7 +213,8 @@ void Trainer::State::resume() {
 // A checkpoint of another configuration, or one past this run's end, is refused.
 void Trainer::State::check_resume(const RunPosition& saved, const std::string& saved_config) const {
   if (!saved_config.empty() && saved_config != config.yaml) {
-    const std::vector<std::string> changes = trajectory_changes(saved_config, config.yaml);
+    const std::vector<std::string> changes =
+        trajectory_changes(saved_config, config.yaml, config.defaults);
     RELPOS_CHECK(changes.empty() || options.allow_config_change, "train",
                  "'{}' was trained with another configuration ({}); resuming would change the "
                  "run's course: pass --allow-config-change to continue anyway",

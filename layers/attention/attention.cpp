@@ -27,7 +27,7 @@ FeatureMapRegistry& feature_map_registry() {
 }
 
 std::shared_ptr<Attention> make_attention(const AttentionOptions& opt) {
-  auto type = opt.options.require<std::string>("type");
+  auto type = opt.options.get<std::string>("type", "softmax");
   auto attention = attention_registry().make(type, opt);
   opt.options.check_all_used();
   return attention;

@@ -101,7 +101,8 @@ class Attention : public Module {
 using AttentionRegistry = Registry<Attention, const AttentionOptions&>;
 AttentionRegistry& attention_registry();
 
-// Builds the variant named by opt.options' `type`, then refuses any option it did not read.
+// Builds the variant named by opt.options' `type` (softmax when it has none), then refuses any
+// option it did not read.
 std::shared_ptr<Attention> make_attention(const AttentionOptions& opt);
 
 // Shape and mask checks every variant starts with; returns {B, H, Lq, Lk}.

@@ -14,7 +14,7 @@ constexpr const char* kName = "positional fastrpb";
 class FastRpb final : public Positional {
  public:
   explicit FastRpb(const AttentionOptions& opt) : options_(read_toeplitz_bias_options(opt, kName)) {
-    const int64_t max_len = opt.options.get<int64_t>("max_len", opt.max_len);
+    const int64_t max_len = opt.options.get_inherited<int64_t>("max_len", opt.max_len);
     RELPOS_CHECK(max_len > 0, kName,
                  "needs max_len > 0, from its option max_len or the layer's max_len; got {}",
                  max_len);

@@ -17,7 +17,8 @@ class FastRpb2d final : public Positional {
  public:
   explicit FastRpb2d(const AttentionOptions& opt)
       : options_(read_toeplitz_bias_options(opt, kName)) {
-    const std::vector<int64_t> grid = opt.options.get_list<int64_t>("grid", square_grid(opt));
+    const std::vector<int64_t> grid =
+        opt.options.get_list_inherited<int64_t>("grid", square_grid(opt));
     RELPOS_CHECK(grid.size() == 2 && grid[0] > 0 && grid[1] > 0, kName,
                  "grid must be [rows, cols] with positive sizes, got [{}] (the default, a square "
                  "of the layer's content tokens, needs a square number of them)",

@@ -73,8 +73,7 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   RELPOS_CHECK(c.shared_positional == nullptr || c.positional.empty(), "MultiHeadAttention",
                "give either positional options or a shared positional encoding, not both");
   positional_ = c.shared_positional != nullptr ? c.shared_positional : make_positional(opt);
-  opt.options =
-      c.attention.empty() ? Options(c.attention.where()).set("type", "softmax") : c.attention;
+  opt.options = c.attention;
   opt.dropout = c.dropout;
   if (positional_ != nullptr) opt.head_dim = positional_->qk_dim(head_dim_);
   attention_ = register_module("attention", make_attention(opt));

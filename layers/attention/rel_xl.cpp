@@ -38,7 +38,7 @@ RelXlAttention::RelXlAttention(const AttentionOptions& opt)
       head_dim_(opt.head_dim),
       model_dim_(opt.model_dim),
       clamp_len_(opt.options.get<int64_t>("clamp_len", 0)),
-      dropout_(opt.options.get<double>("dropout", opt.dropout)),
+      dropout_(opt.options.get_inherited<double>("dropout", opt.dropout)),
       fused_(opt.options.get<bool>("fused", true)),
       gen_(fork_generator(opt.generator())) {
   RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, kWho, "dropout must be in [0, 1), got {}", dropout_);

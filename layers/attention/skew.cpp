@@ -17,7 +17,7 @@ constexpr const char* kWhere = "positional skew";
 }  // namespace
 
 SkewPositional::SkewPositional(const AttentionOptions& opt)
-    : max_len_(opt.options.get<int64_t>("max_len", opt.max_len)) {
+    : max_len_(opt.options.get_inherited<int64_t>("max_len", opt.max_len)) {
   RELPOS_CHECK(max_len_ >= 1, kWhere,
                "needs the longest sequence t3: set the option max_len or the layer's max_len "
                "(got {})",

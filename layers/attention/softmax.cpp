@@ -20,7 +20,7 @@ namespace {
 class SoftmaxAttention final : public Attention {
  public:
   explicit SoftmaxAttention(const AttentionOptions& opt)
-      : dropout_(opt.options.get<double>("dropout", opt.dropout)),
+      : dropout_(opt.options.get_inherited<double>("dropout", opt.dropout)),
         fused_(opt.options.get<bool>("fused", true)),
         gen_(fork_generator(opt.generator())) {
     RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, "attention softmax",

@@ -46,8 +46,8 @@ ToeplitzBiasOptions read_toeplitz_bias_options(const AttentionOptions& opt, cons
   RELPOS_CHECK(param == "full" || param == "symmetric", component,
                "parameterization must be full or symmetric, got '{}'", param);
   o.symmetric = param == "symmetric";
-  o.front = options.get<int64_t>("special_tokens_front", opt.special_front);
-  o.back = options.get<int64_t>("special_tokens_back", opt.special_back);
+  o.front = options.get_inherited<int64_t>("special_tokens_front", opt.special_front);
+  o.back = options.get_inherited<int64_t>("special_tokens_back", opt.special_back);
   RELPOS_CHECK(o.front >= 0 && o.back >= 0, component,
                "special_tokens_front and special_tokens_back must be >= 0, got {} and {}", o.front,
                o.back);

@@ -53,18 +53,19 @@ class CausalLm final : public LmTransformer {
     check_context(context());
     if (!carries_recurrent_state()) return;
     const Attention& attention = layers().at<EncoderBlock>(0)->attention().attention();
-    RELPOS_CHECK(attention.caps().carries_state && c.positional.empty() && c.positions == "none",
-                 kWho,
-                 "recurrent_state carries linear attention's running sums over the whole past; it "
-                 "needs attention 'linear' with a feature map that does not depend on positions, "
-                 "without positional encodings or absolute positions, got attention '{}', "
-                 "positional '{}', positions '{}'",
-                 attention.name(), c.positional.get<std::string>("type", "none"), c.positions);
+    RELPOS_CHECK(
+        attention.caps().carries_state && positional_type(c) == "none" && c.positions == "none",
+        kWho,
+        "recurrent_state carries linear attention's running sums over the whole past; it "
+        "needs attention 'linear' with a feature map that does not depend on positions, "
+        "without positional encodings or absolute positions, got attention '{}', "
+        "positional '{}', positions '{}'",
+        attention.name(), positional_type(c), c.positions);
   }
 
   std::vector<std::string> warnings() const override {
     const ModelConfig& c = config();
-    if (c.positions != "none" || !c.positional.empty()) return {};
+    if (c.positions != "none" || positional_type(c) != "none") return {};
     return {fmt::format(
         "[model] causal_lm has no positions (positions: none and no positional encoding): "
         "only the causal mask tells its {} attention the order of tokens",

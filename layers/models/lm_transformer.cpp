@@ -54,8 +54,7 @@ LmConfig LmConfig::read(const ModelConfig& config) {
 
 LmShell causal_shell(const ModelConfig& c) {
   LmShell shell;
-  shell.attention =
-      c.attention.empty() ? Options(c.attention.where()).set("type", "softmax") : c.attention;
+  shell.attention = c.attention;
   shell.final_norm = c.norm == "pre";
   return shell;
 }

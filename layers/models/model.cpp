@@ -26,7 +26,7 @@ void check_index_first(const EncoderConfig& c) {
   const std::string attention = c.attention.get<std::string>("type", "softmax");
   refuse_index_first_unless(attention == "softmax",
                             "it computes softmax attention, got attention '" + attention + "'");
-  const std::string positional = c.positional.get<std::string>("type", "none");
+  const std::string positional = positional_type(c);
   refuse_index_first_unless(positional == "none", "a relative encoding (positional: " + positional +
                                                       ") is not part of the four-term scores");
   refuse_index_first_unless(
@@ -47,6 +47,10 @@ void refuse_index_first_unless(bool ok, const std::string& why) {
                "index_first computes the first attention from the token ids, exact only where it "
                "reads embedding + position directly: {}",
                why);
+}
+
+std::string positional_type(const EncoderConfig& config) {
+  return config.positional.get<std::string>("type", "none");
 }
 
 void check_encoder_config(const EncoderConfig& c) {

@@ -78,6 +78,10 @@ struct ModelConfig : EncoderConfig {
   }
 };
 
+// The relative encoding of model.positional ("none" when there is none; an explicit
+// {type: none}, as a run's config.yaml writes it, is the same as none).
+std::string positional_type(const EncoderConfig& config);
+
 // The trunk's checks, naming the field and the valid values ("[model] ..."); make_model runs
 // them with the sizes filled in.
 void check_encoder_config(const EncoderConfig& config);

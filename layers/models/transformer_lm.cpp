@@ -21,10 +21,10 @@ struct TransformerLmConfig {
                  "transformer_lm is the softmax baseline; got attention '{}': use causal_lm for "
                  "other attention",
                  attention);
-    RELPOS_CHECK(config.positional.empty(), kWho,
+    RELPOS_CHECK(positional_type(config) == "none", kWho,
                  "transformer_lm has absolute positions only; remove model.positional (type '{}') "
                  "or use causal_lm",
-                 config.positional.get<std::string>("type", ""));
+                 positional_type(config));
     RELPOS_CHECK(config.positions == "learned" || config.positions == "sinusoidal", kWho,
                  "transformer_lm reads absolute positions: positions must be learned or "
                  "sinusoidal, got '{}'",

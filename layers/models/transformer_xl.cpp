@@ -35,10 +35,11 @@ struct TransformerXlConfig : LmConfig {
                  "transformer_xl runs rel_xl attention (its relative positions); got attention "
                  "'{}': use causal_lm for other attention",
                  type);
-    RELPOS_CHECK(config.positional.empty(), kWho,
+    const std::string positional = positional_type(config);
+    RELPOS_CHECK(positional == "none", kWho,
                  "transformer_xl has its own relative positions; remove model.positional (type "
                  "'{}') or use causal_lm",
-                 config.positional.get<std::string>("type", ""));
+                 positional);
     RELPOS_CHECK(!config.attention.has("clamp_len"), kWho,
                  "transformer_xl takes clamp_len from model.clamp_len, not from model.attention");
     RELPOS_CHECK(config.positions == "none", kWho,
@@ -53,7 +54,8 @@ struct TransformerXlConfig : LmConfig {
 LmShell rel_xl_shell(const ModelConfig& c, const TransformerXlConfig& k) {
   LmShell shell;
   // with(): the user's mapping stays as written, and its reads are still recorded there.
-  shell.attention = c.attention.with("type", "rel_xl");
+  // clamp_len is the model's (the context sets it), so the layer's is not a default of its own.
+  shell.attention = c.attention.with("type", "rel_xl").with("clamp_len", scalar_text(k.clamp_len));
   shell.embedding_scale = std::sqrt(static_cast<double>(c.model_dim));
   shell.context = {k.mem_len, k.clamp_len, k.same_length};
   shell.clamps = true;

@@ -57,6 +57,20 @@ train: {steps: 4, eval_every: 2, log_every: 2, out: $tmp/run}
 YAML
 expect_status 0 "train" -- "$relpos" train "$tmp/tiny.yaml" --quiet
 grep -q "test accuracy" "$tmp/out" || fail "train prints no final metrics line: $(cat "$tmp/out")"
+# config.yaml is the whole configuration: the defaults the file leaves out (the trunk's, the
+# attention variant's, the trainer's) are written in, and training from it computes the same run.
+for line in "attention_dropout: 0.1" "eps: 1e-06" "chunk: 64" "log_every: 2" "patience: 0"; do
+  grep -q "$line" "$tmp/run/config.yaml" || fail "config.yaml lacks '$line': $(cat "$tmp/run/config.yaml")"
+done
+expect_status 0 "train from a run's config.yaml" -- "$relpos" train "$tmp/run/config.yaml" \
+  --out "$tmp/again" --quiet
+cmp -s "$tmp/run/config.yaml" <(sed "s|$tmp/again|$tmp/run|" "$tmp/again/config.yaml") ||
+  fail "a run of config.yaml writes another config.yaml: $(diff "$tmp/run/config.yaml" "$tmp/again/config.yaml")"
+"$relpos" eval "$tmp/run/checkpoints/last.h5" --json >"$tmp/eval_run.json" &&
+  "$relpos" eval "$tmp/again/checkpoints/last.h5" --json >"$tmp/eval_again.json" &&
+  cmp -s <(sed 's/"checkpoint": [^,]*,//' "$tmp/eval_run.json") \
+    <(sed 's/"checkpoint": [^,]*,//' "$tmp/eval_again.json") ||
+  fail "training from config.yaml ends elsewhere: $(cat "$tmp/eval_run.json" "$tmp/eval_again.json")"
 # One block + CLS pooling: FastRPB's term (zero on the CLS row) cannot reach the logits. Said
 # even with --quiet, and kept in log.txt.
 warning="encoder.layers.0.attn.positional (fastrpb) cannot reach the output"

@@ -231,3 +231,48 @@ TEST_CASE("config: every user error names the key path and what is valid") {
               .find("warmup_steps < total_steps") != std::string::npos);
   }
 }
+
+TEST_CASE("config: the resolved text holds every default, and a key left out means its default") {
+  test::ScratchDir dir;
+  const RunConfig c = load_config(dir.write("minimal.yaml", kMinimal));
+  // The trunk's, the model type's and the dataset's defaults, the schedule a file without one
+  // gets, the optimizer's and the trainer's.
+  for (const char* line :
+       {"attention_dropout: 0.1", "num_heads: 4", "activation: gelu", "norm: pre", "pooling: cls",
+        "val_fraction: 0.1", "type: constant", "weight_decay: 0.01", "eps: 1e-08", "log_every: 50",
+        "dir: data/mnist", "out: runs/minimal", "detect_anomaly: false"})
+    CHECK_MESSAGE(c.yaml.find(line) != std::string::npos, line << " missing from:\n" << c.yaml);
+  CHECK(c.defaults.at("model.attention_dropout") == "0.1");
+  CHECK(c.defaults.at("train.steps") == "0");
+  CHECK(c.defaults.at("model.norm") == "pre");  // the model type's default
+  const RunConfig again = parse_config(c.yaml, "config.yaml");
+  CHECK(again.yaml == c.yaml);
+  CHECK(trajectory_changes(kMinimal, c.yaml, c.defaults).empty());
+  // A key the older text leaves out is compared by its default.
+  const RunConfig changed =
+      parse_config(kMinimal, "minimal", {"model.attention_dropout=0", "train.log_every=7"});
+  CHECK(trajectory_changes(kMinimal, changed.yaml, changed.defaults) ==
+        std::vector<std::string>{"model.attention_dropout: 0.1 -> 0"});
+  // Without the defaults, a key only one side has is a change from or to <none>.
+  CHECK(trajectory_changes("train: {steps: 10}", "train: {steps: 10, patience: 0}") ==
+        std::vector<std::string>{"train.patience: <none> -> 0"});
+}
+
+TEST_CASE("config: `attention: softmax` is the mapping {type: softmax}, written out") {
+  const std::string text = std::string(kMinimal) + "schedule: constant\n";
+  const RunConfig c = parse_config(text, "short", {"model.attention=softmax"});
+  CHECK(c.model.attention.get<std::string>("type", "") == "softmax");
+  CHECK(c.yaml.find("  attention:\n    type: softmax\n") != std::string::npos);
+  CHECK(c.yaml.find("schedule:\n  type: constant\n") != std::string::npos);
+  const std::string short_form = R"(
+model: {num_layers: 1, attention: softmax}
+data: {dataset: mnist}
+optimizer: {type: adamw, lr: 1.0e-3}
+schedule: constant
+train: {steps: 10}
+)";
+  CHECK(trajectory_changes(short_form, c.yaml, c.defaults).empty());
+  const RunConfig linear = parse_config(short_form, "short", {"model.attention=linear"});
+  CHECK(trajectory_changes(short_form, linear.yaml, linear.defaults) ==
+        std::vector<std::string>{"model.attention.type: softmax -> linear"});
+}

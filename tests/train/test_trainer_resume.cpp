@@ -219,3 +219,41 @@ TEST_CASE("training state: every entry of a checkpoint round-trips through load 
   CHECK(test::error_of([&] { state.load(no_step, "x.h5"); }) ==
         "[train] 'x.h5' is not a training checkpoint (no 'step')");
 }
+
+// config.yaml holds every default, those the model's layers read as it is built included, and
+// parses back to itself; a checkpoint of an earlier relpos, whose configuration left the
+// defaults out, is compared with what those defaults mean today.
+TEST_CASE("trainer: config.yaml holds every default; an older checkpoint is compared by them") {
+  const fs::path fixture = fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5";
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+  const RunConfig fresh = tiny_config(scratch, data, "fresh", common);
+  TrainerOptions short_run;
+  short_run.stop_at_step = 1;
+  train(fresh, short_run);
+  const std::string written = read_text(fs::path(fresh.train.out) / "config.yaml");
+  // The trunk's, the attention variant's (read only when the model is built), the schedule's and
+  // the trainer's defaults, none of which the tiny config writes.
+  for (const char* line : {"attention_dropout: 0.1", "fused: true", "log_every: 3",
+                           "max_batches: 0", "type: linear_decay", "num_heads: 2", "norm: pre"})
+    CHECK_MESSAGE(written.find(line) != std::string::npos, line << " missing from:\n" << written);
+  CHECK(last_checkpoint(fresh).texts.at("config") == written);
+  CHECK(parse_config(written, "config.yaml").yaml == written);
+
+  // The fixture's configuration has none of these keys.
+  const std::string old_config = read_checkpoint(fixture.string()).texts.at("config");
+  CHECK(old_config.find("attention_dropout") == std::string::npos);
+  const auto refusal = [&](const std::string& change) {
+    std::vector<std::string> extra = common;
+    extra.push_back(change);
+    TrainerOptions resumed;
+    resumed.resume = fixture.string();
+    const std::string name = "changed_" + change.substr(0, change.find('='));
+    return test::error_of([&] { train(tiny_config(scratch, data, name, extra), resumed); });
+  };
+  CHECK(refusal("model.attention_dropout=0.05").find("model.attention_dropout: 0.1 -> 0.05") !=
+        std::string::npos);
+  CHECK(refusal("model.attention.fused=false").find("model.attention.fused: true -> false") !=
+        std::string::npos);
+}

@@ -19,7 +19,7 @@ constexpr const char* kWho = "feature_map cosformer";
 class CosformerFeatureMap final : public FeatureMap {
  public:
   explicit CosformerFeatureMap(const AttentionOptions& opt)
-      : length_(opt.options.get<int64_t>("cosformer_len", opt.max_len)) {
+      : length_(opt.options.get_inherited<int64_t>("cosformer_len", opt.max_len)) {
     RELPOS_CHECK(length_ > 0, kWho,
                  "cosformer_len must be > 0 (its default, the layer's max_len, is not known "
                  "here), got {}",

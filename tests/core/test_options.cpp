@@ -1,0 +1,68 @@
+// Options (core/options.h): typed reads, the keys nobody read, and the defaults a read records
+// so a run can write down what every key it left out meant.
+#include <doctest/doctest.h>
+
+#include "core/options.h"
+#include "tests/harness.h"
+
+using namespace relpos;
+
+TEST_CASE("options: a read with a fallback records it as the key's default, present or not") {
+  Options o("attention");
+  o.set("type", "linear").set_list("grid", {"14", "14"});
+  CHECK(o.get<std::string>("type", "softmax") == "linear");
+  CHECK(o.get<double>("eps", 1e-6) == 1e-6);
+  CHECK(o.get<bool>("fused", true));
+  CHECK(o.get_list<int64_t>("grid", {}) == std::vector<int64_t>{14, 14});
+  CHECK(o.get_list<int64_t>("window", {3, 5}) == std::vector<int64_t>{3, 5});
+  const auto d = o.defaults();
+  REQUIRE(d.size() == 5);
+  CHECK(d.at("type").scalar == "softmax");  // the default, not the value written
+  CHECK(d.at("eps").scalar == "1e-06");
+  CHECK(d.at("fused").scalar == "true");
+  CHECK((d.at("grid").is_list && d.at("grid").list.empty()));
+  CHECK(d.at("window").list == std::vector<std::string>{"3", "5"});
+  // Each default reads back as the value it stands for.
+  double eps = 0;
+  REQUIRE(parse_scalar(d.at("eps").scalar, eps));
+  CHECK(eps == 1e-6);
+}
+
+TEST_CASE("options: a fallback from another setting, or two different fallbacks, is no default") {
+  Options o("positional");
+  CHECK(o.get_inherited<int64_t>("max_len", 785) == 785);
+  CHECK(o.get_list_inherited<int64_t>("grid", {28, 28}) == std::vector<int64_t>{28, 28});
+  o.get<std::string>("pad_to", "batch");
+  o.get<int64_t>("pad_to", 0);
+  o.get<int64_t>("window", 16);
+  o.get<int64_t>("window", 16);  // read again alike: still one default
+  const auto d = o.defaults();
+  CHECK(d.size() == 1);
+  CHECK(d.count("window"));
+  CHECK(o.asked() == std::vector<std::string>{"grid", "max_len", "pad_to", "window"});
+}
+
+TEST_CASE("options: a with() copy records its reads and defaults in the mapping it came from") {
+  Options user("model.attention");
+  const Options copy = user.with("type", "rel_xl");
+  copy.get<bool>("fused", true);
+  copy.get<std::string>("type", "softmax");  // present in the copy: not the user's default
+  CHECK(user.defaults().count("fused"));
+  CHECK_FALSE(user.defaults().count("type"));
+  CHECK_FALSE(user.has("type"));
+  user.check_all_used();
+}
+
+TEST_CASE("options: scalar_text writes what parse_scalar reads back") {
+  for (const double x : {0.1, 1e-6, 3.0, -2.5e-12, 1.0 / 3}) {
+    double back = 0;
+    REQUIRE(parse_scalar(scalar_text(x), back));
+    CHECK(back == x);
+  }
+  bool b = false;
+  REQUIRE(parse_scalar(scalar_text(true), b));
+  CHECK(b);
+  int64_t i = 0;
+  REQUIRE(parse_scalar(scalar_text(int64_t{-9007199254740993}), i));
+  CHECK(i == -9007199254740993);
+}
