@@ -107,6 +107,19 @@ Var attention(const Var& q, const Var& k, const Var& v, AttentionSpec spec, Gene
 Var attention(const Var& q, const Var& k, const Var& v, const Var& rel_query, const Var& rel_key,
               AttentionSpec spec, Generator& gen, bool training);
 
+// ---------------------------------------------------------------- the transformer MLP
+// (functions/feed_forward.cpp)
+enum class Activation { gelu, relu };
+Var activate(Activation act, const Var& x);
+// The second half of a transformer MLP from fc1's output h [N, hidden]: linear(dropout(act(h)),
+// weight [out, hidden], bias [out] or undefined) -> [N, out]. Saves only h and the generator
+// state the mask was drawn at: the backward computes act(h) and draws the mask again, so the
+// [N, hidden] activation and its mask are not kept between the passes (selective recomputation,
+// Korthikanti et al. 2022). The same bits as activate, dropout and matmul composed, gradients
+// included; `gen` advances as dropout's would. Not training, or p = 0: no dropout.
+Var activation_dropout_linear(const Var& h, Activation act, double p, Generator& gen, bool training,
+                              const Var& weight, const Var& bias);
+
 // ---------------------------------------------------------------- linear algebra, FFT
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 Var bmm(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);

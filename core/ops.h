@@ -207,6 +207,9 @@ Tensor slice_assign(const Tensor& x, int64_t dim, int64_t start, int64_t end, co
 Tensor dropout_mask(const Shape& shape, double p, Generator& gen, Device device = Device::cpu());
 // x * mask / (1 - p).
 Tensor apply_dropout_mask(const Tensor& x, const Tensor& mask, double p);
+// The same, written over x (contiguous, and no other tensor's view): for a temporary the caller
+// owns, so no second buffer of x's size is allocated.
+void apply_dropout_mask_(const Tensor& x, const Tensor& mask, double p);
 
 // ---------------------------------------------------------------- losses (ops/cross_entropy.cpp)
 enum class Reduction { none, mean, sum };

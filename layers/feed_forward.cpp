@@ -11,10 +11,6 @@ Activation activation_from_name(const std::string& name) {
   fail("FeedForward", "unknown activation '{}'; known: gelu, relu", name);
 }
 
-Var apply_activation(Activation act, const Var& x) {
-  return act == Activation::gelu ? gelu(x) : relu(x);
-}
-
 FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, double dropout,
                          DType dtype, Generator& gen)
     : activation_(activation) {
@@ -26,8 +22,14 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, dou
 
 Var FeedForward::forward(const Var& x) {
   // x: [..., dim] -> h: [..., hidden] -> [..., dim]
-  const Var h = dropout_->forward(apply_activation(activation_, fc1_->forward(x)));
-  return fc2_->forward(h);
+  const Var h = fc1_->forward(x);
+  const int64_t hidden = h.size(-1);
+  Shape out_shape = x.shape();
+  out_shape.back() = fc2_->weight().size(0);
+  const Var y = activation_dropout_linear(reshape(h, {h.numel() / hidden, hidden}), activation_,
+                                          dropout_->p(), dropout_->generator(),
+                                          dropout_->is_training(), fc2_->weight(), fc2_->bias());
+  return reshape(y, out_shape);
 }
 
 }  // namespace relpos

@@ -1,19 +1,19 @@
 // FeedForward: the transformer position-wise MLP, fc2(dropout(act(fc1(x)))) with act GELU
-// (exact, erf form) or ReLU; submodules "fc1" [hidden, dim] and "fc2" [dim, hidden].
+// (exact, erf form) or ReLU; submodules "fc1" [hidden, dim] and "fc2" [dim, hidden]. Between the
+// passes it keeps fc1's output, not the activation and its mask (activation_dropout_linear).
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "autograd/functions.h"
 #include "layers/dropout.h"
 #include "layers/linear.h"
 
 namespace relpos {
 
-enum class Activation { gelu, relu };
-// "gelu" or "relu"; anything else fails listing the known names.
+// "gelu" or "relu" (autograd/functions.h Activation); anything else fails listing the known names.
 Activation activation_from_name(const std::string& name);
-Var apply_activation(Activation act, const Var& x);
 
 class FeedForward : public Module {
  public:

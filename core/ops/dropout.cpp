@@ -1,5 +1,5 @@
 // Entry points: dropout_mask (a u8 keep mask from the Philox stream of a generator) and
-// apply_dropout_mask (x * mask / (1 - p), composed from cast, mul_scalar and mul).
+// apply_dropout_mask (x * mask / (1 - p) in one pass of the binary kernel: BinaryOp::dropout_mul).
 #include "core/backend.h"
 #include "core/ops.h"
 #include "core/ops/validate.h"
@@ -26,8 +26,13 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& gen, Device device)
   return mask;
 }
 
-Tensor apply_dropout_mask(const Tensor& x, const Tensor& mask, double p) {
-  const char* op = "apply_dropout_mask";
+namespace {
+
+// out = x * (mask * 1/(1-p)) in one pass (BinaryOp::dropout_mul), the mask cast to x's dtype the
+// only temporary: the bits of mul(x, mul_scalar(cast(mask), 1/(1-p))). x * 0 keeps NaN/inf ->
+// NaN, as torch does. out may be x itself (each element is read before it is written).
+void dropout_into(const char* op, const Tensor& x, const Tensor& mask, double p,
+                  const Tensor& out) {
   check_p(op, p);
   check_floating(op, x);
   check_defined(op, mask, "mask");
@@ -35,8 +40,24 @@ Tensor apply_dropout_mask(const Tensor& x, const Tensor& mask, double p) {
   RELPOS_CHECK(mask.dtype() == DType::u8, op, "mask must be u8, got {}", mask.str());
   RELPOS_CHECK(broadcast_shapes(mask.shape(), x.shape(), op) == x.shape(), op,
                "mask {} does not broadcast to input {}", mask.str(), x.str());
-  // mask * 1/(1-p) holds exactly 0 or the scale; x * 0 keeps NaN/inf -> NaN, as torch does.
-  return mul(x, mul_scalar(cast(mask, x.dtype()), 1.0 / (1.0 - p)));
+  const Tensor keep = cast(mask, x.dtype()).expand(x.shape());
+  if (x.device().is_cpu())
+    cpu::binary(BinaryOp::dropout_mul, 1.0 / (1.0 - p), x, keep, out);
+  else
+    cuda::binary(BinaryOp::dropout_mul, 1.0 / (1.0 - p), x, keep, out);
+}
+
+}  // namespace
+
+Tensor apply_dropout_mask(const Tensor& x, const Tensor& mask, double p) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  dropout_into("apply_dropout_mask", x, mask, p, out);
+  return out;
+}
+
+void apply_dropout_mask_(const Tensor& x, const Tensor& mask, double p) {
+  RELPOS_CHECK(x.is_contiguous(), "apply_dropout_mask_", "x must be contiguous, got {}", x.str());
+  dropout_into("apply_dropout_mask_", x, mask, p, x);
 }
 
 }  // namespace relpos

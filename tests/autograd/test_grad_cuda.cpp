@@ -119,6 +119,15 @@ std::vector<Case> make_cases(DType dt) {
                  return dropout(v[0], 0.3, gen, true);
                },
                {in.r(kS)}});
+  for (const Activation act : {Activation::gelu, Activation::relu})
+    c.push_back(
+        {std::string("activation_dropout_linear ") + (act == Activation::gelu ? "gelu" : "relu"),
+         [act](auto& v) {
+           Generator gen(42);
+           return activation_dropout_linear(v[0], act, 0.3, gen, true, v[1], v[2]);
+         },
+         {in.away0({15, 7}), in.r({5, 7}), in.r({5})},
+         true});
   const Tensor target = ids({1, 4, -100, 0, 4, 2, 3});  // one ignored row
   for (Reduction red : {Reduction::mean, Reduction::sum, Reduction::none})
     c.push_back({"cross_entropy reduction " + std::to_string(static_cast<int>(red)),

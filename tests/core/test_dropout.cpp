@@ -1,6 +1,7 @@
 // dropout_mask and apply_dropout_mask: the kept fraction, reproducibility from (seed, offset),
 // element i against the Philox formula, generator bookkeeping, p = 0, scaling, errors.
 #include <cmath>
+#include <cstring>
 
 #include "core/philox.h"
 #include "tests/harness.h"
@@ -109,6 +110,30 @@ TEST_CASE("apply_dropout_mask: x * mask / (1 - p) on strided inputs, f32 and f64
   const Tensor x = test::random_tensor({6}, DType::f32, 303);
   CHECK(apply_dropout_mask(x, ones({6}, DType::u8), 0.0).to_vector<float>() ==
         x.to_vector<float>());
+}
+
+TEST_CASE("apply_dropout_mask: the bits of cast, mul_scalar and mul; in place, the same bits") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double p = 0.3;
+    Tensor x = test::random_tensor({33, 65}, dt, 304, -3, 3);
+    fill_(x.slice(0, 3, 4), std::nan(""));  // a NaN row: dropped or kept, it stays NaN
+    Generator gen(305);
+    const Tensor mask = dropout_mask(x.shape(), p, gen);
+    const Tensor composed = mul(x, mul_scalar(cast(mask, dt), 1.0 / (1.0 - p)));
+    const Tensor y = apply_dropout_mask(x, mask, p);
+    const auto same_bits = [](const Tensor& a, const Tensor& b) {
+      return std::memcmp(a.raw_data(), b.raw_data(), a.numel() * dtype_size(a.dtype())) == 0;
+    };
+    CHECK(same_bits(y, composed));
+    const Tensor in_place = x.clone();
+    apply_dropout_mask_(in_place, mask, p);
+    CHECK(same_bits(in_place, composed));
+    for (double v : y.slice(0, 3, 4).to_vector<double>()) CHECK(std::isnan(v));
+  }
+  const Tensor x = test::random_tensor({4, 6}, DType::f32, 306);
+  CHECK(test::error_of([&] {
+          apply_dropout_mask_(x.transpose(0, 1), ones({6, 4}, DType::u8), 0.5);
+        }).find("[apply_dropout_mask_] x must be contiguous") != std::string::npos);
 }
 
 TEST_CASE("dropout: errors name the op (p outside [0, 1), bad mask)") {

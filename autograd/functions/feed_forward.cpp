@@ -1,0 +1,62 @@
+// The transformer MLP's fused second half (autograd/functions.h activation_dropout_linear):
+// act, dropout and fc2 in one node that keeps fc1's output instead of the activation.
+#include "autograd/functions.h"
+#include "autograd/sum_to.h"
+
+namespace relpos {
+namespace {
+
+// act(h), dropped with a mask drawn from `gen` (the backward draws again from a copy of the state
+// the forward drew at, so the masks are the same). mask: left undefined without dropout.
+Tensor dropped_activation(const Tensor& h, Activation act, double p, Generator& gen, Tensor& mask) {
+  Tensor a = act == Activation::gelu ? gelu(h) : relu(h);
+  if (p == 0) return a;
+  mask = dropout_mask(a.shape(), p, gen, a.device());
+  apply_dropout_mask_(a, mask, p);
+  return a;
+}
+
+}  // namespace
+
+Var activate(Activation act, const Var& x) {
+  return act == Activation::gelu ? gelu(x) : relu(x);
+}
+
+Var activation_dropout_linear(const Var& h, Activation act, double p, Generator& gen, bool training,
+                              const Var& weight, const Var& bias) {
+  RELPOS_CHECK(h.dim() == 2 && weight.dim() == 2 && h.size(1) == weight.size(1),
+               "activation_dropout_linear",
+               "h [N, hidden] and weight [out, hidden] disagree: {} {}", h.value().str(),
+               weight.value().str());
+  const double drop = training ? p : 0.0;
+  const Generator drawn_at = gen;
+  Tensor mask;
+  Tensor y = matmul(dropped_activation(h.value(), act, drop, gen, mask), weight.value(), false,
+                    true);  // [N, out]
+  std::vector<Var> inputs{h, weight};
+  const bool has_bias = bias.defined();
+  if (has_bias) {
+    y = add(y, bias.value());
+    inputs.push_back(bias);
+  }
+  const bool gh = h.requires_grad(), gw = weight.requires_grad();
+  return make_result(
+      "activation_dropout_linear", y, std::move(inputs),
+      [h = h.value(), w = weight.value(), act, drop, drawn_at, gh, gw, has_bias](const Tensor& g) {
+        Generator replay = drawn_at;
+        Tensor mask;
+        Tensor a = dropped_activation(h, act, drop, replay, mask);
+        std::vector<Tensor> grads(2);
+        if (gw) grads[1] = matmul(g, a, true, false);  // [out, hidden]
+        a = Tensor();                                  // released before the [N, hidden] grads
+        if (gh) {
+          Tensor da = matmul(g, w, false, false);  // [N, hidden]
+          if (drop > 0) apply_dropout_mask_(da, mask, drop);
+          grads[0] = act == Activation::gelu ? gelu_backward(h, da) : relu_backward(h, da);
+        }
+        if (has_bias) grads.push_back(sum_to(g, Shape{w.size(0)}));  // [out]
+        return grads;
+      });
+}
+
+}  // namespace relpos
