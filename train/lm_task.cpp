@@ -10,7 +10,9 @@
 // In a data-parallel job each rank reads its rows of the batch (train/distributed.h) and keeps
 // their memory; checkpoints hold every row's, and evaluation sums every rank's loss and tokens.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/functions.h"
@@ -39,6 +41,12 @@ LmState rows_of(const LmState& state, int64_t from, int64_t to) {
   LmState out;
   for (const auto& [name, t] : state) out[name] = t.slice(0, from, to).contiguous();
   return out;
+}
+
+// A byte as a reader would name it: 'a', or 0x0a where it does not print.
+std::string byte_name(uint8_t byte) {
+  return byte >= 0x21 && byte < 0x7f ? fmt::format("'{}'", static_cast<char>(byte))
+                                     : fmt::format("0x{:02x}", byte);
 }
 
 class LanguageModelTask final : public Task {
@@ -163,6 +171,10 @@ class LanguageModelTask final : public Task {
       data.state.emplace_back("memory." + name, gather_rows(t, config_.data.batch_size));
     data.state.emplace_back("vocabulary", vocabulary_tensor(corpus_));
   }
+  void check_checkpoint(const CheckpointData& data, const std::string& path) const override {
+    for (const auto& [name, t] : data.state)
+      if (name == "vocabulary") check_vocabulary(t.to_vector<uint8_t>(), path);
+  }
   void restore_state(const CheckpointData& data) override {
     memory_.clear();
     const int64_t rows = config_.data.batch_size;
@@ -178,6 +190,24 @@ class LanguageModelTask final : public Task {
   }
 
  private:
+  // A model's ids mean the bytes of the vocabulary it was trained with: data whose symbols are
+  // not the same (another text, one character replaced) would be scored through other meanings.
+  void check_vocabulary(const std::vector<uint8_t>& trained, const std::string& path) const {
+    const std::vector<uint8_t>& here = corpus_.symbols;
+    if (trained == here) return;
+    const auto only_in = [](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+      std::vector<std::string> out;
+      for (const uint8_t byte : a)
+        if (std::find(b.begin(), b.end(), byte) == b.end()) out.push_back(byte_name(byte));
+      return out.empty() ? std::string("none") : fmt::format("{}", fmt::join(out, " "));
+    };
+    fail(kWho,
+         "'{}' was trained on other symbols than '{}' holds ({} there, {} here; only in the "
+         "checkpoint: {}; only in this data: {}): its ids would mean other characters",
+         path, config_.data.dir, trained.size(), here.size(), only_in(trained, here),
+         only_in(here, trained));
+  }
+
   const std::vector<uint8_t>& ids(const std::string& split) const {
     if (split == "train") return corpus_.train;
     if (split == "val") return corpus_.valid;

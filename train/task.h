@@ -60,6 +60,9 @@ class Task {
   // The state carried between training batches, into and out of a checkpoint.
   virtual void save_state(CheckpointData& data) const {}
   virtual void restore_state(const CheckpointData& data) {}
+  // Refuses a checkpoint (at `path`) that was trained on data this task reads differently: a
+  // language model's vocabulary (the byte of each id), naming the first id that differs.
+  virtual void check_checkpoint(const CheckpointData& data, const std::string& path) const {}
   // A print of every split the task loaded.
   virtual std::vector<SplitPrint> data_prints() const = 0;
 };

@@ -202,8 +202,10 @@ void Trainer::State::build() {
 
 // The training state from options.resume; metrics.jsonl cut back to the checkpoint's step.
 void Trainer::State::resume() {
-  training_state().load(read_checkpoint(options.resume), options.resume,
-                        [this](const RunPosition& saved, const std::string& saved_config) {
+  const CheckpointData saved_state = read_checkpoint(options.resume);
+  training_state().load(saved_state, options.resume,
+                        [&](const RunPosition& saved, const std::string& saved_config) {
+                          task->check_checkpoint(saved_state, options.resume);
                           check_resume(saved, saved_config);
                         });
   if (root) truncate_metrics(dir / "metrics.jsonl", position.step);

@@ -106,6 +106,30 @@ refused "a split file that is a directory" \
   "^relpos: \[char_corpus\] $tmp/chars_dir/train.txt: open: is a directory, not a data file$" \
   -- "$relpos" train "$tmp/chars_dir.yaml" --quiet
 
+# --- Character LM: data whose symbols are not the checkpoint's ------------------------------
+# One character replaced everywhere ('W' -> '~'): the vocabulary keeps its size but an id means
+# another byte. eval and --resume refuse it, naming the id; the same data still evaluates.
+d=$tmp/chars_ok
+mkdir -p "$d"
+head -c 6000 /usr/share/common-licenses/GPL-3 >"$d/train.txt"
+head -c 600 "$d/train.txt" >"$d/valid.txt"
+cp "$d/valid.txt" "$d/test.txt"
+sed "s|dir: $tmp/chars_short|dir: $d|; s|batch_size: 16|batch_size: 4|; s|run_chars|run_vocab|" \
+  "$tmp/chars.yaml" >"$tmp/vocab.yaml"
+"$relpos" train "$tmp/vocab.yaml" --quiet >/dev/null 2>&1 || fail "the vocabulary run did not train"
+mkdir -p "$tmp/chars_swapped"
+for f in train valid test; do tr 'W' '~' <"$d/$f.txt" >"$tmp/chars_swapped/$f.txt"; done
+grep -q W "$d/train.txt" || fail "the vocabulary check's text has no 'W' to replace"
+"$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" >/dev/null 2>&1 ||
+  fail "eval on the training data itself is refused"
+refused "eval on data with another vocabulary" \
+  "^relpos: \[lm\] '$tmp/run_vocab/checkpoints/last.h5' was trained on other symbols than '$tmp/chars_swapped' holds \(67 there, 67 here; only in the checkpoint: 'W'; only in this data: '~'\): its ids would mean other characters$" \
+  -- "$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --data-dir "$tmp/chars_swapped"
+refused "resume on data with another vocabulary" \
+  "^relpos: \[lm\] '$tmp/run_vocab/checkpoints/last.h5' was trained on other symbols" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set "data.dir=$tmp/chars_swapped" --set train.steps=2 \
+  --resume "$tmp/run_vocab/checkpoints/last.h5" --allow-config-change --quiet
+
 # --- CIFAR-10: an empty batch -------------------------------------------------------------
 d=$tmp/cifar/cifar-10-batches-bin
 mkdir -p "$d"

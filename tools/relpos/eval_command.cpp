@@ -45,6 +45,7 @@ int eval(EvalArgs& a) {
     RELPOS_CHECK(split == "train" || split == "val" || split == "test", "eval",
                  "unknown split '{}'; known: train, val, test", split);
     const std::unique_ptr<Task> task = make_task(config, device, {split});
+    task->check_checkpoint(data, checkpoint);
     restore_module(task->model(), data);
     // Predictions first: under mpirun they are refused before any evaluation runs.
     if (!a.predictions.empty()) task->write_predictions(split, a.predictions);
