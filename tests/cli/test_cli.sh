@@ -294,6 +294,28 @@ cp "$tmp/out" "$tmp/gen1"
 expect_status 0 "generate again" -- "$relpos" generate "$tmp/lm/checkpoints/last.h5" \
   --prompt "the " --tokens 40 --seed 3
 cmp -s "$tmp/gen1" "$tmp/out" || fail "generate is not deterministic for a seed"
+# --top-k 1 is the most likely character every step: the seed and the temperature change
+# nothing, and a nucleus too small for a second character is the same.
+expect_status 0 "generate --top-k 1" -- "$relpos" generate "$tmp/lm/checkpoints/last.h5" \
+  --prompt "the " --tokens 40 --seed 3 --top-k 1
+cp "$tmp/out" "$tmp/greedy"
+for args in "--seed 4 --top-k 1 --temperature 7" "--seed 5 --top-p 1e-9" "--top-k 1 --top-p 0.5"; do
+  expect_status 0 "generate $args" -- "$relpos" generate "$tmp/lm/checkpoints/last.h5" \
+    --prompt "the " --tokens 40 $args
+  cmp -s "$tmp/greedy" "$tmp/out" || fail "generate $args is not the greedy text"
+done
+expect_status 0 "generate --top-k 3 --top-p 0.9" -- "$relpos" generate \
+  "$tmp/lm/checkpoints/last.h5" --prompt "the " --tokens 40 --top-k 3 --top-p 0.9 --temperature 1e-310
+for bad in "--temperature 0" "--temperature -1" "--temperature nan" "--temperature inf" \
+  "--top-k -1" "--top-p 0" "--top-p 1.5"; do
+  expect_status 2 "generate $bad" -- "$relpos" generate "$tmp/lm/checkpoints/last.h5" \
+    --prompt "the " --tokens 3 $bad
+  expect_error_line "generate $bad" "relpos: \[generate\] --"
+done
+# Characters are written as they are drawn: a sample that would never end still streams.
+streamed=$(timeout 60 "$relpos" generate "$tmp/lm/checkpoints/last.h5" --prompt "the " \
+  --tokens 9223372036854775807 2>/dev/null | head -c 100 | wc -c)
+[[ $streamed -eq 100 ]] || fail "generate --tokens 9223372036854775807 streamed $streamed bytes"
 expect_status 2 "generate unknown byte" -- "$relpos" generate "$tmp/lm/checkpoints/last.h5" \
   --prompt $'\x01' --tokens 3
 expect_error_line "generate unknown byte" "relpos: \[generate\] the prompt's byte 1"

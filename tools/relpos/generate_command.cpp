@@ -1,13 +1,17 @@
-// `relpos generate CHECKPOINT --prompt TEXT --tokens N [--temperature T] [--seed S]
-// [--device cpu|cuda] [--set key=value]...`: samples text from a trained language model. The
-// model is rebuilt from the checkpoint's configuration and its vocabulary (the bytes of the ids,
-// saved with every LM checkpoint), runs in its evaluation context (eval.mem_len, ... where set),
-// reads the prompt, then draws one character at a time from softmax(logits / T) (T 0: the most
-// likely one), carrying the memory from step to step; a model without memory re-reads the last
-// max_len characters instead. The prompt and the sample go to stdout; the same seed gives the
-// same text.
+// `relpos generate CHECKPOINT --prompt TEXT --tokens N [--temperature T] [--top-k K] [--top-p P]
+// [--seed S] [--device cpu|cuda] [--set key=value]...`: samples text from a trained language model.
+// The model is rebuilt from the checkpoint's configuration and its vocabulary (the bytes of the
+// ids, saved with every LM checkpoint), runs in its evaluation context (eval.mem_len, ... where
+// set), reads the prompt, then draws one character at a time from softmax(logits / T), restricted
+// by
+// --top-k and --top-p, carrying the memory from step to step; a model without memory re-reads
+// the last max_len characters instead. The prompt, then each character as it is drawn, go to
+// stdout; the same seed gives the same text.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
@@ -24,30 +28,49 @@ namespace relpos::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string checkpoint, prompt, tokens, temperature = "1", seed = "0", device;
+  std::string checkpoint, prompt, tokens, temperature = "1", top_k = "0", top_p = "1", seed = "0",
+                                          device;
   std::vector<std::string> overrides;
 };
-
-// The id of the next character: argmax at temperature 0, else a draw from softmax(logits / T).
-int64_t sample(const Tensor& logits, double temperature, Generator& gen) {
-  const Tensor row = logits.to(Device::cpu()).to(DType::f64).contiguous();  // [V]
-  if (temperature == 0) return static_cast<int64_t>(argmax(row, 0).item());
-  const std::vector<double> p = softmax(mul_scalar(row, 1.0 / temperature), 0).to_vector<double>();
-  const double u = rand({1}, gen, 0, 1, DType::f64).item();
-  double total = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    total += p[i];
-    if (u < total) return static_cast<int64_t>(i);
-  }
-  return static_cast<int64_t>(p.size()) - 1;
-}
 
 // The sampling settings, checked; the checkpoint read and the text sampled by generate().
 struct Sampling {
   int64_t tokens = 0;
   double temperature = 1;
+  int64_t top_k = 0;  // 0: every id
+  double top_p = 1;
   uint64_t seed = 0;
 };
+
+// The id of the next character: a draw from softmax(logits / T) restricted to the top_k most
+// likely ids, then to the fewest of those whose probability reaches top_p (nucleus sampling,
+// Holtzman et al. 2020), renormalized. exp((l - max) / T) stays finite for every T > 0.
+int64_t sample(const Tensor& logits, const Sampling& s, Generator& gen, int64_t step) {
+  const std::vector<double> l =
+      logits.to(Device::cpu()).to(DType::f64).contiguous().to_vector<double>();  // [V]
+  for (const double x : l)
+    RELPOS_CHECK(std::isfinite(x), "generate", "the model's logits are not finite at character {}",
+                 step);
+  std::vector<int64_t> order(l.size());  // ids, most likely first (ties: the smaller id)
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return l[a] > l[b]; });
+  const size_t kept =
+      s.top_k > 0 ? std::min(order.size(), static_cast<size_t>(s.top_k)) : order.size();
+  std::vector<double> p(kept);
+  double total = 0;
+  for (size_t i = 0; i < kept; ++i)
+    total += p[i] = std::exp((l[order[i]] - l[order[0]]) / s.temperature);
+  size_t nucleus = 0;
+  double mass = 0;
+  while (nucleus < kept && (nucleus == 0 || mass < s.top_p * total)) mass += p[nucleus++];
+  const double u = rand({1}, gen, 0, 1, DType::f64).item() * mass;
+  double walked = 0;
+  for (size_t i = 0; i < nucleus; ++i) {
+    walked += p[i];
+    if (u < walked) return order[i];
+  }
+  return order[nucleus - 1];
+}
 
 Sampling parse_sampling(const GenerateArgs& a) {
   Sampling s;
@@ -55,8 +78,16 @@ Sampling parse_sampling(const GenerateArgs& a) {
   s.tokens = parse_number<int64_t>("generate", "--tokens", a.tokens);
   RELPOS_CHECK(s.tokens >= 0, "generate", "--tokens N is required (N >= 0)");
   s.temperature = parse_number<double>("generate", "--temperature", a.temperature);
-  RELPOS_CHECK(s.temperature >= 0 && std::isfinite(s.temperature), "generate",
-               "--temperature must be >= 0, got {}", s.temperature);
+  RELPOS_CHECK(s.temperature > 0 && std::isfinite(s.temperature), "generate",
+               "--temperature must be a finite number > 0, got {} (the most likely character "
+               "every step: --top-k 1)",
+               a.temperature);
+  s.top_k = parse_number<int64_t>("generate", "--top-k", a.top_k);
+  RELPOS_CHECK(s.top_k >= 0, "generate", "--top-k must be >= 0 (0: every character), got {}",
+               s.top_k);
+  s.top_p = parse_number<double>("generate", "--top-p", a.top_p);
+  RELPOS_CHECK(s.top_p > 0 && s.top_p <= 1, "generate", "--top-p must be in (0, 1], got {}",
+               a.top_p);
   const int64_t seed = parse_number<int64_t>("generate", "--seed", a.seed);
   RELPOS_CHECK(seed >= 0, "generate", "--seed must be >= 0, got {}", seed);
   s.seed = static_cast<uint64_t>(seed);
@@ -80,7 +111,6 @@ std::vector<uint8_t> vocabulary_of(const CheckpointData& data, const RunConfig& 
 int generate(GenerateArgs& a) {
   const Sampling sampling = parse_sampling(a);
   const int64_t tokens = sampling.tokens;
-  const double temperature = sampling.temperature;
   const std::string &checkpoint = a.checkpoint, &prompt = a.prompt;
   if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
   const CheckpointData data = read_checkpoint(checkpoint);
@@ -134,10 +164,13 @@ int generate(GenerateArgs& a) {
     run({ids.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(ids.size(), window)), ids.end()});
   }
   Generator gen(sampling.seed);
-  std::string out = prompt;
+  // Each character is written as it is drawn.
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::fflush(stdout);
   for (int64_t t = 0; t < tokens; ++t) {
-    const int64_t next = sample(last, temperature, gen);
-    out.push_back(static_cast<char>(symbols[static_cast<size_t>(next)]));
+    const int64_t next = sample(last, sampling, gen, t);
+    std::fputc(symbols[static_cast<size_t>(next)], stdout);
+    std::fflush(stdout);
     ids.push_back(next);
     if (t + 1 == tokens) break;
     if (memory)
@@ -146,7 +179,6 @@ int generate(GenerateArgs& a) {
       run({ids.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(ids.size(), window)),
            ids.end()});
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
   std::fputc('\n', stdout);
   return 0;
 }
@@ -158,15 +190,22 @@ void add_generate_command(CLI::App& app, int& status) {
   CLI::App* sub =
       app.add_subcommand("generate", "Samples text from a trained language model after a prompt.");
   sub->footer(
-      "Samples N characters from a trained language model after the prompt (temperature 1 by\n"
-      "default; 0 takes the most likely character), and prints the prompt and the sample.");
+      "Samples N characters from a trained language model after the prompt and prints the\n"
+      "prompt, then each character as it is drawn. --top-k 1 takes the most likely character\n"
+      "every step; the same seed gives the same text.");
   sub->add_option("CHECKPOINT", a->checkpoint, "a language-model checkpoint")->required();
   sub->add_option("--prompt", a->prompt, "the text the sample continues")
       ->type_name("TEXT")
       ->required();
   sub->add_option("--tokens", a->tokens, "characters to sample")->type_name("N")->required();
-  sub->add_option("--temperature", a->temperature, "softmax temperature (default 1)")
+  sub->add_option("--temperature", a->temperature, "softmax temperature, > 0 (default 1)")
       ->type_name("T");
+  sub->add_option("--top-k", a->top_k, "draw from the K most likely characters (default 0: all)")
+      ->type_name("K");
+  sub->add_option("--top-p", a->top_p,
+                  "draw from the fewest most likely characters whose probability reaches P "
+                  "(default 1)")
+      ->type_name("P");
   sub->add_option("--seed", a->seed, "the sampling seed (default 0)")->type_name("S");
   sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
   sub->add_option("--set", a->overrides, "overrides a config key (repeatable)")
