@@ -1,5 +1,5 @@
-// Ordered LM segments (datasets/lm_batches.h), as Transformer-XL's get_fixlen_iter with ext_len 0
-// but rows that share their boundary id, so no id is skipped.
+// Ordered LM segments (datasets/lm_batches.h), as Transformer-XL's get_fixlen_iter with ext_len 0:
+// its own layout, or rows that share their boundary id, so no id is skipped.
 #include "datasets/lm_batches.h"
 
 #include <algorithm>
@@ -8,15 +8,35 @@
 
 namespace relpos {
 
-LmBatches::LmBatches(const std::vector<uint8_t>& ids, int64_t batch, int64_t tgt_len)
-    : ids_(ids), batch_(batch), tgt_len_(tgt_len) {
+LmLayout lm_layout_from_name(const std::string& name, const std::string& key) {
+  if (name == "relpos") return LmLayout::shared_boundaries;
+  if (name == "reference") return LmLayout::reference;
+  fail("config",
+       "{} must be relpos (every target scored once) or reference (Transformer-XL's "
+       "scoring), got '{}'",
+       key, name);
+}
+
+int64_t LmBatches::min_ids(int64_t batch, LmLayout layout) {
+  return layout == LmLayout::reference ? 2 * batch : batch + 1;
+}
+
+LmBatches::LmBatches(const std::vector<uint8_t>& ids, int64_t batch, int64_t tgt_len,
+                     LmLayout layout)
+    : ids_(ids), layout_(layout), batch_(batch), tgt_len_(tgt_len) {
   RELPOS_CHECK(batch > 0 && tgt_len > 0, "lm_batches",
                "batch and tgt_len must be positive, got batch {}, tgt_len {}", batch, tgt_len);
   const int64_t n = static_cast<int64_t>(ids.size());
-  row_targets_ = n > 0 ? (n - 1) / batch : 0;
+  if (layout == LmLayout::reference) {
+    row_stride_ = n / batch;
+    row_targets_ = std::max<int64_t>(0, row_stride_ - 1);
+  } else {
+    row_targets_ = n > 0 ? (n - 1) / batch : 0;
+    row_stride_ = row_targets_;
+  }
   RELPOS_CHECK(row_targets_ >= 1, "lm_batches",
                "{} ids in {} rows leave no target per row; need at least {} ids", n, batch,
-               batch + 1);
+               min_ids(batch, layout));
 }
 
 namespace {
@@ -43,17 +63,19 @@ LmSegment LmBatches::segment(int64_t index) const {
   const int64_t t = index * tgt_len_;
   const int64_t len = std::min(tgt_len_, row_targets_ - t);
   std::vector<int64_t> starts;
-  for (int64_t b = 0; b < batch_; ++b) starts.push_back(b * row_targets_ + t);
+  for (int64_t b = 0; b < batch_; ++b) starts.push_back(b * row_stride_ + t);
   return slice_rows(ids_, starts, len);
 }
 
 LmSegment LmBatches::tail() const {
+  if (layout_ == LmLayout::reference) return {};
   const int64_t len = num_targets() - batch_ * row_targets_;
   if (len == 0) return {};
   return slice_rows(ids_, {batch_ * row_targets_}, len);
 }
 
 int64_t LmBatches::num_targets() const {
+  if (layout_ == LmLayout::reference) return batch_ * row_targets_;
   return static_cast<int64_t>(ids_.size()) - 1;
 }
 

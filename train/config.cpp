@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "datasets/dataset_registry.h"
+#include "datasets/lm_batches.h"
 #include "train/config_section.h"
 #include "train/config_yaml.h"
 #include "train/optimizer.h"
@@ -185,7 +186,9 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   eval.read("mem_len", c.eval.mem_len);
   eval.read("clamp_len", c.eval.clamp_len);
   eval.read("same_length", c.eval.same_length);
+  eval.read("layout", c.eval.layout);
   eval.finish();
+  lm_layout_from_name(c.eval.layout, "eval.layout");
   RELPOS_CHECK(c.eval.max_batches >= 0 && c.eval.tgt_len.value_or(1) > 0 &&
                    c.eval.mem_len.value_or(0) >= 0 && c.eval.clamp_len.value_or(0) >= 0,
                kWho,

@@ -58,6 +58,10 @@ struct EvalConfig {
   // shorter segment and a longer memory than it trains with); unset: as in training.
   std::optional<int64_t> tgt_len, mem_len, clamp_len;
   std::optional<bool> same_length;
+  // Language models: how validation and test are cut into rows (datasets/lm_batches.h): relpos
+  // (every target scored once) or reference (Transformer-XL's: each row's first character and
+  // the tail after the rows unscored, as the paper's numbers were computed).
+  std::string layout = "relpos";
 };
 
 struct DebugConfig {

@@ -75,17 +75,21 @@ class LanguageModelTask final : public Task {
                  "reads whole rows of the stream and needs at least one",
                  data.batch_size, eval_rows, comm::size());
     const int64_t eval_len = config.eval.tgt_len.value_or(data.tgt_len);
+    const LmLayout eval_layout = lm_layout_from_name(config.eval.layout, "eval.layout");
     for (const std::string& split : splits) {
       const bool training = split == "train";
       const int64_t rows = training ? data.batch_size : eval_rows;
+      const LmLayout layout = training ? LmLayout::shared_boundaries : eval_layout;
       const auto n = static_cast<int64_t>(ids(split).size());
-      RELPOS_CHECK(n > rows, kWho,
+      RELPOS_CHECK(n >= LmBatches::min_ids(rows, layout), kWho,
                    "{}: the {} split has {} characters, too few for {} rows with a target each "
-                   "(data.{}); it needs at least {}",
+                   "(data.{}{}); it needs at least {}",
                    source(split), split, n, rows,
                    training || data.eval_batch_size == 0 ? "batch_size" : "eval_batch_size",
-                   rows + 1);
-      batches_.emplace(split, LmBatches(ids(split), rows, training ? data.tgt_len : eval_len));
+                   layout == LmLayout::reference ? " in eval.layout reference" : "",
+                   LmBatches::min_ids(rows, layout));
+      batches_.emplace(split,
+                       LmBatches(ids(split), rows, training ? data.tgt_len : eval_len, layout));
     }
   }
 

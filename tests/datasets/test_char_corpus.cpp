@@ -1,6 +1,7 @@
 // Character corpora and ordered LM batches: splits and the byte -> id map of a small byte file
 // written here, their errors, and segments equal to a hand computation.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <numeric>
@@ -142,4 +143,49 @@ TEST_CASE("text: every id of a split but the first is predicted exactly once, ro
     CHECK(std::count(predicted.begin() + 1, predicted.end(), 1) == 999);
     CHECK(batches.num_targets() == 999);
   }
+}
+
+// The reference's LMOrderedIterator, written out: data[:m * batch] viewed as [batch, m] (row b is
+// ids[b m .. (b+1) m)), segments x[:, i:i+L] -> x[:, i+1:i+1+L] for i = 0, L, ... < m - 1.
+TEST_CASE("text: the reference layout is LMOrderedIterator's rows, segments and scored targets") {
+  for (const auto& [n, rows, len] : std::vector<std::array<int64_t, 3>>{
+           {3514, 10, 16}, {1000, 7, 13}, {20, 10, 3}, {61, 4, 100}}) {
+    INFO("n " << n << " rows " << rows << " tgt_len " << len);
+    std::vector<uint8_t> ids(static_cast<size_t>(n));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint8_t>((i * 7 + 3) % 251);
+    const LmBatches batches(ids, rows, len, LmLayout::reference);
+    const int64_t m = n / rows;
+    CHECK(batches.row_targets() == m - 1);
+    CHECK(batches.num_targets() == rows * (m - 1));
+    CHECK_FALSE(batches.tail().inputs.defined());
+    int64_t segments = 0, scored = 0;
+    for (int64_t i = 0; i < m - 1; i += len, ++segments) {
+      const int64_t seq = std::min(len, m - 1 - i);
+      std::vector<int64_t> inputs, targets;
+      for (int64_t b = 0; b < rows; ++b)
+        for (int64_t j = 0; j < seq; ++j) {
+          inputs.push_back(ids[static_cast<size_t>(b * m + i + j)]);
+          targets.push_back(ids[static_cast<size_t>(b * m + i + j + 1)]);
+        }
+      REQUIRE(segments < batches.num_segments());
+      const LmSegment s = batches.segment(segments);
+      CHECK(s.inputs.shape() == Shape{rows, seq});
+      CHECK(s.inputs.to_vector<int64_t>() == inputs);
+      CHECK(s.targets.to_vector<int64_t>() == targets);
+      scored += rows * seq;
+    }
+    CHECK(segments == batches.num_segments());
+    CHECK(scored == batches.num_targets());
+  }
+  // 3,514 characters in 10 rows: relpos scores all 3,513, the reference 3,500.
+  const std::vector<uint8_t> text(3514);
+  CHECK(LmBatches(text, 10, 16).num_targets() -
+            LmBatches(text, 10, 16, LmLayout::reference).num_targets() ==
+        13);
+  CHECK(error_of([&] { LmBatches(std::vector<uint8_t>(19), 10, 4, LmLayout::reference); }) ==
+        "[lm_batches] 19 ids in 10 rows leave no target per row; need at least 20 ids");
+  CHECK(lm_layout_from_name("reference", "eval.layout") == LmLayout::reference);
+  CHECK(error_of([&] {
+          lm_layout_from_name("ref", "eval.layout");
+        }).find("eval.layout must be relpos") != std::string::npos);
 }
