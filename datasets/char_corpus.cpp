@@ -12,13 +12,14 @@ namespace {
 
 const char* const kReader = "char_corpus";
 
-// The corpus of three splits, ids by rank among the training bytes; `paths` name the splits'
-// sources in errors and `offsets` where each split starts in its source.
+// The corpus of three splits, ids by rank among the training bytes (or every split's); `paths`
+// name the splits' sources in errors and `offsets` where each split starts in its source.
 CharCorpus encode_splits(const std::vector<const std::vector<uint8_t>*>& splits,
-                         const std::vector<std::string>& paths,
-                         const std::vector<int64_t>& offsets) {
+                         const std::vector<std::string>& paths, const std::vector<int64_t>& offsets,
+                         bool all_splits = false) {
   std::array<bool, 256> present{};
-  for (const uint8_t byte : *splits[0]) present[byte] = true;
+  for (size_t s = 0; s < (all_splits ? splits.size() : 1); ++s)
+    for (const uint8_t byte : *splits[s]) present[byte] = true;
   std::array<int, 256> id_of{};  // -1: unseen in training
   CharCorpus corpus;
   corpus.sources = paths;
@@ -66,7 +67,7 @@ CharCorpus split_byte_corpus(const std::vector<uint8_t>& bytes, const CorpusSpli
   return encode_splits({&train, &valid, &test}, {path, path, path}, {0, train_end, valid_end});
 }
 
-CharCorpus read_char_splits(const std::string& dir) {
+CharCorpus read_char_splits(const std::string& dir, bool all_splits) {
   const std::filesystem::path root(dir);
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<std::string> paths;
@@ -75,7 +76,7 @@ CharCorpus read_char_splits(const std::string& dir) {
     bytes.push_back(read_file_bytes(kReader, paths.back()));
     if (bytes.back().empty()) read_error(kReader, paths.back(), at_byte(0), "a non-empty split");
   }
-  return encode_splits({&bytes[0], &bytes[1], &bytes[2]}, paths, {0, 0, 0});
+  return encode_splits({&bytes[0], &bytes[1], &bytes[2]}, paths, {0, 0, 0}, all_splits);
 }
 
 CharCorpus read_byte_corpus(const std::string& path, const CorpusSplits& splits) {

@@ -37,7 +37,8 @@ CharCorpus split_byte_corpus(const std::vector<uint8_t>& bytes, const CorpusSpli
                              const std::string& path);
 
 // The splits `relpos data prepare` writes for a character corpus: DIR/train.txt, valid.txt and
-// test.txt, raw bytes. Errors name the file: missing, empty, or a byte unseen in training.
-CharCorpus read_char_splits(const std::string& dir);
+// test.txt, raw bytes. The symbols are the training split's bytes, or with `all_splits` every
+// split's. Errors name the file: missing, empty, or a byte unseen in training.
+CharCorpus read_char_splits(const std::string& dir, bool all_splits = false);
 
 }  // namespace relpos

@@ -10,7 +10,7 @@ RELPOS_REGISTER_DATASET(
      .description = "your own text for a character LM: train.txt, valid.txt, test.txt",
      .how_to_get =
          "chars is your own text: put train.txt, valid.txt and test.txt (raw bytes; every byte of\n"
-         "  valid and test must occur in train) in DIR.",
+         "  valid and test must occur in train, or set data.vocabulary: all) in DIR.",
      .make = make_source<CharCorpusSource>,
      .prepare = nullptr});
 

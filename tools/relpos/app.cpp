@@ -36,6 +36,7 @@ void make_app(CLI::App& app, int& status, const std::vector<std::string>& args) 
   add_data_command(app, status);
   add_bench_command(app, status);
   add_list_command(app, status);
+  add_import_command(app, status);
 }
 
 }  // namespace

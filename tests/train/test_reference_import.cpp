@@ -1,0 +1,92 @@
+// The golden test of the language-model half: a tiny MemTransformerLM trained by the reference
+// Transformer-XL (tests/data/txl_reference_tiny.{h5,json}, made by the original implementation),
+// imported as a relpos checkpoint and evaluated in the reference's layout, reproduces the four
+// bits-per-character the reference's own evaluation reported (memory 16, none, 64, same_length).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/json.h"
+#include "tests/harness.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/module_state.h"
+#include "train/reference_import.h"
+#include "train/task.h"
+
+using namespace relpos;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kData = fs::path(RELPOS_SOURCE_DIR) / "tests/data";
+// The text the fixture was trained and evaluated on (Debian's base-files).
+const char* const kText = "/usr/share/common-licenses/GPL-3";
+
+std::string bytes_of(const std::string& path, size_t from, size_t count) {
+  std::ifstream in(path, std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return all.substr(from, count);
+}
+
+}  // namespace
+
+TEST_CASE("import reference: the reference's four bpc, to 1e-6, in its layout at batch 10") {
+  const Json h = read_json_file("test", (kData / "txl_reference_tiny.json").string());
+  const Json& expected = h.at("expected");
+  REQUIRE_MESSAGE(fs::exists(kText), kText << " (base-files) is the fixture's text");
+  REQUIRE(fs::file_size(kText) == expected.at("text_bytes").get<size_t>());
+  test::ScratchDir dir;
+  const auto offset = expected.at("valid_offset").get<size_t>();
+  const auto length = expected.at("valid_length").get<size_t>();
+  fs::create_directories(dir.path / "gpl");
+  dir.write("gpl/train.txt", bytes_of(kText, 0, offset));
+  dir.write("gpl/valid.txt", bytes_of(kText, offset, length));
+  dir.write("gpl/test.txt", bytes_of(kText, offset, length));
+  ReferenceImport request{(kData / "txl_reference_tiny.h5").string(),
+                          (kData / "txl_reference_tiny.json").string(), dir.file("ref.h5"),
+                          dir.file("gpl")};
+  import_reference(request);
+  const CheckpointData data = read_checkpoint(request.out);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"valid_bpc", ""},
+      {"valid_bpc_mem0", "eval.mem_len=0"},
+      {"valid_bpc_mem64", "eval.mem_len=64"},
+      {"valid_bpc_same_length", "eval.same_length=true"}};
+  for (const auto& [key, change] : cases) {
+    CAPTURE(key);
+    std::vector<std::string> overrides;
+    if (!change.empty()) overrides.push_back(change);
+    const RunConfig config = parse_config(data.texts.at("config"), request.out, overrides);
+    const std::unique_ptr<Task> task = make_task(config, Device::cpu(), {"val"});
+    task->check_checkpoint(data, request.out);
+    restore_module(task->model(), data);
+    const Metrics m = task->evaluate("val", 0);
+    CHECK(m.count == 10 * (static_cast<int64_t>(length) / 10 - 1));  // the reference's targets
+    const double bpc = m.get("bpc");
+    CHECK(std::abs(bpc - expected.at(key).get<double>()) < 1e-6);
+    MESSAGE(key << ": relpos " << bpc << ", reference " << expected.at(key).get<double>());
+  }
+}
+
+TEST_CASE("import reference: a state that does not fit is refused, naming the file and key") {
+  test::ScratchDir dir;
+  Json h = read_json_file("test", (kData / "txl_reference_tiny.json").string());
+  h["d_inner"] = 48;
+  const std::string hparams = dir.write("h.json", h.dump());
+  const std::string error = test::error_of([&] {
+    import_reference(
+        {(kData / "txl_reference_tiny.h5").string(), hparams, dir.file("x.h5"), dir.file("gpl")});
+  });
+  CHECK(error.find("[checkpoint] parameter 'layers.0.mlp.fc1.weight' has shape [64, 32] in the "
+                   "checkpoint, the model expects [48, 32]") != std::string::npos);
+  h.erase("n_head");
+  const std::string no_heads = dir.write("h2.json", h.dump());
+  CHECK(test::error_of([&] {
+          import_reference({(kData / "txl_reference_tiny.h5").string(), no_heads, dir.file("x.h5"),
+                            dir.file("gpl")});
+        }).find("has no 'n_head'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("x.h5")));
+}

@@ -1,0 +1,46 @@
+// `relpos import reference STATE.h5 --hparams H.json --out CKPT.h5 [--data-dir DIR]`: a model
+// trained by the reference Transformer-XL as a relpos checkpoint (train/reference_import.h), which
+// `relpos eval` and `relpos generate` then read like any other.
+#include <cstdio>
+#include <memory>
+
+#include "tools/relpos/commands.h"
+#include "train/reference_import.h"
+
+namespace relpos::cli {
+
+void add_import_command(CLI::App& app, int& status) {
+  CLI::App* import = app.add_subcommand("import", "Makes a relpos checkpoint of another model.");
+  import->require_subcommand(1);
+  auto r = std::make_shared<ReferenceImport>();
+  r->data_dir = "data/chars";
+  CLI::App* sub = import->add_subcommand(
+      "reference",
+      "A MemTransformerLM of kimiyoung/transformer-xl as a transformer_xl checkpoint.");
+  sub->footer(
+      "STATE.h5 holds the reference's state_dict, one dataset per key at the root (h5py:\n"
+      "  with h5py.File('state.h5', 'w') as f:\n"
+      "      for k, v in model.state_dict().items(): f[k] = v.cpu().numpy()\n"
+      "). H.json holds its hyper-parameters (n_layer, n_head, d_model, d_head, d_inner, dropout,\n"
+      "dropatt, tgt_len, mem_len, same_length, clamp_len, pre_lnorm, tie_weight, n_token,\n"
+      "eval_batch_size) and `symbols`, the byte of each token id. The checkpoint's configuration\n"
+      "evaluates in the reference's layout (eval.layout: reference) on a `chars` folder "
+      "(train.txt,\n"
+      "valid.txt, test.txt) at --data-dir.");
+  sub->add_option("STATE", r->state, "the reference's state_dict as HDF5")->required();
+  sub->add_option("--hparams", r->hparams, "its hyper-parameters and symbols")
+      ->type_name("H.json")
+      ->required();
+  sub->add_option("--out", r->out, "the relpos checkpoint written")
+      ->type_name("CKPT.h5")
+      ->required();
+  sub->add_option("--data-dir", r->data_dir, "data.dir of its configuration (default data/chars)")
+      ->type_name("DIR");
+  sub->callback([r, &status] {
+    import_reference(*r);
+    std::printf("wrote %s\n", r->out.c_str());
+    status = 0;
+  });
+}
+
+}  // namespace relpos::cli
