@@ -148,8 +148,9 @@ TEST_CASE("text: every id of a split but the first is predicted exactly once, ro
 // The reference's LMOrderedIterator, written out: data[:m * batch] viewed as [batch, m] (row b is
 // ids[b m .. (b+1) m)), segments x[:, i:i+L] -> x[:, i+1:i+1+L] for i = 0, L, ... < m - 1.
 TEST_CASE("text: the reference layout is LMOrderedIterator's rows, segments and scored targets") {
-  for (const auto& [n, rows, len] : std::vector<std::array<int64_t, 3>>{
+  for (const std::array<int64_t, 3>& size : std::vector<std::array<int64_t, 3>>{
            {3514, 10, 16}, {1000, 7, 13}, {20, 10, 3}, {61, 4, 100}}) {
+    const int64_t n = size[0], rows = size[1], len = size[2];
     INFO("n " << n << " rows " << rows << " tgt_len " << len);
     std::vector<uint8_t> ids(static_cast<size_t>(n));
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint8_t>((i * 7 + 3) % 251);

@@ -55,7 +55,9 @@ TEST_CASE("import reference: the reference's four bpc, to 1e-6, in its layout at
       {"valid_bpc_mem0", "eval.mem_len=0"},
       {"valid_bpc_mem64", "eval.mem_len=64"},
       {"valid_bpc_same_length", "eval.same_length=true"}};
-  for (const auto& [key, change] : cases) {
+  for (const auto& setting : cases) {
+    const std::string& key = setting.first;
+    const std::string& change = setting.second;
     CAPTURE(key);
     std::vector<std::string> overrides;
     if (!change.empty()) overrides.push_back(change);
