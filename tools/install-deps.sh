@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-dev libomp-dev  # the asan and fuzz presets (clang, libFuzzer, OpenMP)
   libopenblas-serial-dev  # their BLAS: Debian's OpenMP OpenBLAS runs on GCC's OpenMP runtime
   libopenmpi-dev openmpi-bin  # data-parallel training over processes (mpirun), and its tests
+  unzip  # relpos data prepare enwik8|text8 --from the published .zip
 )
 for arg in "$@"; do
   case "$arg" in

@@ -84,6 +84,36 @@ refused "bytes after a gzip stream" \
   "^relpos: \[mnist\] $d/train-images-idx3-ubyte.gz: gzip byte [0-9]+: 4 bytes after the end of the compressed stream" \
   -- "$relpos" train "$tmp/mnist.yaml" --quiet
 
+# --- enwik8 / text8 downloads: exactly the published file -----------------------------------
+# A zip is recognized by its bytes, not its name (a browser's enwik8.zip.1 is a zip); it must
+# hold the one member of that name; the text must be exactly 10^8 bytes.
+d=$tmp/downloads
+mkdir -p "$d"
+head -c 1000 /usr/share/common-licenses/GPL-3 >"$d/enwik8"
+refused "a truncated enwik8" \
+  "^relpos: \[enwik8\] '$d/enwik8' holds 1000 bytes; enwik8 is exactly 100,000,000" \
+  -- "$relpos" data prepare enwik8 --from "$d/enwik8" --out "$d/out"
+"$python" - "$d" <<'PY'
+import sys, zipfile
+d = sys.argv[1]
+with zipfile.ZipFile(d + "/two.zip", "w") as z:
+    z.writestr("enwik8", b"a" * 10)
+    z.writestr("readme.txt", b"b")
+with zipfile.ZipFile(d + "/enwik8.zip.1", "w") as z:
+    z.writestr("enwik8", b"c" * 2000)
+PY
+refused "a zip of two members" \
+  "^relpos: \[enwik8\] '$d/two.zip' is a zip of 2 member\(s\) \(enwik8, readme.txt\)" \
+  -- "$relpos" data prepare enwik8 --from "$d/two.zip" --out "$d/out"
+refused "a zip named enwik8.zip.1" "^relpos: \[enwik8\] '$d/enwik8.zip.1' holds 2000 bytes" \
+  -- "$relpos" data prepare enwik8 --from "$d/enwik8.zip.1" --out "$d/out"
+[[ ! -e $d/out ]] || fail "a refused download wrote $d/out"
+truncate -s 100000000 "$d/text8"
+"$relpos" data prepare text8 --from "$d/text8" --out "$d/text8_out" >/dev/null 2>&1 ||
+  fail "a 10^8-byte text8 is refused"
+[[ $(stat -c %s "$d/text8_out/train.txt") -eq 90000000 ]] || fail "text8's train split is not 90M bytes"
+rm -rf "$d"
+
 # --- Character LM: a validation split too short for its rows -------------------------------
 d=$tmp/chars_short
 mkdir -p "$d"
