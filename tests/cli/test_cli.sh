@@ -19,7 +19,7 @@ expect_error_line() {
 }
 
 # Every subcommand's help comes from its option definitions; an unknown option is one line.
-for sub in "" train eval generate reproduce "data" "data prepare" list bench "bench attention" import "import reference" \
+for sub in "" train eval generate reproduce "data" "data prepare" list bench "bench attention" import "import reference" export "export reference" \
   "bench index-first"; do
   expect_status 0 "relpos $sub --help" -- "$relpos" $sub --help
   grep -q "^usage: relpos $sub" "$tmp/out" || fail "relpos $sub --help prints no usage"

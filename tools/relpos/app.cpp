@@ -37,6 +37,7 @@ void make_app(CLI::App& app, int& status, const std::vector<std::string>& args) 
   add_bench_command(app, status);
   add_list_command(app, status);
   add_import_command(app, status);
+  add_export_command(app, status);
 }
 
 }  // namespace

@@ -19,8 +19,10 @@ void add_data_command(CLI::App& app, int& status);
 void add_bench_command(CLI::App& app, int& status);
 void add_bench_index_first(CLI::App& bench, int& status);
 void add_list_command(CLI::App& app, int& status);
-// `relpos import reference`: a reference Transformer-XL as a relpos checkpoint.
+// `relpos import reference` and `relpos export reference`: a reference Transformer-XL in and out
+// of a relpos checkpoint (tools/relpos/reference_commands.cpp).
 void add_import_command(CLI::App& app, int& status);
+void add_export_command(CLI::App& app, int& status);
 
 // Runs the relpos command line on `args` (the words after the program name) and returns its
 // exit status; --help prints the help of the command named and returns 0. A malformed command

@@ -1,11 +1,11 @@
 // `relpos import reference STATE.h5 --hparams H.json --out CKPT.h5 [--data-dir DIR]`: a model
-// trained by the reference Transformer-XL as a relpos checkpoint (train/reference_import.h), which
+// trained by the reference Transformer-XL as a relpos checkpoint (train/reference_txl.h), which
 // `relpos eval` and `relpos generate` then read like any other.
 #include <cstdio>
 #include <memory>
 
 #include "tools/relpos/commands.h"
-#include "train/reference_import.h"
+#include "train/reference_txl.h"
 
 namespace relpos::cli {
 
@@ -39,6 +39,35 @@ void add_import_command(CLI::App& app, int& status) {
   sub->callback([r, &status] {
     import_reference(*r);
     std::printf("wrote %s\n", r->out.c_str());
+    status = 0;
+  });
+}
+
+void add_export_command(CLI::App& app, int& status) {
+  CLI::App* exporter =
+      app.add_subcommand("export", "Writes a relpos checkpoint for another implementation.");
+  exporter->require_subcommand(1);
+  struct ExportArgs {
+    std::string checkpoint, state, hparams;
+  };
+  auto a = std::make_shared<ExportArgs>();
+  CLI::App* sub = exporter->add_subcommand(
+      "reference",
+      "A transformer_xl checkpoint as a MemTransformerLM of kimiyoung/transformer-xl.");
+  sub->footer(
+      "Writes the reference's state_dict, one dataset per key at the root of STATE.h5 (PyTorch:\n"
+      "  with h5py.File('state.h5') as f:\n"
+      "      model.load_state_dict({k: torch.from_numpy(f[k][()]) for k in f})\n"
+      "), and its hyper-parameters and symbols to H.json, the files `relpos import reference`\n"
+      "reads. The model must tie its output to the embedding and share r_w_bias / r_r_bias.");
+  sub->add_option("CHECKPOINT", a->checkpoint, "a transformer_xl checkpoint")->required();
+  sub->add_option("--state", a->state, "the state_dict written")->type_name("STATE.h5")->required();
+  sub->add_option("--hparams", a->hparams, "the hyper-parameters and symbols written")
+      ->type_name("H.json")
+      ->required();
+  sub->callback([a, &status] {
+    export_reference(a->checkpoint, a->state, a->hparams);
+    std::printf("wrote %s and %s\n", a->state.c_str(), a->hparams.c_str());
     status = 0;
   });
 }

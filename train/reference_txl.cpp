@@ -1,15 +1,18 @@
-// Importing a reference Transformer-XL (train/reference_import.h): its state_dict read from HDF5,
+// Importing a reference Transformer-XL (train/reference_txl.h): its state_dict read from HDF5,
 // renamed and split into relpos's parameters, written as a relpos checkpoint with the
 // configuration its hyper-parameters give and its vocabulary.
-#include "train/reference_import.h"
+#include "train/reference_txl.h"
 
 #include <hdf5.h>
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "core/json.h"
 #include "core/ops.h"
 #include "layers/models/model.h"
@@ -132,7 +135,103 @@ std::pair<std::string, int> reference_name(const std::string& name) {
   return {"", -1};
 }
 
+// Each tensor as a float32 dataset at the root of a new HDF5 file, written to a temporary name
+// and renamed onto `path`.
+void write_root_datasets(const std::string& path, const std::map<std::string, Tensor>& tensors) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const std::string temp = path + ".tmp";
+  try {
+    const Handle file{H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
+    RELPOS_CHECK(file.id >= 0, kWho, "cannot write '{}'", path);
+    for (const auto& [name, t] : tensors) {
+      const Tensor values = t.to(Device::cpu()).to(DType::f32).contiguous();
+      const std::vector<hsize_t> dims(values.shape().begin(), values.shape().end());
+      const Handle space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                         H5Sclose};
+      const Handle set{H5Dcreate2(file.id, name.c_str(), H5T_IEEE_F32LE, space.id, H5P_DEFAULT,
+                                  H5P_DEFAULT, H5P_DEFAULT),
+                       H5Dclose};
+      RELPOS_CHECK(set.id >= 0 && H5Dwrite(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                           values.raw_data()) >= 0,
+                   kWho, "cannot write '{}' into '{}'", name, path);
+    }
+  } catch (...) {
+    std::remove(temp.c_str());
+    throw;
+  }
+  RELPOS_CHECK(std::rename(temp.c_str(), path.c_str()) == 0, kWho, "cannot write '{}'", path);
+}
+
+// The sinusoid's frequencies of the reference's PositionalEmbedding: 1 / 10000^(2i / d).
+Tensor inverse_frequencies(int64_t d) {
+  std::vector<float> values;
+  for (int64_t i = 0; i < d; i += 2)
+    values.push_back(1.0f / std::pow(10000.0f, static_cast<float>(i) / static_cast<float>(d)));
+  return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+}
+
 }  // namespace
+
+void export_reference(const std::string& checkpoint, const std::string& state,
+                      const std::string& hparams) {
+  const CheckpointData data = read_checkpoint(checkpoint);
+  const auto text = data.texts.find("config");
+  RELPOS_CHECK(text != data.texts.end(), kWho, "'{}' holds no configuration", checkpoint);
+  const RunConfig config = parse_config(text->second, checkpoint);
+  const ModelConfig& m = config.model;
+  const Options& own = m.own;
+  RELPOS_CHECK(m.type == "transformer_xl" && own.get<bool>("tie_weights", true) &&
+                   !own.get<bool>("untie_r", false),
+               kWho,
+               "'{}' is a {} (tie_weights {}, untie_r {}); the reference's MemTransformerLM holds "
+               "a transformer_xl with tied weights and one r_w_bias / r_r_bias",
+               checkpoint, m.type, own.get<bool>("tie_weights", true),
+               own.get<bool>("untie_r", false));
+  std::map<std::string, Tensor> out;
+  std::map<std::string, std::vector<Tensor>> thirds;
+  for (const auto& [name, value] : data.params) {
+    const auto [theirs, third] = reference_name(name);
+    RELPOS_CHECK(!theirs.empty(), kWho, "'{}': relpos's '{}' has no place in MemTransformerLM",
+                 checkpoint, name);
+    if (third < 0) {
+      out[theirs] = value;
+    } else {
+      thirds[theirs].resize(3);
+      thirds[theirs][static_cast<size_t>(third)] = value;
+    }
+  }
+  for (const auto& [name, parts] : thirds) out[name] = cat(parts, 0);
+  const Tensor embedding = out.at("word_emb.emb_layers.0.weight");
+  out["crit.out_layers.0.weight"] = embedding;
+  out["pos_emb.inv_freq"] = inverse_frequencies(m.model_dim);
+  Tensor vocabulary;
+  for (const auto& [name, t] : data.state)
+    if (name == "vocabulary") vocabulary = t;
+  RELPOS_CHECK(vocabulary.defined(), kWho, "'{}' holds no vocabulary", checkpoint);
+  const int64_t qkv = m.qkv_dim > 0 ? m.qkv_dim : m.model_dim;
+  const int64_t clamp = own.get<int64_t>("clamp_len", 0);
+  Json h = Json::object();
+  h["n_layer"] = m.num_layers;
+  h["n_head"] = m.num_heads;
+  h["d_model"] = m.model_dim;
+  h["d_head"] = qkv / m.num_heads;
+  h["d_inner"] = m.mlp_dim;
+  h["dropout"] = m.dropout;
+  h["dropatt"] = m.attention_dropout;
+  h["tgt_len"] = config.data.tgt_len;
+  h["mem_len"] = own.get<int64_t>("mem_len", 0);
+  h["ext_len"] = 0;
+  h["same_length"] = own.get<bool>("same_length", false);
+  h["clamp_len"] = clamp > 0 ? clamp : -1;  // the reference's "no clamp"
+  h["pre_lnorm"] = m.norm == "pre";
+  h["tie_weight"] = true;
+  h["n_token"] = embedding.size(0);
+  h["eval_batch_size"] =
+      config.data.eval_batch_size > 0 ? config.data.eval_batch_size : config.data.batch_size;
+  h["symbols"] = vocabulary.to(DType::i64).to_vector<int64_t>();
+  write_root_datasets(state, out);
+  write_file_atomic(kWho, hparams, h.dump(1) + "\n");
+}
 
 void import_reference(const ReferenceImport& r) {
   const Json h = read_json_file(kWho, r.hparams);

@@ -1,7 +1,8 @@
 // The golden test of the language-model half: a tiny MemTransformerLM trained by the reference
 // Transformer-XL (tests/data/txl_reference_tiny.{h5,json}, made by the original implementation),
 // imported as a relpos checkpoint and evaluated in the reference's layout, reproduces the four
-// bits-per-character the reference's own evaluation reported (memory 16, none, 64, same_length).
+// bits-per-character the reference's own evaluation reported (memory 16, none, 64, same_length);
+// exported again, it is the same tensors and settings.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -13,7 +14,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/module_state.h"
-#include "train/reference_import.h"
+#include "train/reference_txl.h"
 #include "train/task.h"
 
 using namespace relpos;
@@ -71,6 +72,40 @@ TEST_CASE("import reference: the reference's four bpc, to 1e-6, in its layout at
     CHECK(std::abs(bpc - expected.at(key).get<double>()) < 1e-6);
     MESSAGE(key << ": relpos " << bpc << ", reference " << expected.at(key).get<double>());
   }
+}
+
+TEST_CASE("export reference: the imported fixture goes back to the same tensors and settings") {
+  test::ScratchDir dir;
+  const std::string state = (kData / "txl_reference_tiny.h5").string();
+  const std::string hparams = (kData / "txl_reference_tiny.json").string();
+  import_reference({state, hparams, dir.file("ref.h5"), dir.file("gpl")});
+  export_reference(dir.file("ref.h5"), dir.file("back.h5"), dir.file("back.json"));
+  const Json original = read_json_file("test", hparams);
+  const Json back = read_json_file("test", dir.file("back.json"));
+  for (const auto& [key, value] : original.items()) {
+    if (key == "train" || key == "expected" || key == "upstream_commit" || key == "provenance")
+      continue;
+    CAPTURE(key);
+    REQUIRE(back.contains(key));
+    CHECK(back.at(key) == value);
+  }
+  import_reference(
+      {dir.file("back.h5"), dir.file("back.json"), dir.file("again.h5"), dir.file("gpl")});
+  const CheckpointData a = read_checkpoint(dir.file("ref.h5"));
+  const CheckpointData b = read_checkpoint(dir.file("again.h5"));
+  REQUIRE(a.params.size() == b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    CAPTURE(a.params[i].first);
+    CHECK(a.params[i].first == b.params[i].first);
+    CHECK(a.params[i].second.to_vector<float>() == b.params[i].second.to_vector<float>());
+  }
+  // A classifier has no MemTransformerLM form.
+  CHECK(test::error_of([&] {
+          export_reference(
+              (fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5").string(),
+              dir.file("x.h5"), dir.file("x.json"));
+        }).find("is a sequence_classifier") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("x.h5")));
 }
 
 TEST_CASE("import reference: a state that does not fit is refused, naming the file and key") {
