@@ -82,12 +82,13 @@ TEST_CASE("export reference: the imported fixture goes back to the same tensors 
   export_reference(dir.file("ref.h5"), dir.file("back.h5"), dir.file("back.json"));
   const Json original = read_json_file("test", hparams);
   const Json back = read_json_file("test", dir.file("back.json"));
-  for (const auto& [key, value] : original.items()) {
+  for (const auto& item : original.items()) {
+    const std::string key = item.key();
     if (key == "train" || key == "expected" || key == "upstream_commit" || key == "provenance")
       continue;
     CAPTURE(key);
     REQUIRE(back.contains(key));
-    CHECK(back.at(key) == value);
+    CHECK(back.at(key) == item.value());
   }
   import_reference(
       {dir.file("back.h5"), dir.file("back.json"), dir.file("again.h5"), dir.file("gpl")});
