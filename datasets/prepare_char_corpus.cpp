@@ -98,8 +98,31 @@ std::vector<uint8_t> read_download(const std::string& name, const std::string& f
 
 std::string prepare_enwik8(const PrepareRequest& request) {
   const auto from = request.options.get<std::string>("from", "");
+  const auto vocabulary = request.options.get<std::string>("vocabulary", "bytes");
   request.options.check_all_used();
-  return write_splits("enwik8", read_download("enwik8", from), kTxlSplit, kTxlSplit, from,
+  RELPOS_CHECK(vocabulary == "bytes" || vocabulary == "reference", "enwik8",
+               "--vocabulary must be bytes (every byte kept) or reference (newline bytes dropped, "
+               "as Transformer-XL's preparation and reader leave them out), got '{}'",
+               vocabulary);
+  std::vector<uint8_t> bytes = read_download("enwik8", from);
+  if (vocabulary == "bytes")
+    return write_splits("enwik8", bytes, kTxlSplit, kTxlSplit, from, request.out_dir);
+  // The reference splits the 10^8 bytes first, then writes newline bytes as line breaks that its
+  // reader drops: each split loses its own newlines (204 symbols are left).
+  const auto without_newlines = [](std::vector<uint8_t> part) {
+    std::erase(part, uint8_t{'\n'});
+    return part;
+  };
+  const auto at = [&](int64_t offset) { return bytes.begin() + offset; };
+  const int64_t train = kDownloadBytes - 2 * kTxlSplit;
+  const std::vector<uint8_t> parts[3] = {without_newlines({at(0), at(train)}),
+                                         without_newlines({at(train), at(train + kTxlSplit)}),
+                                         without_newlines({at(train + kTxlSplit), bytes.end()})};
+  std::vector<uint8_t> joined = parts[0];
+  joined.insert(joined.end(), parts[1].begin(), parts[1].end());
+  joined.insert(joined.end(), parts[2].begin(), parts[2].end());
+  return write_splits("enwik8", joined, static_cast<int64_t>(parts[1].size()),
+                      static_cast<int64_t>(parts[2].size()), from + " (newline bytes dropped)",
                       request.out_dir);
 }
 

@@ -112,6 +112,21 @@ truncate -s 100000000 "$d/text8"
 "$relpos" data prepare text8 --from "$d/text8" --out "$d/text8_out" >/dev/null 2>&1 ||
   fail "a 10^8-byte text8 is refused"
 [[ $(stat -c %s "$d/text8_out/train.txt") -eq 90000000 ]] || fail "text8's train split is not 90M bytes"
+# enwik8 as the reference reads it: each split without its newline bytes (3 in train, 1 in valid,
+# 3 in test here).
+cp "$d/text8" "$d/enwik8"
+for at in 5 89999999 90000000 95000000 99999998 99999999; do
+  printf '\n' | dd of="$d/enwik8" bs=1 seek=$at conv=notrunc status=none
+done
+printf '\n' | dd of="$d/enwik8" bs=1 seek=1000 conv=notrunc status=none
+"$relpos" data prepare enwik8 --from "$d/enwik8" --vocabulary reference --out "$d/ref" \
+  >/dev/null 2>&1 || fail "enwik8 --vocabulary reference is refused"
+sizes=$(stat -c %s "$d/ref/train.txt" "$d/ref/valid.txt" "$d/ref/test.txt" | tr '\n' ' ')
+[[ $sizes == "89999997 4999999 4999997 " ]] || fail "enwik8 --vocabulary reference splits: $sizes"
+[[ $(cat "$d"/ref/*.txt | tr -cd '\n' | wc -c) -eq 0 ]] ||
+  fail "enwik8 --vocabulary reference kept a newline"
+refused "enwik8 --vocabulary other" "^relpos: \[enwik8\] --vocabulary must be bytes" \
+  -- "$relpos" data prepare enwik8 --from "$d/enwik8" --vocabulary other --out "$d/x"
 rm -rf "$d"
 
 # --- Character LM: a validation split too short for its rows -------------------------------
