@@ -15,6 +15,7 @@
 #include "core/file_write.h"
 #include "core/json.h"
 #include "core/ops.h"
+#include "datasets/hdf5_handle.h"
 #include "layers/models/model.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -26,23 +27,14 @@ namespace {
 
 constexpr const char* kWho = "import";
 
-// An HDF5 id closed when it goes out of scope.
-struct Handle {
-  hid_t id;
-  herr_t (*close)(hid_t);
-  ~Handle() {
-    if (id >= 0) close(id);
-  }
-};
-
 // Every dataset at the root of an HDF5 file, read as f32 (the reference trains in f32).
 std::map<std::string, Tensor> read_root_datasets(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  const Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
-  RELPOS_CHECK(file.id >= 0, kWho, "'{}' is not a readable HDF5 file", path);
+  const H5Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
+  RELPOS_CHECK(file.get() >= 0, kWho, "'{}' is not a readable HDF5 file", path);
   std::vector<std::string> names;
   H5Literate(
-      file.id, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      file.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
       [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
         static_cast<std::vector<std::string>*>(out)->push_back(name);
         return 0;
@@ -50,21 +42,21 @@ std::map<std::string, Tensor> read_root_datasets(const std::string& path) {
       &names);
   std::map<std::string, Tensor> out;
   for (const std::string& name : names) {
-    const Handle set{H5Dopen2(file.id, name.c_str(), H5P_DEFAULT), H5Dclose};
-    RELPOS_CHECK(set.id >= 0, kWho, "'{}': '{}' is not a dataset (one per state_dict key)", path,
+    const H5Handle set{H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose};
+    RELPOS_CHECK(set.get() >= 0, kWho, "'{}': '{}' is not a dataset (one per state_dict key)", path,
                  name);
-    const Handle type{H5Dget_type(set.id), H5Tclose};
-    RELPOS_CHECK(H5Tget_class(type.id) == H5T_FLOAT, kWho,
+    const H5Handle type{H5Dget_type(set.get()), H5Tclose};
+    RELPOS_CHECK(H5Tget_class(type.get()) == H5T_FLOAT, kWho,
                  "'{}': '{}' is not a floating-point tensor", path, name);
-    const Handle space{H5Dget_space(set.id), H5Sclose};
-    const int rank = H5Sget_simple_extent_ndims(space.id);
+    const H5Handle space{H5Dget_space(set.get()), H5Sclose};
+    const int rank = H5Sget_simple_extent_ndims(space.get());
     RELPOS_CHECK(rank >= 0 && rank <= 8, kWho, "'{}': '{}' has no readable shape", path, name);
     std::vector<hsize_t> dims(static_cast<size_t>(rank));
-    H5Sget_simple_extent_dims(space.id, dims.data(), nullptr);
+    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
     Tensor t = Tensor::empty(Shape(dims.begin(), dims.end()), DType::f32);
     RELPOS_CHECK(
-        H5Dread(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()) >= 0, kWho,
-        "'{}': cannot read '{}'", path, name);
+        H5Dread(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()) >= 0,
+        kWho, "'{}': cannot read '{}'", path, name);
     out.emplace(name, t);
   }
   return out;
@@ -141,18 +133,18 @@ void write_root_datasets(const std::string& path, const std::map<std::string, Te
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const std::string temp = path + ".tmp";
   try {
-    const Handle file{H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
-    RELPOS_CHECK(file.id >= 0, kWho, "cannot write '{}'", path);
+    const H5Handle file{H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
+    RELPOS_CHECK(file.get() >= 0, kWho, "cannot write '{}'", path);
     for (const auto& [name, t] : tensors) {
       const Tensor values = t.to(Device::cpu()).to(DType::f32).contiguous();
       const std::vector<hsize_t> dims(values.shape().begin(), values.shape().end());
-      const Handle space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                         H5Sclose};
-      const Handle set{H5Dcreate2(file.id, name.c_str(), H5T_IEEE_F32LE, space.id, H5P_DEFAULT,
-                                  H5P_DEFAULT, H5P_DEFAULT),
-                       H5Dclose};
-      RELPOS_CHECK(set.id >= 0 && H5Dwrite(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                           values.raw_data()) >= 0,
+      const H5Handle space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                           H5Sclose};
+      const H5Handle set{H5Dcreate2(file.get(), name.c_str(), H5T_IEEE_F32LE, space.get(),
+                                    H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                         H5Dclose};
+      RELPOS_CHECK(set.get() >= 0 && H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
+                                              H5P_DEFAULT, values.raw_data()) >= 0,
                    kWho, "cannot write '{}' into '{}'", name, path);
     }
   } catch (...) {

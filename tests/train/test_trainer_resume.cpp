@@ -28,6 +28,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A checkpoint of an earlier relpos at step 5 of the tiny run, and the overrides it was run with.
+const fs::path kFixture = fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5";
+const std::vector<std::string> kCommon{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+
 // ||a - b|| / ||a|| over every parameter of two checkpoints together.
 double relative_distance(const CheckpointData& a, const CheckpointData& b) {
   REQUIRE(a.params.size() == b.params.size());
@@ -51,7 +55,7 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   // Dropout, shuffling, a decaying lr, clipping and accumulation are all in play.
-  const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+  const std::vector<std::string>& common = kCommon;
   const RunConfig straight = tiny_config(scratch, data, "straight", common);
   const RunConfig again = tiny_config(scratch, data, "again", common);
   const RunConfig split = tiny_config(scratch, data, "split", common);
@@ -98,10 +102,10 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
 // differently, so there the end must agree to rounding drift (1e-4 of the parameters' norm),
 // far below what a lost optimizer moment, generator or data position makes (~1e-1).
 TEST_CASE("trainer: a checkpoint written by an earlier relpos resumes bit-exactly") {
-  const fs::path fixture = fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5";
+  const fs::path& fixture = kFixture;
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
-  const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+  const std::vector<std::string>& common = kCommon;
   const RunConfig first = tiny_config(scratch, data, "first", common);
   TrainerOptions interrupted;
   interrupted.stop_at_step = 5;
@@ -138,7 +142,7 @@ TEST_CASE("trainer: a checkpoint written by an earlier relpos resumes bit-exactl
 TEST_CASE("trainer: a resume without the optimizer's moments is caught by the drift bound") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
-  const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+  const std::vector<std::string>& common = kCommon;
   const RunConfig split = tiny_config(scratch, data, "split", common);
   const RunConfig straight = tiny_config(scratch, data, "straight", common);
   TrainerOptions interrupted;
@@ -161,7 +165,7 @@ TEST_CASE("trainer: a resume without the optimizer's moments is caught by the dr
 // Every entry of a checkpoint of today's format, loaded through the training state's one list
 // and saved again, comes back with the same name and bits (the configuration text is the run's).
 TEST_CASE("training state: every entry of a checkpoint round-trips through load and save") {
-  const fs::path fixture = fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5";
+  const fs::path& fixture = kFixture;
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const RunConfig config =
@@ -224,10 +228,10 @@ TEST_CASE("training state: every entry of a checkpoint round-trips through load 
 // parses back to itself; a checkpoint of an earlier relpos, whose configuration left the
 // defaults out, is compared with what those defaults mean today.
 TEST_CASE("trainer: config.yaml holds every default; an older checkpoint is compared by them") {
-  const fs::path fixture = fs::path(RELPOS_SOURCE_DIR) / "tests/train/fixtures/resume_at_5.h5";
+  const fs::path& fixture = kFixture;
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
-  const std::vector<std::string> common{"train.clip_grad_norm=0.5", "train.accumulate=2"};
+  const std::vector<std::string>& common = kCommon;
   const RunConfig fresh = tiny_config(scratch, data, "fresh", common);
   TrainerOptions short_run;
   short_run.stop_at_step = 1;
