@@ -95,6 +95,10 @@ void read_train(Section& s, TrainConfig& t) {
   s.read("patience", t.patience);
   s.read("metric", t.metric);
   s.read("out", t.out);
+  s.read("save_every", t.save_every);
+  s.read("keep_last", t.keep_last);
+  s.read("init_from", t.init_from);
+  s.read("init_params", t.init_params);
   s.finish();
   RELPOS_CHECK((t.steps > 0) != (t.epochs > 0), kWho,
                "set exactly one of train.steps and train.epochs to a positive number (got {} and "
@@ -105,6 +109,16 @@ void read_train(Section& s, TrainConfig& t) {
                kWho,
                "train.eval_every, patience, clip_grad_norm must be >= 0, log_every and "
                "accumulate >= 1");
+  RELPOS_CHECK(t.save_every >= 0 && t.keep_last >= 0, kWho,
+               "train.save_every and train.keep_last must be >= 0 (0: off), got {} and {}",
+               t.save_every, t.keep_last);
+  RELPOS_CHECK(t.keep_last == 0 || t.save_every > 0, kWho,
+               "train.keep_last ({}) keeps step checkpoints, which train.save_every writes; set "
+               "train.save_every too",
+               t.keep_last);
+  RELPOS_CHECK(!t.init_params.empty(), kWho,
+               "train.init_params is empty; list the parameters to take from train.init_from "
+               "(default [\"*\"]: all)");
   const std::set<std::string> metrics = {"", "accuracy", "macro_f1", "loss", "bpc", "perplexity"};
   RELPOS_CHECK(metrics.count(t.metric), kWho,
                "train.metric must be accuracy, macro_f1 or loss (classification), bpc, loss or "

@@ -50,6 +50,15 @@ struct TrainConfig {
   // bpc | loss | perplexity (language modelling); "": accuracy, or bpc for language models.
   std::string metric;
   std::string out;  // the run directory; default runs/<name>
+  // Checkpoint policy: every save_every updates (0: never) a checkpoint of the whole training
+  // state, checkpoints/step-<8-digit step>.h5, besides last.h5 and best.h5; keep_last > 0 keeps
+  // only the newest that many of them.
+  int64_t save_every = 0;
+  int64_t keep_last = 0;
+  // Fine-tuning: a fresh run takes the parameters named by init_params (globs over dotted names;
+  // "!glob" leaves out) from this checkpoint; the optimizer, schedule and position start anew.
+  std::string init_from;
+  std::vector<std::string> init_params = {"*"};
 };
 
 struct EvalConfig {
@@ -101,7 +110,8 @@ void complete_config(RunConfig& config);
 
 // The keys whose values differ between two resolved configs, as "train.steps: 12 -> 24", in key
 // order, leaving out keys that do not change what a run computes: name, device, train.out,
-// train.log_every, eval.*, debug.*, data.dir, data.prefetch. A key `before` leaves out (a
+// train.log_every, train.save_every, train.keep_last, train.init_from, train.init_params,
+// eval.*, debug.*, data.dir, data.prefetch. A key `before` leaves out (a
 // checkpoint of an older relpos, which wrote no defaults) stands for its entry in
 // `after_defaults`, or "<none>"; a key only `before` has is "<none>" after. A resumed run refuses
 // these changes unless told to allow them.

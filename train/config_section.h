@@ -62,6 +62,26 @@ class ConfigSection {
                  kind<T>(), v.Scalar());
   }
 
+  // A list of strings; a key left out keeps `value` as its default, and the mapping gets it.
+  void read(const std::string& key, std::vector<std::string>& value) {
+    known_.insert(key);
+    YAML::Node listed(YAML::NodeType::Sequence);
+    for (const std::string& item : value) listed.push_back(item);
+    record_default(key, listed);
+    const YAML::Node v = child(key);
+    if (!v || v.IsNull()) {
+      node_[key] = listed;
+      return;
+    }
+    RELPOS_CHECK(v.IsSequence(), kWho, "{}: expected a list like [a, b], got {}", where(key),
+                 v.IsMap() ? "a mapping" : "'" + v.Scalar() + "'");
+    value.clear();
+    for (const auto& item : v) {
+      RELPOS_CHECK(item.IsScalar(), kWho, "{}: list items must be strings", where(key));
+      value.push_back(item.Scalar());
+    }
+  }
+
   // The value of a key that depends on other keys (a model type's trunk defaults, data.dir):
   // written when the mapping leaves the key out (or holds only the default read() wrote).
   void resolve(const std::string& key, const std::string& value) {

@@ -102,10 +102,15 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   // Everything that can be checked is (the model, the data, the ranks, the directory) before
   // the run directory is touched.
   s.build();
+  if (s.options.resume.empty() && !s.config.train.init_from.empty()) s.init_from_checkpoint();
   check_ranks_agree(rank_agreement(s.config, *s.task));
   s.check_run_dir();
   s.open_run_dir();
   for (const std::string& warning : s.task->model().warnings()) s.log->warn("warning: {}", warning);
+  if (!s.initialized.empty())
+    s.log->info("initialized {} of {} parameter tensors from {} (train.init_from)",
+                s.initialized.size(), s.task->model().named_parameters().size(),
+                s.config.train.init_from);
   if (!s.options.resume.empty())
     s.resume();
   else
@@ -140,6 +145,7 @@ RunSummary Trainer::run() {
       progress.interrupt();
       keep_going = s.validate() && keep_going;
     }
+    s.save_step_checkpoint();
     if (keep_going && s.position.step == s.options.stop_at_step) {
       progress.interrupt();
       return s.stop_here();
@@ -226,16 +232,6 @@ void Trainer::State::check_resume(const RunPosition& saved, const std::string& s
   }
   RELPOS_CHECK(saved.step <= total_steps, "train", "'{}' is at step {}, past this run's {} steps",
                options.resume, saved.step, total_steps);
-}
-
-// Every rank takes part (the task's state and the random streams are gathered from all of
-// them); rank 0 writes.
-void Trainer::State::save(const fs::path& path) {
-  const Clock::time_point now = Clock::now();
-  position.wall_time_s += std::chrono::duration<double>(now - started).count();
-  started = now;
-  const CheckpointData data = training_state().save();
-  if (root) write_checkpoint(path.string(), data);
 }
 
 }  // namespace relpos

@@ -1,12 +1,14 @@
 // Trainer (DESIGN §6): one run of a RunConfig. Trains for train.steps updates or train.epochs
 // epochs (with gradient accumulation, clipping, the schedule's lr), validates every
 // train.eval_every updates (or at each epoch end), keeps checkpoints/last.h5 and best.h5 (by
-// train.metric), stops early after train.patience validations without improvement, and finally
-// tests with the last and with the best weights. The run directory holds config.yaml,
-// metrics.jsonl (one JSON object per log or eval event), log.txt, checkpoints/ and summary.json.
-// On the CPU a run is deterministic, and a resumed run continues bit-exactly. Under mpirun every
-// rank runs a Trainer and they train one model data-parallel (train/distributed.h): rank 0 alone
-// writes the run directory and logs; on a GPU host rank r takes GPU local_rank mod devices.
+// train.metric) and every train.save_every updates a step checkpoint (train.keep_last of them),
+// starts from train.init_from's parameters when fine-tuning, stops early after train.patience
+// validations without improvement, and finally tests with the last and with the best weights. The
+// run directory holds config.yaml, metrics.jsonl (one JSON object per log or eval event), log.txt,
+// checkpoints/ and summary.json. On the CPU a run is deterministic, and a resumed run continues
+// bit-exactly. Under mpirun every rank runs a Trainer and they train one model data-parallel
+// (train/distributed.h): rank 0 alone writes the run directory and logs; on a GPU host rank r takes
+// GPU local_rank mod devices.
 #pragma once
 
 #include <cstdint>

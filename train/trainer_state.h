@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "train/gradient_reducer.h"
 #include "train/json.h"
@@ -65,6 +66,7 @@ struct Trainer::State {
   RunPosition position;
   bool stopped_early = false;
   Clock::time_point started = Clock::now();  // since when wall time is not in `position`
+  std::vector<std::string> initialized;      // the parameters train.init_from set
 
   TrainingState training_state() { return TrainingState(*task, *optimizer, position, config.yaml); }
   void record(const JsonObject& event) {
@@ -84,6 +86,9 @@ struct Trainer::State {
   void resume();
   void check_resume(const RunPosition& saved, const std::string& saved_config) const;
   void save(const fs::path& path);
+  void init_from_checkpoint();
+  void save_step_checkpoint();
+  void prune_step_checkpoints() const;
 
   Update train_step(LogWindow& window);
   bool next_batch();

@@ -1,0 +1,90 @@
+// Trainer::State's checkpoints (train/trainer_state.h): saving the training state, the step
+// checkpoints of train.save_every with train.keep_last, and a fine-tuning run's start from
+// train.init_from.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "train/checkpoint.h"
+#include "train/init_from.h"
+#include "train/trainer_state.h"
+#include "train/training_state.h"
+
+namespace relpos {
+
+namespace {
+
+constexpr const char* kStepPrefix = "step-";
+
+// The step of a step checkpoint's file name ("step-00000100.h5"), or -1 for any other file.
+int64_t step_of(const std::string& filename) {
+  const std::string prefix = kStepPrefix;
+  const std::string suffix = ".h5";
+  if (filename.size() <= prefix.size() + suffix.size() || filename.rfind(prefix, 0) != 0 ||
+      filename.compare(filename.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return -1;
+  const std::string digits =
+      filename.substr(prefix.size(), filename.size() - prefix.size() - suffix.size());
+  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) return -1;
+  return std::stoll(digits);
+}
+
+}  // namespace
+
+// Every rank takes part (the task's state and the random streams are gathered from all of
+// them); rank 0 writes.
+void Trainer::State::save(const fs::path& path) {
+  const Clock::time_point now = Clock::now();
+  position.wall_time_s += std::chrono::duration<double>(now - started).count();
+  started = now;
+  const CheckpointData data = training_state().save();
+  if (root) write_checkpoint(path.string(), data);
+}
+
+// Every train.save_every updates: checkpoints/step-<step>.h5, then the older ones beyond
+// train.keep_last removed.
+void Trainer::State::save_step_checkpoint() {
+  const int64_t every = config.train.save_every;
+  if (every == 0 || position.step % every != 0) return;
+  save(dir / "checkpoints" / fmt::format("{}{:08d}.h5", kStepPrefix, position.step));
+  if (root && config.train.keep_last > 0) prune_step_checkpoints();
+}
+
+// Keeps the newest train.keep_last step checkpoints up to this step. Those of later steps (left
+// by the session a resumed run continues) are not touched: the run writes them again as it
+// reaches their steps.
+void Trainer::State::prune_step_checkpoints() const {
+  std::vector<std::pair<int64_t, fs::path>> older;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir / "checkpoints", ec)) {
+    const int64_t step = step_of(entry.path().filename().string());
+    if (step >= 0 && step <= position.step) older.emplace_back(step, entry.path());
+  }
+  RELPOS_CHECK(!ec, "train", "cannot list '{}': {}", (dir / "checkpoints").string(), ec.message());
+  std::sort(older.begin(), older.end());
+  const auto keep = static_cast<size_t>(config.train.keep_last);
+  for (size_t i = 0; i + keep < older.size(); ++i) {
+    fs::remove(older[i].second, ec);
+    RELPOS_CHECK(!ec, "train", "cannot remove the old checkpoint '{}': {}",
+                 older[i].second.string(), ec.message());
+  }
+}
+
+// A fresh run's parameters chosen by train.init_params from train.init_from (fine-tuning); a
+// language model's checkpoint must have been trained on this vocabulary.
+void Trainer::State::init_from_checkpoint() {
+  const TrainConfig& t = config.train;
+  const CheckpointData data = read_checkpoint(t.init_from);
+  task->check_checkpoint(data, t.init_from);
+  initialized = init_parameters(task->model(), data, t.init_params, t.init_from);
+}
+
+}  // namespace relpos
