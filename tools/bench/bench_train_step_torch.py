@@ -9,8 +9,8 @@ the two axes of FastRPB 2D in one stacked rfft/irfft pair on square grids, AdamW
 the same parameter count and math as relpos's; the configs they stand for):
   demo   configs/demo/mnist_sikf_fastrpb2d.yaml: 7x7 pooled MNIST pixels (value / 255 through
          Linear(1, 64)), a learned CLS vector (zero init) prepended, learned positions over 50
-         rows, 2 pre-LN blocks (4 heads, MLP 128, GELU), final LayerNorm, CLS row -> Dense(128)
-         -> ReLU -> Dense(10). Attention: linear + sikf, plus FastRPB 2D on the 7x7 grid.
+         rows, 2 pre-LN blocks (4 heads, MLP 128, GELU), final LayerNorm, mean over all 50 rows
+         -> Dense(128) -> ReLU -> Dense(10). Attention: linear + sikf, plus FastRPB 2D on the 7x7 grid.
   mnist  the Table 2 model, configs/mnist/linear_sikf_fastrpb2d.yaml: [CLS] p1 .. p784 [SEP]
          as token ids (Embedding 258 x 256, N(0, 0.02)), learned positions over 786 rows,
          embedding LayerNorm, 8 post-LN blocks (8 heads, FFN 3072 GELU, q/k/v/out with bias),
@@ -46,10 +46,10 @@ EPS = 1e-6  # linear attention's denominator guard (linear.cpp)
 
 # model -> sizes; the values the configs above give.
 MODELS = {
-    "demo": dict(input="pixels", cls="vector", norm="pre", head="mlp", layers=2, heads=4, dim=64,
+    "demo": dict(input="pixels", cls="vector", pooling="mean", norm="pre", head="mlp", layers=2, heads=4, dim=64,
                  mlp=128, grid=(7, 7), bias=False, lr=3e-3, dropout=0.0, weight_decay=0.01,
                  default_batch=32),
-    "mnist": dict(input="tokens", cls="token", norm="post", head="tanh", layers=8, heads=8,
+    "mnist": dict(input="tokens", cls="token", pooling="cls", norm="post", head="tanh", layers=8, heads=8,
                   dim=256, mlp=3072, grid=(28, 28), bias=True, dropout=0.1, lr=1.45e-4,
                   weight_decay=0.01, default_batch=8),
 }
@@ -231,7 +231,7 @@ class Classifier(nn.Module):
             x = layer(x)
         if self.norm is not None:
             x = self.norm(x)
-        pooled = x[:, 0]                                                 # [B, d]
+        pooled = x.mean(1) if self.cfg["pooling"] == "mean" else x[:, 0]  # [B, d]
         if self.cfg["head"] == "mlp":
             return self.head(pooled)
         return self.classifier(torch.tanh(self.pooler(pooled)))
