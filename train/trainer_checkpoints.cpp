@@ -33,7 +33,9 @@ int64_t step_of(const std::string& filename) {
     return -1;
   const std::string digits =
       filename.substr(prefix.size(), filename.size() - prefix.size() - suffix.size());
-  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) return -1;
+  if (digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return -1;
   return std::stoll(digits);
 }
 

@@ -71,13 +71,14 @@ std::string error_of(const RunConfig& config) {
 
 }  // namespace
 
-TEST_CASE("checkpoint policy: save_every and keep_last leave the run unchanged; a step "
-          "checkpoint resumes bit-exactly") {
+TEST_CASE(
+    "checkpoint policy: save_every and keep_last leave the run unchanged; a step "
+    "checkpoint resumes bit-exactly") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const RunConfig straight = tiny_config(scratch, data, "straight", kCommon);
-  const RunConfig every4 = tiny_config(
-      scratch, data, "every4", with(kCommon, {"train.save_every=4", "train.keep_last=2"}));
+  const RunConfig every4 = tiny_config(scratch, data, "every4",
+                                       with(kCommon, {"train.save_every=4", "train.keep_last=2"}));
   train(straight);
   train(every4);
   // Steps 4, 8 and 12 were written; the newest two are kept beside last.h5 and best.h5.
@@ -104,23 +105,22 @@ TEST_CASE("checkpoint policy: save_every and keep_last leave the run unchanged; 
       CHECK(same_bits(value, b.optimizer[i].second.at(key)));
 }
 
-TEST_CASE("checkpoint policy: keep_last 1 keeps the newest; a resumed run leaves later steps' "
-          "files until it writes them again") {
+TEST_CASE(
+    "checkpoint policy: keep_last 1 keeps the newest; a resumed run leaves later steps' "
+    "files until it writes them again") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const RunConfig run = tiny_config(scratch, data, "keep1",
                                     with(kCommon, {"train.save_every=3", "train.keep_last=1"}));
   train(run);
-  CHECK(checkpoint_files(run) ==
-        std::set<std::string>{"best.h5", "last.h5", "step-00000012.h5"});
+  CHECK(checkpoint_files(run) == std::set<std::string>{"best.h5", "last.h5", "step-00000012.h5"});
   // A session stopped at 6 and one resumed from there: step 9 replaces 6, 12 replaces 9.
-  const RunConfig again = tiny_config(
-      scratch, data, "keep1_again", with(kCommon, {"train.save_every=3", "train.keep_last=1"}));
+  const RunConfig again = tiny_config(scratch, data, "keep1_again",
+                                      with(kCommon, {"train.save_every=3", "train.keep_last=1"}));
   TrainerOptions stop;
   stop.stop_at_step = 6;
   train(again, stop);
-  CHECK(checkpoint_files(again) ==
-        std::set<std::string>{"best.h5", "last.h5", "step-00000006.h5"});
+  CHECK(checkpoint_files(again) == std::set<std::string>{"best.h5", "last.h5", "step-00000006.h5"});
   const fs::path dir = fs::path(again.train.out) / "checkpoints";
   fs::copy_file(fs::path(run.train.out) / "checkpoints" / "step-00000012.h5",
                 dir / "step-00000012.h5");  // as if an earlier session had got further
@@ -133,8 +133,7 @@ TEST_CASE("checkpoint policy: keep_last 1 keeps the newest; a resumed run leaves
   resumed.resume = (dir / "step-00000009.h5").string();
   resumed.stop_at_step = 0;
   train(again, resumed);
-  CHECK(checkpoint_files(again) ==
-        std::set<std::string>{"best.h5", "last.h5", "step-00000012.h5"});
+  CHECK(checkpoint_files(again) == std::set<std::string>{"best.h5", "last.h5", "step-00000012.h5"});
   check_same_params(last_checkpoint(run), last_checkpoint(again));
 }
 
@@ -165,8 +164,9 @@ TEST_CASE("init_from: parameter_chosen reads globs in order, '!' leaving out") {
   CHECK_FALSE(parameter_chosen("encoder.norm.weight", {"head.*"}));
 }
 
-TEST_CASE("init_from: the chosen parameters come from the checkpoint, the rest and the "
-          "optimizer start fresh, and the run resumes bit-exactly") {
+TEST_CASE(
+    "init_from: the chosen parameters come from the checkpoint, the rest and the "
+    "optimizer start fresh, and the run resumes bit-exactly") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const RunConfig source = tiny_config(scratch, data, "source", kCommon);
@@ -229,8 +229,9 @@ TEST_CASE("init_from: the chosen parameters come from the checkpoint, the rest a
   check_same_params(end, last_checkpoint(split));
 }
 
-TEST_CASE("init_from: a missing file, a shape mismatch or a pattern that chooses nothing is "
-          "refused, naming it, before the run folder is made") {
+TEST_CASE(
+    "init_from: a missing file, a shape mismatch or a pattern that chooses nothing is "
+    "refused, naming it, before the run folder is made") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
   const RunConfig source = tiny_config(scratch, data, "source", {});
@@ -241,24 +242,26 @@ TEST_CASE("init_from: a missing file, a shape mismatch or a pattern that chooses
       tiny_config(scratch, data, "wider", {"model.mlp_dim=24", "train.init_from=" + from});
   const std::string shape = error_of(wider);
   CHECK(shape.find("parameter 'encoder.layers.0.mlp.fc1.") != std::string::npos);
-  const bool names_shapes = shape.find("[32] there, the model's is [24]") != std::string::npos ||
-                            shape.find("[32, 16] there, the model's is [24, 16]") != std::string::npos;
+  const bool names_shapes =
+      shape.find("[32] there, the model's is [24]") != std::string::npos ||
+      shape.find("[32, 16] there, the model's is [24, 16]") != std::string::npos;
   CHECK(names_shapes);
   CHECK_FALSE(fs::exists(wider.train.out));
 
-  const RunConfig typo = tiny_config(
-      scratch, data, "typo", {"train.init_from=" + from, "train.init_params=[\"encoder.layer.*\"]"});
+  const RunConfig typo =
+      tiny_config(scratch, data, "typo",
+                  {"train.init_from=" + from, "train.init_params=[\"encoder.layer.*\"]"});
   CHECK(error_of(typo).find("'encoder.layer.*' matches no parameter") != std::string::npos);
   CHECK_FALSE(fs::exists(typo.train.out));
 
-  const RunConfig missing = tiny_config(
-      scratch, data, "missing", {"train.init_from=" + (scratch.path / "none.h5").string()});
+  const RunConfig missing = tiny_config(scratch, data, "missing",
+                                        {"train.init_from=" + (scratch.path / "none.h5").string()});
   CHECK(error_of(missing).find("none.h5") != std::string::npos);
   CHECK_FALSE(fs::exists(missing.train.out));
 
   // Only the chosen parameters need to fit: the wider MLP's blocks left out, the rest taken.
-  const RunConfig part = tiny_config(
-      scratch, data, "part",
-      {"model.mlp_dim=24", "train.init_from=" + from, "train.init_params=[\"*\", \"!*.mlp.*\", \"!head.*\"]"});
+  const RunConfig part = tiny_config(scratch, data, "part",
+                                     {"model.mlp_dim=24", "train.init_from=" + from,
+                                      "train.init_params=[\"*\", \"!*.mlp.*\", \"!head.*\"]"});
   CHECK(error_of(part).empty());
 }
