@@ -1,6 +1,6 @@
-// The worked example of docs/adding-attention.md (examples/custom_attention/sigmoid_attention.cpp, compiled
-// into this suite): registered by name, equal to its formula by loops, gradchecked, usable from
-// MultiHeadAttention; and the document shows the file exactly as it is.
+// The worked example of docs/adding-attention.md (examples/custom_attention/sigmoid_attention.cpp,
+// compiled into this suite): registered by name, equal to its formula by loops, gradchecked, usable
+// from MultiHeadAttention; and the document shows the file exactly as it is.
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -73,7 +73,8 @@ TEST_CASE("docs example: sigmoid attention gradcheck (f64) and use from MultiHea
 
 TEST_CASE("docs example: docs/adding-attention.md shows the example file as it is") {
   const std::string doc = read_file(RELPOS_SOURCE_DIR "/docs/adding-attention.md");
-  const std::string code = read_file(RELPOS_SOURCE_DIR "/examples/custom_attention/sigmoid_attention.cpp");
+  const std::string code =
+      read_file(RELPOS_SOURCE_DIR "/examples/custom_attention/sigmoid_attention.cpp");
   CHECK_MESSAGE(doc.find("```cpp\n" + code + "```") != std::string::npos,
                 "update the code block of docs/adding-attention.md from the example file");
 }
