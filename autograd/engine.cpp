@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/grad_ready.h"
+#include "autograd/profiler.h"
 #include "autograd/var.h"
 #include "core/ops.h"
 
@@ -110,7 +111,11 @@ void Var::backward(const Tensor& grad, bool retain_graph) const {
                  "the graph through {} was already freed by an earlier backward; pass "
                  "retain_graph=true to the first call",
                  node->name);
-    const std::vector<Tensor> in_grads = node->backward(g);
+    std::vector<Tensor> in_grads;
+    {
+      const profile::BackwardScope timed(node->name, node->profile_module);
+      in_grads = node->backward(g);
+    }
     RELPOS_CHECK(in_grads.size() == node->edges.size(), "backward",
                  "{} returned {} gradients for {} inputs", node->name, in_grads.size(),
                  node->edges.size());

@@ -1,6 +1,7 @@
 #include "autograd/var.h"
 
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 
 namespace relpos {
 
@@ -32,6 +33,7 @@ void Var::set_value(const Tensor& value) {
 }
 
 Var make_result(const char* name, Tensor value, std::vector<Var> inputs, BackwardFn backward) {
+  profile::forward_op(name);
   check_anomaly(value, name, "forward output");
   bool needs_grad = false;
   if (grad_enabled())
@@ -39,6 +41,7 @@ Var make_result(const char* name, Tensor value, std::vector<Var> inputs, Backwar
   if (!needs_grad) return Var(std::move(value), false);
   auto node = std::make_shared<Node>();
   node->name = name;
+  node->profile_module = profile::current_module();
   for (const Var& in : inputs) {
     Edge e;
     if (in.requires_grad()) {

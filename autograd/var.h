@@ -76,6 +76,8 @@ struct Node {
   std::string name;         // the function's name, for anomaly and shape errors
   std::vector<Edge> edges;  // one per input; inactive where the input needs no gradient
   BackwardFn backward;      // empty once released
+  // While the profiler records (autograd/profiler.h): the module whose forward made the node.
+  const std::string* profile_module = nullptr;
 };
 
 // Wraps a function's forward result: records a Node when grad mode is on and some input requires

@@ -11,6 +11,7 @@ void MemoryCounter::on_allocate(size_t nbytes) {
   current_ += static_cast<int64_t>(nbytes);
   peak_ = std::max(peak_, current_);
   ++allocations_;
+  allocated_bytes_ += static_cast<int64_t>(nbytes);
 }
 
 void MemoryCounter::on_free(size_t nbytes) {
@@ -20,13 +21,14 @@ void MemoryCounter::on_free(size_t nbytes) {
 
 MemoryStats MemoryCounter::stats() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return {current_, peak_, allocations_};
+  return {current_, peak_, allocations_, allocated_bytes_};
 }
 
 void MemoryCounter::reset_peak() {
   std::lock_guard<std::mutex> guard(mutex_);
   peak_ = current_;
   allocations_ = 0;
+  allocated_bytes_ = 0;
 }
 
 MemoryStats memory_stats(Device device) {

@@ -11,13 +11,14 @@
 namespace relpos {
 
 struct MemoryStats {
-  int64_t current_bytes = 0;  // bytes held by live buffers (as requested, not rounded)
-  int64_t peak_bytes = 0;     // maximum of current_bytes since the last reset
-  int64_t allocations = 0;    // number of allocate() calls since the last reset
+  int64_t current_bytes = 0;    // bytes held by live buffers (as requested, not rounded)
+  int64_t peak_bytes = 0;       // maximum of current_bytes since the last reset
+  int64_t allocations = 0;      // number of allocate() calls since the last reset
+  int64_t allocated_bytes = 0;  // bytes those calls requested
 };
 
 MemoryStats memory_stats(Device device);
-// Sets peak to current and zeroes the allocation count.
+// Sets peak to current and zeroes the allocation count and bytes.
 void reset_peak_memory(Device device);
 
 // Bytes the device's caching allocator holds in freed blocks (on the CPU, buffers from 32 MiB),
@@ -42,6 +43,7 @@ class MemoryCounter {
   int64_t current_ = 0;
   int64_t peak_ = 0;
   int64_t allocations_ = 0;
+  int64_t allocated_bytes_ = 0;
   mutable std::mutex mutex_;
 };
 

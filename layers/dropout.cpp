@@ -11,6 +11,7 @@ Dropout::Dropout(double p, Generator& parent) : p_(p), gen_(fork_generator(paren
 }
 
 Var Dropout::forward(const Var& x) {
+  const auto scope = profile_scope();
   return dropout(x, p_, gen_, is_training());
 }
 

@@ -16,6 +16,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t dim, DType dtype, Generator
 }
 
 Var Embedding::forward(const Tensor& ids) const {
+  const auto scope = profile_scope();
   return embedding(weight_, ids);
 }
 

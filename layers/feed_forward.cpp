@@ -21,6 +21,7 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, dou
 }
 
 Var FeedForward::forward(const Var& x) {
+  const auto scope = profile_scope();
   // x: [..., dim] -> h: [..., hidden] -> [..., dim]
   const Var h = fc1_->forward(x);
   const int64_t hidden = h.size(-1);

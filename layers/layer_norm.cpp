@@ -17,6 +17,7 @@ LayerNorm::LayerNorm(int64_t dim, double eps, bool affine, DType dtype) : dim_(d
 }
 
 Var LayerNorm::forward(const Var& x) const {
+  const auto scope = profile_scope();
   RELPOS_CHECK(x.dim() >= 1 && x.size(-1) == dim_, "LayerNorm",
                "input's last dim must be {}, got {}", dim_, x.value().str());
   return layer_norm(x, weight_, bias_, eps_);

@@ -22,6 +22,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, DType dtype
 }
 
 Var Linear::forward(const Var& x) const {
+  const auto scope = profile_scope();
   RELPOS_CHECK(x.dim() >= 1 && x.size(-1) == in_, "Linear",
                "input's last dim must be in_features = {}, got {}", in_, x.value().str());
   // One GEMM over all leading dims: [N, in] x [out, in]^T -> [N, out].

@@ -174,4 +174,21 @@ void ModuleList::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(size()), std::move(module));
 }
 
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out;
+  std::unordered_set<const Module*> seen;
+  // (path, module) pairs still to visit, the next one last.
+  std::vector<std::pair<std::string, const Module*>> stack{{"", this}};
+  while (!stack.empty()) {
+    auto [path, module] = stack.back();
+    stack.pop_back();
+    if (!seen.insert(module).second) continue;
+    out.emplace_back(path, module);
+    const auto& kids = module->children();
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it)
+      stack.emplace_back(path.empty() ? it->first : path + "." + it->first, it->second.get());
+  }
+  return out;
+}
+
 }  // namespace relpos

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/profiler.h"
 #include "autograd/var.h"
 #include "core/device.h"
 #include "core/generator.h"
@@ -58,6 +59,12 @@ class Module {
   void tie_parameter(const std::string& dotted_name, const Var& shared);
   void zero_grad();
   int64_t num_parameters() const;  // total number of elements
+  // This module ("") and every submodule by dotted path, depth first in registration order; a
+  // module reached twice is listed once, under its first path.
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
+  // While the profiler records (autograd/profiler.h), the ops until the scope ends are this
+  // module's: `const auto scope = profile_scope();` opens a module's forward.
+  profile::ModuleScope profile_scope() const { return profile::ModuleScope(this); }
 
  protected:
   // Registers the member `param` (a leaf Var); the registry keeps its address, so re-pointing

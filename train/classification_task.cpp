@@ -7,6 +7,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 #include "core/comm/comm.h"
 #include "core/fnv1a.h"
 #include "datasets/data_loader.h"
@@ -109,6 +110,7 @@ class ClassificationTask final : public Task {
     model_->train();
     Batch batch;
     RELPOS_CHECK(loader("train").next(batch), "train", "the training loader ran dry");
+    profile::mark("data");
     if (batch.size == 0) return {};  // this rank's share of a short batch is empty
     const Var logits = model_->forward(classifier_inputs(batch, device_));  // [B, classes]
     return {cross_entropy(logits, batch.labels.to(device_)), batch.size};

@@ -17,6 +17,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 #include "core/comm/comm.h"
 #include "core/fnv1a.h"
 #include "datasets/char_corpus.h"
@@ -123,6 +124,7 @@ class LanguageModelTask final : public Task {
     const LmBatches& train = batches("train");
     RELPOS_CHECK(segment_ < train.num_segments(), "train", "the training stream ran dry");
     const LmSegment segment = mine(train.segment(segment_++), train.batch());
+    profile::mark("data");
     LmOutput out = model_->forward(segment.inputs.to(device_), memory_);
     memory_ = std::move(out.state);
     return {cross_entropy(flat(out.logits), segment.targets.reshape({-1}).to(device_)),

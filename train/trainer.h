@@ -36,6 +36,10 @@ struct TrainerOptions {
   // log.txt, metrics.jsonl, summary.json, checkpoints/); otherwise such a folder is refused
   // unless the run resumes.
   bool overwrite = false;
+  // Profile: after 2 warm-up updates and N timed without the profiler, N updates recorded by the
+  // profiler (autograd/profiler.h); the run then ends with RunSummary::profile and writes no
+  // checkpoint, validation, test or summary. 0: train.
+  int64_t profile_steps = 0;
 };
 
 struct RunSummary {
@@ -54,6 +58,7 @@ struct RunSummary {
   // Whether this process owns the run's files and reports it: true but on ranks > 0 of a
   // data-parallel job (train/distributed.h), whose summaries are the same.
   bool primary = true;
+  std::string profile;  // TrainerOptions::profile_steps: the tables (train/profile_report.h)
 };
 
 class Trainer {

@@ -97,6 +97,7 @@ struct Trainer::State {
   bool validation_due(const Update& update) const;
   bool validate();
   RunSummary stop_here();
+  RunSummary run_profile();
   RunSummary finish();
   Metrics test_best_weights(const Metrics& test_last);
   void write_summary(const RunSummary& r);

@@ -16,6 +16,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 #include "core/allocator.h"
 #include "core/comm/comm.h"
 #include "core/cpu_threads.h"
@@ -40,6 +41,7 @@ namespace relpos {
 // and clipped, the optimizer stepped at the schedule's lr.
 Update Trainer::State::train_step(LogWindow& window) {
   const TrainConfig& t = config.train;
+  profile::mark("between updates");
   fit_threads_to_free_cores();  // fewer threads while other processes hold cores
   const auto step_start = Clock::now();
   Update update;
@@ -51,9 +53,11 @@ Update Trainer::State::train_step(LogWindow& window) {
   }
   reducer->finish();  // every rank now holds the gradients of the global batch
   window.comm_s += reducer->exposed_seconds();
+  profile::mark("gradient all-reduce");
   const double max_norm =
       t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
   update.grad_norm = clip_grad_norm(optimizer->params(), max_norm);
+  profile::mark("gradient norm and clipping");
   RELPOS_CHECK(std::isfinite(update.grad_norm), "train",
                "the gradient norm is {} at step {}; rerun with debug.detect_anomaly: true to "
                "name the op",
@@ -62,6 +66,7 @@ Update Trainer::State::train_step(LogWindow& window) {
   optimizer->set_lr(update.lr);
   optimizer->step();
   optimizer->zero_grad();
+  profile::mark("optimizer");
   ++position.step;
   position.train_time_s += std::chrono::duration<double>(Clock::now() - step_start).count();
   update.loss = loss_sum / static_cast<double>(t.accumulate);
@@ -90,9 +95,11 @@ double Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
     // the ranks starts while backward goes on (data parallel; nothing in a job of one).
     const auto armed = last_of_update ? reducer->arm() : nullptr;
     const TrainLoss batch = task->next_loss();
+    profile::mark("between forward ops");
     Var loss = batch.loss;
     const GlobalLoss global =
         global_loss(loss.defined() ? loss.value().to(Device::cpu()).item() : 0.0, batch.count);
+    profile::mark("loss read back");
     const double value = global.mean;
     window.examples += global.count;
     if (!std::isfinite(value))
@@ -104,6 +111,7 @@ double Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
       if (global.share != 1) loss = loss * global.share;
       if (accumulate > 1) loss = loss * (1.0 / static_cast<double>(accumulate));
       loss.backward();
+      profile::mark("backward engine");
     }
     return value;
   } catch (const StepError&) {

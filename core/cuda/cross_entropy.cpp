@@ -5,6 +5,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/cross_entropy_kernels.h"
+#include "core/transfers.h"
 
 namespace relpos::cuda {
 
@@ -25,6 +26,7 @@ unsigned long long* flag_ptr(const Tensor& flag) {
 void check_bad_row(const char* op, const Tensor& flag, const Tensor& target, int64_t C,
                    cudaStream_t stream) {
   unsigned long long bad = 0;
+  count_device_to_host_copy();
   RELPOS_CUDA_CHECK(
       op, cudaMemcpyAsync(&bad, flag.raw_data(), sizeof(bad), cudaMemcpyDeviceToHost, stream));
   RELPOS_CUDA_CHECK(op, cudaStreamSynchronize(stream));

@@ -6,6 +6,7 @@
 #include "core/cuda/context.h"
 #include "core/cuda/index_kernels.h"
 #include "core/cuda/strided_args.h"
+#include "core/transfers.h"
 
 namespace relpos::cuda {
 
@@ -41,6 +42,7 @@ class IdCheck {
   // (k of n ids out of range)" for the first bad id in row-major order.
   void finish(int dim, const Tensor& x) const {
     unsigned long long status[2] = {0, 0};  // status: [count, first position]
+    count_device_to_host_copy();
     RELPOS_CUDA_CHECK(op_, cudaMemcpyAsync(status, status_.raw_data(), sizeof(status),
                                            cudaMemcpyDeviceToHost, stream_));
     RELPOS_CUDA_CHECK(op_, cudaStreamSynchronize(stream_));

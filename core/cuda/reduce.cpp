@@ -9,6 +9,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/reduce_kernels.h"
+#include "core/transfers.h"
 
 namespace relpos::cuda {
 
@@ -141,6 +142,7 @@ bool all_finite(const Tensor& x) {
   RELPOS_CUDA_CHECK("all_finite", launch_find_nonfinite(xc.dtype(), xc.raw_data(), xc.numel(),
                                                         flag.data<int32_t>(), stream));
   int found = 0;
+  count_device_to_host_copy();
   RELPOS_CUDA_CHECK("all_finite", cudaMemcpyAsync(&found, flag.raw_data(), sizeof(int),
                                                   cudaMemcpyDeviceToHost, stream));
   RELPOS_CUDA_CHECK("all_finite", cudaStreamSynchronize(stream));

@@ -6,6 +6,7 @@
 #include "core/backend.h"
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
+#include "core/transfers.h"
 
 namespace relpos::cuda {
 
@@ -42,6 +43,7 @@ size_t byte_count(const Tensor& t) {
 }  // namespace
 
 void copy_to_host(const Tensor& src, const Tensor& dst) {
+  count_device_to_host_copy();
   const size_t n = byte_count(src);
   DeviceGuard guard(src.device());
   cudaStream_t stream = stream_of(src.device());

@@ -126,6 +126,7 @@ Var IndexAttention::heads(const Tensor& ids, const Tensor& key_mask, bool causal
 }
 
 Var IndexAttention::forward(const Tensor& ids, const Tensor& key_mask, bool causal) {
+  const auto scope = profile_scope();
   const Var y = heads(ids, key_mask, causal);  // [B, H, L, Dh]
   return reshape(contiguous(transpose(y, 1, 2)), {y.size(0), y.size(2), model_dim_});
 }

@@ -84,6 +84,7 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
 }
 
 Var MultiHeadAttention::forward(const Var& x_q, const Var& x_kv, AttentionInputs in) {
+  const auto scope = profile_scope();
   RELPOS_CHECK(x_q.dim() == 3 && x_kv.dim() == 3 && x_q.size(2) == model_dim_ &&
                    x_kv.size(2) == model_dim_ && x_q.size(0) == x_kv.size(0),
                "MultiHeadAttention", "inputs must be [batch, length, {}], got {} and {}",
@@ -97,6 +98,7 @@ Var MultiHeadAttention::forward(const Var& x_q, const Var& x_kv, AttentionInputs
 Var MultiHeadAttention::forward_index_first(const Tensor& ids, const Var& table,
                                             const Var& positions, const Tensor& key_mask,
                                             bool causal) {
+  const auto scope = profile_scope();
   RELPOS_CHECK(attention_->name() == "softmax" && positional_ == nullptr, "MultiHeadAttention",
                "index-first attention (ISDPA) computes softmax attention over absolute inputs; "
                "got attention '{}'{}",

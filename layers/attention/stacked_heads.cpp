@@ -16,6 +16,7 @@ StackedHeads::StackedHeads(const StackedHeadsConfig& c) : heads_(c.num_heads), o
 }
 
 Var StackedHeads::forward(const Var& heads) const {
+  const auto scope = profile_scope();
   RELPOS_CHECK(heads.dim() == 4 && heads.size(1) == heads_, "StackedHeads",
                "expects heads [batch, {}, length, head_dim], got {}", heads_, heads.value().str());
   const int64_t batch = heads.size(0), len = heads.size(2), dim = heads.size(3);

@@ -19,6 +19,7 @@ EncoderBlock::EncoderBlock(const EncoderConfig& c, const MultiHeadAttentionConfi
 }
 
 Var EncoderBlock::forward(const Var& x, const Tensor& key_mask) {
+  const auto scope = profile_scope();
   // x: [B, L, d]
   if (pre_norm_) {
     Var h = x + dropout_->forward(attn_->forward(ln1_->forward(x), key_mask));
@@ -34,6 +35,7 @@ Var EncoderBlock::after_attention(const Var& x, const Var& a) {
 
 Var EncoderBlock::forward_index_first(const Var& x, const Tensor& ids, const Var& table,
                                       const Var& positions, const Tensor& key_mask, bool causal) {
+  const auto scope = profile_scope();
   RELPOS_CHECK(!pre_norm_, "model",
                "index-first attention needs a post-LN block (pre-LN normalizes its input first)");
   return after_attention(x, attn_->forward_index_first(ids, table, positions, key_mask, causal));
@@ -41,6 +43,7 @@ Var EncoderBlock::forward_index_first(const Var& x, const Tensor& ids, const Var
 
 Var EncoderBlock::forward_causal(const Var& x, const Var& memory, int64_t window,
                                  AttentionCarry* carry) {
+  const auto scope = profile_scope();
   // x: [B, L, d], memory: [B, M, d]
   const int64_t mem = memory.defined() ? memory.size(1) : 0, len = x.size(1);
   AttentionInputs in;
@@ -180,6 +183,7 @@ Var TransformerEncoder::embed(const Tensor& tokens) const {
 }
 
 EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& key_mask) {
+  const auto scope = profile_scope();
   RELPOS_CHECK(tokens.dim() == 2, "model", "tokens must be [batch, length], got {}", tokens.str());
   RELPOS_CHECK(!key_mask.defined() || key_mask.shape() == tokens.shape(), "model",
                "key_mask must have the shape of tokens {}, got {}", tokens.str(), key_mask.str());
@@ -280,6 +284,7 @@ MlpHead::MlpHead(const std::vector<int64_t>& widths, DType dtype, Generator& gen
 }
 
 Var MlpHead::forward(const Var& x) const {
+  const auto scope = profile_scope();
   Var h = x;
   for (size_t i = 0; i < fcs_.size(); ++i) {
     h = fcs_[i]->forward(h);

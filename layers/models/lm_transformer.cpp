@@ -33,6 +33,7 @@ LmOutputLayer::LmOutputLayer(int64_t vocab, int64_t dim, bool tied, DType dtype)
 }
 
 Var LmOutputLayer::forward(const Var& h, const Var& embedding) const {
+  const auto scope = profile_scope();
   const Var& w = weight_.defined() ? weight_ : embedding;  // [V, d]
   return matmul(h, w, false, true) + bias_;                // [B, L, V]
 }
@@ -145,6 +146,7 @@ void LmTransformer::set_context(const LmContext& context) {
 }
 
 LmOutput LmTransformer::forward(const Tensor& tokens, const LmState& state) {
+  const auto scope = profile_scope();
   RELPOS_CHECK(tokens.dim() == 2, kWho, "{}: tokens must be [batch, length], got {}", config().type,
                tokens.str());
   const int64_t batch = tokens.size(0), len = tokens.size(1), d = config().model_dim;

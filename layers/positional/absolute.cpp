@@ -31,6 +31,7 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t 
 }
 
 Var LearnedPositionalEmbedding::forward(const Var& x) const {
+  const auto scope = profile_scope();
   check_input("LearnedPositionalEmbedding", x, max_len_, dim_);
   // weight[:L]: [L, dim], broadcast over B.
   return x + slice(weight_, 0, 0, x.size(1));
@@ -69,6 +70,7 @@ Var LearnedGridPositionalEmbedding::table() const {
 }
 
 Var LearnedGridPositionalEmbedding::forward(const Var& x) const {
+  const auto scope = profile_scope();
   check_input("LearnedGridPositionalEmbedding", x, front_ + rows_ * cols_ + back_, dim_);
   return x + slice(table(), 0, 0, x.size(1));
 }
@@ -91,6 +93,7 @@ SinusoidalPositionalEmbedding::SinusoidalPositionalEmbedding(int64_t max_len, in
 }
 
 Var SinusoidalPositionalEmbedding::forward(const Var& x) const {
+  const auto scope = profile_scope();
   check_input("SinusoidalPositionalEmbedding", x, max_len_, dim_);
   return x + Var(pe_.slice(0, 0, x.size(1)));
 }

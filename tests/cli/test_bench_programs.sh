@@ -54,6 +54,13 @@ expect_status 0 "train_step" -- "$bin/relpos_bench_train_step" \
   --set model.num_layers=1
 grep -q '"impl": "relpos", "config": "demo_mnist_sikf_fastrpb2d", "batch": 2' "$tmp/out" ||
   fail "train_step: $(cat "$tmp/out")"
+expect_status 0 "train_step --profile" -- "$bin/relpos_bench_train_step" \
+  --config "$source_dir/configs/demo/mnist_sikf_fastrpb2d.yaml" --batch 2 --min-time 0 \
+  --set model.num_layers=1 --profile 2
+grep -q '"impl": "relpos"' "$tmp/out" || fail "train_step --profile: no JSON line: $(cat "$tmp/out")"
+for row in "^profile: 2 updates on cpu" "^matmul " "^encoder.layers.0.attn "; do
+  grep -q "$row" "$tmp/err" || fail "train_step --profile: no '$row' on stderr: $(cat "$tmp/err")"
+done
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)" >&2

@@ -141,6 +141,20 @@ evals = [json.loads(l)["step"] for l in open(sys.argv[2]) if json.loads(l)["even
 assert len(evals) == len(set(evals)), f"validation records repeated: {evals}"
 ' "$tmp/run/summary.json" "$tmp/run/metrics.jsonl" ||
   fail "after resume, summary.json or metrics.jsonl lost or repeated records"
+# --profile N: the per-op and per-module tables of N updates on stdout, and no run directory.
+sed "s/steps: 4,/steps: 12,/; s#out: $tmp/run#out: $tmp/profiled#" "$tmp/tiny.yaml" >"$tmp/tiny12.yaml"
+expect_status 0 "train --profile" -- "$relpos" train "$tmp/tiny12.yaml" --profile 3 --quiet
+for row in "^profile: 3 updates on cpu after 2 warm-up updates" "^matmul " "^(data) " \
+  "^(optimizer) " "^all rows .* 100.0%" "^encoder.layers.0.attn " "^(model) "; do
+  grep -q "$row" "$tmp/out" || fail "train --profile prints no line matching '$row': $(cat "$tmp/out")"
+done
+grep -q "out: $tmp/profiled" "$tmp/tiny12.yaml" || fail "the --profile test's config has no out"
+[[ ! -e $tmp/profiled ]] || fail "train --profile wrote a run directory"
+expect_status 2 "train --profile too long" -- "$relpos" train "$tmp/tiny12.yaml" --profile 6 --quiet
+# (the tiny model's warning about its one FastRPB block comes first)
+grep -q "^relpos: \[train\] --profile 6 runs 14 updates" "$tmp/err" ||
+  fail "train --profile too long: $(cat "$tmp/err")"
+expect_status 2 "train --profile 0" -- "$relpos" train "$tmp/tiny12.yaml" --profile 0
 # --stop-at-step ends a session early (as a job time limit would); --resume finishes the same
 # course, bit-exactly what one uninterrupted session computes.
 expect_status 0 "train --stop-at-step" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/stopped" \

@@ -3,13 +3,18 @@
 // run_lm_step_bench.sh, whose PyTorch twins are bench_train_step_torch.py and
 // bench_lm_step_torch.py. Classifiers: a batch of pixel sequences (the MNIST family's sizes).
 // Language models: a batch of tgt_len random characters after a memory of mem_len (the steady
-// state of training), gradient clipping as the config asks. Prints one JSON object.
+// state of training), gradient clipping as the config asks. Prints one JSON object; with
+// --profile N, also the profiler's tables of N more steps on stderr (train/profile_report.h).
 // Options: relpos_bench_train_step --help.
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <memory>
+#include <string>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 #include "core/cpu_threads.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -19,6 +24,7 @@
 #include "train/clip.h"
 #include "train/config.h"
 #include "train/optimizer.h"
+#include "train/profile_report.h"
 #include "train/task.h"
 #include "train/task_data.h"
 #include "train/trainer.h"
@@ -32,7 +38,26 @@ struct Step {
   std::function<Tensor()> run;  // forward, loss, backward, update: returns the loss
   int64_t length = 0;           // tokens per sequence
   int64_t params = 0;
+  std::shared_ptr<const Module> model;
 };
+
+// The profiler's tables of `updates` more steps; `plain_s`: a step's seconds unprofiled.
+std::string profile_steps(const Step& step, Device device, int64_t updates, double plain_s) {
+  ProfileRun run;
+  run.updates = updates;
+  run.warmup = 0;  // the timing before warmed up
+  run.plain_update_s = plain_s;
+  run.device = device;
+  std::map<const void*, std::string> modules;
+  for (const auto& [path, module] : step.model->named_modules()) {
+    modules[module] = path.empty() ? "(model)" : path;
+    run.module_order.push_back(modules[module]);
+  }
+  profile::start(device, modules);
+  for (int64_t i = 0; i < updates; ++i) step.run();
+  profile::mark("between updates");
+  return profile_report(profile::stop(), run);
+}
 
 Step classifier_step(const RunConfig& config, int64_t batch, Device device) {
   // Sizes as an image dataset gives them: 256 pixel ids and 10 classes (other classification
@@ -71,7 +96,7 @@ Step classifier_step(const RunConfig& config, int64_t batch, Device device) {
     optimizer->zero_grad();
     return loss.value();
   };
-  return {run, length, model->num_parameters()};
+  return {run, length, model->num_parameters(), model};
 }
 
 Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, Device device) {
@@ -106,7 +131,7 @@ Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, 
     optimizer->zero_grad();
     return loss.value();
   };
-  return {run, len, model->num_parameters()};
+  return {run, len, model->num_parameters(), model};
 }
 
 }  // namespace
@@ -118,6 +143,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides;
   int64_t batch = 8, vocab = 204;
   double min_time = 3;
+  int64_t profile_updates = 0;
   app.add_option("--config", config_path, "the run's YAML config")->required();
   app.add_option("--set", overrides, "overrides a config key (repeatable)")
       ->type_name("KEY.PATH=VALUE")
@@ -130,6 +156,10 @@ int main(int argc, char** argv) {
   app.add_option("--min-time", min_time, "seconds of timing")
       ->check(bench::non_negative)
       ->capture_default_str();
+  app.add_option("--profile", profile_updates,
+                 "then N steps under the profiler: their per-op and per-module table on stderr")
+      ->check(bench::positive)
+      ->type_name("N");
   return bench::run_cli(app, argc, argv, [&] {
     overrides.push_back("device=" + device_name);
     const RunConfig config = load_config(config_path, overrides);
@@ -150,6 +180,8 @@ int main(int argc, char** argv) {
                        {"peak_bytes", peak},
                        {"params", step.params}};
     std::printf("%s\n", json_line(line).c_str());
+    if (profile_updates > 0)
+      std::fputs(profile_steps(step, device, profile_updates, t.median_ms / 1e3).c_str(), stderr);
     return 0;
   });
 }

@@ -2,8 +2,10 @@
 // [--stop-at-step N]` (DESIGN §7): trains, then prints one line of final metrics on stdout.
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "core/error.h"
+#include "datasets/prepare_tools.h"
 #include "tools/relpos/arguments.h"
 #include "tools/relpos/commands.h"
 #include "train/config.h"
@@ -21,10 +23,12 @@ constexpr const char* kTrainFooter =
     "configuration that changes its course (steps, model, optimizer, ...) is refused unless\n"
     "--allow-config-change. --stop-at-step N ends this session after update N with\n"
     "checkpoints/last.h5 (no validation or test), as for a job time limit; a later --resume\n"
-    "continues the same course.";
+    "continues the same course. --profile N trains 2 warm-up updates, N timed plainly and N under\n"
+    "the profiler, prints the time and allocated bytes per op kind and per module, forward and\n"
+    "backward (on CUDA also the device-to-host copies), and writes no run directory.";
 
 struct TrainArgs {
-  std::string config_path, out, device, stop_at_step;
+  std::string config_path, out, device, stop_at_step, profile;
   std::vector<std::string> overrides;
   TrainerOptions options;
 };
@@ -34,11 +38,21 @@ int train(TrainArgs& a) {
   if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
   if (!a.stop_at_step.empty())
     a.options.stop_at_step = parse_positive<int64_t>("train", "--stop-at-step", a.stop_at_step);
+  std::optional<TempDir> scratch;
+  if (!a.profile.empty()) {
+    a.options.profile_steps = parse_positive<int64_t>("train", "--profile", a.profile);
+    scratch.emplace("relpos_profile");  // the run's files go nowhere a user keeps
+    a.overrides.push_back("train.out=" + scratch->path.string());
+  }
   // Under mpirun every rank trains (data parallel); an error on any one ends the job.
   return run_job([&] {
     Trainer trainer(load_config(a.config_path, a.overrides), a.options);
     const RunSummary r = trainer.run();
     if (!r.primary) return 0;
+    if (!r.profile.empty()) {
+      std::fputs(r.profile.c_str(), stdout);
+      return 0;
+    }
     if (!r.finished) {
       std::printf("stopped at step %lld as asked; continue with --resume %s/checkpoints/last.h5\n",
                   static_cast<long long>(r.steps), r.run_dir.c_str());
@@ -77,6 +91,9 @@ void add_train_command(CLI::App& app, int& status) {
   sub->add_flag("--overwrite", a->options.overwrite,
                 "starts afresh in a run directory that holds a run, removing its files");
   sub->add_option("--stop-at-step", a->stop_at_step, "ends this session after update N")
+      ->type_name("N");
+  sub->add_option("--profile", a->profile,
+                  "prints where N updates' time and memory go (per op and module), trains no run")
       ->type_name("N");
   sub->add_flag_callback(
       "--quiet", [a] { a->options.verbose = false; }, "warnings and errors only on stderr");

@@ -1,0 +1,20 @@
+// device_to_host_copies (transfers.h).
+#include "core/transfers.h"
+
+#include <atomic>
+
+namespace relpos {
+
+namespace {
+std::atomic<int64_t> g_device_to_host{0};
+}  // namespace
+
+int64_t device_to_host_copies() {
+  return g_device_to_host.load(std::memory_order_relaxed);
+}
+
+void count_device_to_host_copy() {
+  g_device_to_host.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace relpos
