@@ -55,6 +55,16 @@ std::map<std::string, profile::Row> subtrees(const std::vector<profile::Row>& ro
 
 }  // namespace
 
+std::map<const void*, std::string> profiled_modules(const Module& model, ProfileRun& run) {
+  std::map<const void*, std::string> out;
+  for (const auto& [path, module] : model.named_modules()) {
+    const std::string name = path.empty() ? "(model)" : path;
+    out[module] = name;
+    run.module_order.push_back(name);
+  }
+  return out;
+}
+
 std::string profile_report(const profile::Recording& recording, const ProfileRun& run) {
   const double per = 1.0 / static_cast<double>(std::max<int64_t>(run.updates, 1));
   const double profiled = recording.seconds * per;

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "autograd/profiler.h"
 #include "core/device.h"
+#include "layers/module.h"
 
 namespace relpos {
 
@@ -18,6 +20,10 @@ struct ProfileRun {
   Device device = Device::cpu();
   std::vector<std::string> module_order;  // module paths in tree order ("(model)" first)
 };
+
+// The model's modules by address, for profile::start ("(model)" for the root); their paths in
+// tree order go to run.module_order.
+std::map<const void*, std::string> profiled_modules(const Module& model, ProfileRun& run);
 
 std::string profile_report(const profile::Recording& recording, const ProfileRun& run);
 

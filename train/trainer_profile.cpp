@@ -1,7 +1,6 @@
 // Trainer::State::run_profile (train/trainer_state.h): `relpos train --profile N`.
 
 #include <chrono>
-#include <map>
 #include <string>
 
 #include "autograd/profiler.h"
@@ -16,10 +15,12 @@ namespace relpos {
 RunSummary Trainer::State::run_profile() {
   constexpr int64_t kWarmup = 2;
   const int64_t n = options.profile_steps;
-  RELPOS_CHECK(position.step + kWarmup + 2 * n <= total_steps, "train",
-               "--profile {} runs {} updates ({} warm-up, {} timed plainly, {} profiled) from "
-               "step {}; this run has {} (raise train.steps or train.epochs)",
-               n, kWarmup + 2 * n, kWarmup, n, n, position.step, total_steps);
+  const int64_t left = total_steps - position.step;  // n may be huge: no n * 2 before this
+  RELPOS_CHECK(n <= (left - kWarmup) / 2, "train",
+               "--profile {} needs {} warm-up updates and twice {} more (timed plainly, then "
+               "profiled); this run has {} left from step {} (raise train.steps or "
+               "train.epochs)",
+               n, kWarmup, n, left, position.step);
   LogWindow window;
   for (int64_t i = 0; i < kWarmup; ++i) train_step(window);
   const auto plain_start = Clock::now();
@@ -30,13 +31,7 @@ RunSummary Trainer::State::run_profile() {
   run.updates = n;
   run.warmup = kWarmup;
   run.device = device;
-  std::map<const void*, std::string> modules;
-  for (const auto& [path, module] : task->model().named_modules()) {
-    const std::string name = path.empty() ? "(model)" : path;
-    modules[module] = name;
-    run.module_order.push_back(name);
-  }
-  profile::start(device, modules);
+  profile::start(device, profiled_modules(task->model(), run));
   try {
     for (int64_t i = 0; i < n; ++i) train_step(window);
   } catch (...) {

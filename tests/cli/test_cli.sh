@@ -152,9 +152,10 @@ grep -q "out: $tmp/profiled" "$tmp/tiny12.yaml" || fail "the --profile test's co
 [[ ! -e $tmp/profiled ]] || fail "train --profile wrote a run directory"
 expect_status 2 "train --profile too long" -- "$relpos" train "$tmp/tiny12.yaml" --profile 6 --quiet
 # (the tiny model's warning about its one FastRPB block comes first)
-grep -q "^relpos: \[train\] --profile 6 runs 14 updates" "$tmp/err" ||
+grep -q "^relpos: \[train\] --profile 6 needs 2 warm-up updates and twice 6 more" "$tmp/err" ||
   fail "train --profile too long: $(cat "$tmp/err")"
 expect_status 2 "train --profile 0" -- "$relpos" train "$tmp/tiny12.yaml" --profile 0
+expect_status 2 "train --profile huge" -- "$relpos" train "$tmp/tiny12.yaml" --profile 9223372036854775807
 # --stop-at-step ends a session early (as a job time limit would); --resume finishes the same
 # course, bit-exactly what one uninterrupted session computes.
 expect_status 0 "train --stop-at-step" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/stopped" \

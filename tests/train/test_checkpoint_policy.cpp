@@ -181,9 +181,10 @@ TEST_CASE(
     Trainer trainer(all, quiet());
     const std::map<std::string, Tensor> start = params_by_name(trainer.model());
     REQUIRE(start.size() == trained.size());
-    for (const auto& [name, value] : start) {
+    for (const auto& entry : start) {
+      const std::string& name = entry.first;  // no structured binding in CAPTURE (clang)
       CAPTURE(name);
-      CHECK(same_bits(value, trained.at(name)));
+      CHECK(same_bits(entry.second, trained.at(name)));
     }
   }
 
@@ -200,11 +201,12 @@ TEST_CASE(
   {
     Trainer trainer(body, quiet());
     int from_head = 0;
-    for (const auto& [name, value] : params_by_name(trainer.model())) {
+    for (const auto& entry : params_by_name(trainer.model())) {
+      const std::string& name = entry.first;
       CAPTURE(name);
       const bool head = name.rfind("head.", 0) == 0;
       from_head += head ? 1 : 0;
-      CHECK(same_bits(value, head ? initial.at(name) : trained.at(name)));
+      CHECK(same_bits(entry.second, head ? initial.at(name) : trained.at(name)));
     }
     CHECK(from_head > 0);
   }

@@ -2,11 +2,13 @@
 // vocabulary and classes of its dataset, so every attention / positional option in them is one
 // a component reads. Bases are checked through the files that include them.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -90,6 +92,15 @@ TEST_CASE("configs: every experiment file loads and builds its model, optimizer 
                               << " parameters, enwik8_txl_large: " << counts["enwik8_txl_large"]);
   CHECK(std::abs(counts["enwik8_txl_base"] / 41e6 - 1) < 0.01);
   CHECK(std::abs(counts["enwik8_txl_large"] / 277e6 - 1) < 0.01);
+  // The README states them too (tools/measure-readme.sh leaves these two to this test).
+  std::ifstream file(fs::path(RELPOS_SOURCE_DIR) / "README.md");
+  const std::string readme((std::istreambuf_iterator<char>(file)), {});
+  const std::string base = fmt::format("Transformer-XL enwik8 base ({:.2f}M parameters",
+                                       static_cast<double>(counts["enwik8_txl_base"]) / 1e6);
+  const std::string large = fmt::format("large ({:.1f}M, the paper's",
+                                        static_cast<double>(counts["enwik8_txl_large"]) / 1e6);
+  CHECK_MESSAGE(readme.find(base) != std::string::npos, "README.md lacks '" << base << "'");
+  CHECK_MESSAGE(readme.find(large) != std::string::npos, "README.md lacks '" << large << "'");
 }
 
 TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale") {

@@ -38,6 +38,7 @@ TEST_CASE("profile: N updates per op and per module, forward and backward; nothi
   options.profile_steps = 6;  // 2 + 6 + 6 > the run's 12 updates
   TrainerOptions again = options;
   again.overwrite = true;
-  CHECK_THROWS_WITH_AS(train(config, again), doctest::Contains("--profile 6 runs 14 updates"),
+  CHECK_THROWS_WITH_AS(train(config, again),
+                       doctest::Contains("--profile 6 needs 2 warm-up updates and twice 6 more"),
                        Error);
 }

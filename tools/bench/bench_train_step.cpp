@@ -8,7 +8,6 @@
 // Options: relpos_bench_train_step --help.
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -48,12 +47,7 @@ std::string profile_steps(const Step& step, Device device, int64_t updates, doub
   run.warmup = 0;  // the timing before warmed up
   run.plain_update_s = plain_s;
   run.device = device;
-  std::map<const void*, std::string> modules;
-  for (const auto& [path, module] : step.model->named_modules()) {
-    modules[module] = path.empty() ? "(model)" : path;
-    run.module_order.push_back(modules[module]);
-  }
-  profile::start(device, modules);
+  profile::start(device, profiled_modules(*step.model, run));
   for (int64_t i = 0; i < updates; ++i) step.run();
   profile::mark("between updates");
   return profile_report(profile::stop(), run);
