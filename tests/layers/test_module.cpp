@@ -169,6 +169,23 @@ TEST_CASE("module: a submodule shared by two parents is listed once, under its f
   for (const auto& [name, p] : pair.named_parameters()) names.push_back(name);
   CHECK(names == std::vector<std::string>{"a.weight", "a.bias"});
   CHECK(pair.num_parameters() == 12);
+  std::vector<std::string> modules;
+  for (const auto& entry : pair.named_modules()) modules.push_back(entry.first);
+  CHECK(modules == std::vector<std::string>{"", "a"});
+  CHECK(pair.named_modules()[1].second == pair.a_.get());
+}
+
+TEST_CASE("module: named_modules lists every module by dotted path, depth first in order") {
+  ToyModel model(4);
+  std::vector<std::string> paths;
+  for (const auto& entry : model.named_modules()) paths.push_back(entry.first);
+  std::vector<std::string> want{"", "encoder", "encoder.layers"};
+  for (int i = 0; i < 3; ++i)
+    for (const char* sub : {"", ".norm", ".ffn", ".ffn.fc1", ".ffn.dropout", ".ffn.fc2"})
+      want.push_back("encoder.layers." + std::to_string(i) + sub);
+  want.push_back("head");
+  CHECK(paths == want);
+  CHECK(model.named_modules().front().second == &model);
 }
 
 TEST_CASE("module: tie_parameter makes layers train one Var, listed once, kept through to()") {
