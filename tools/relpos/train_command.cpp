@@ -17,8 +17,10 @@ namespace relpos::cli {
 namespace {
 
 constexpr const char* kTrainFooter =
-    "Writes config.yaml, metrics.jsonl, log.txt, checkpoints/{last,best}.h5 and summary.json to\n"
-    "the run directory (train.out, default runs/<name>). --set overrides any key (value read as\n"
+    "Writes config.yaml, metrics.jsonl, log.txt, checkpoints/{last,best}.h5 (and step-N.h5\n"
+    "every train.save_every updates, the newest train.keep_last kept) and summary.json to the\n"
+    "run directory (train.out, default runs/<name>); train.init_from starts from another run's\n"
+    "parameters (fine-tuning). --set overrides any key (value read as\n"
     "YAML: --set model.positional.grid=[14,14]); --resume continues a run from its checkpoint; a\n"
     "configuration that changes its course (steps, model, optimizer, ...) is refused unless\n"
     "--allow-config-change. --stop-at-step N ends this session after update N with\n"
