@@ -45,27 +45,17 @@ std::map<std::string, profile::Row> subtrees(const std::vector<profile::Row>& ro
       t.backward_s += r.backward_s;
       t.forward_bytes += r.forward_bytes;
       t.backward_bytes += r.backward_bytes;
-      const size_t dot = path.rfind('.');
       if (path == "(model)") break;
+      const size_t dot = path.rfind('.');
       path = dot == std::string::npos ? "(model)" : path.substr(0, dot);
     }
   }
   return out;
 }
 
-}  // namespace
-
-std::map<const void*, std::string> profiled_modules(const Module& model, ProfileRun& run) {
-  std::map<const void*, std::string> out;
-  for (const auto& [path, module] : model.named_modules()) {
-    const std::string name = path.empty() ? "(model)" : path;
-    out[module] = name;
-    run.module_order.push_back(name);
-  }
-  return out;
-}
-
-std::string profile_report(const profile::Recording& recording, const ProfileRun& run) {
+// The tables of a recording; `module_order`: the module paths in tree order.
+std::string report(const profile::Recording& recording, const ProfileRun& run,
+                   const std::vector<std::string>& module_order) {
   const double per = 1.0 / static_cast<double>(std::max<int64_t>(run.updates, 1));
   const double profiled = recording.seconds * per;
   std::string out = fmt::format(
@@ -89,7 +79,7 @@ std::string profile_report(const profile::Recording& recording, const ProfileRun
 
   const std::map<std::string, profile::Row> trees = subtrees(recording.modules);
   out += header("module (with its submodules)");
-  for (const std::string& path : run.module_order) {
+  for (const std::string& path : module_order) {
     const auto found = trees.find(path);
     if (found != trees.end()) out += line(path, found->second, per, recording.seconds);
   }
@@ -100,6 +90,27 @@ std::string profile_report(const profile::Recording& recording, const ProfileRun
                        recording.device_to_host_copies,
                        static_cast<double>(recording.device_to_host_copies) * per);
   return out;
+}
+
+}  // namespace
+
+std::string profile_updates(const Module& model, const ProfileRun& run,
+                            const std::function<void()>& update) {
+  std::map<const void*, std::string> modules;
+  std::vector<std::string> order;
+  for (const auto& [path, module] : model.named_modules()) {
+    order.push_back(path.empty() ? "(model)" : path);
+    modules[module] = order.back();
+  }
+  profile::start(run.device, modules);
+  try {
+    for (int64_t i = 0; i < run.updates; ++i) update();
+  } catch (...) {
+    profile::stop();
+    throw;
+  }
+  profile::mark("between updates");
+  return report(profile::stop(), run, order);
 }
 
 }  // namespace relpos

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,15 +16,13 @@ namespace relpos {
 struct ProfileRun {
   int64_t updates = 0;        // profiled updates
   int64_t warmup = 0;         // updates before them
-  double plain_update_s = 0;  // an update's seconds without the profiler (mean)
+  double plain_update_s = 0;  // an update's seconds without the profiler
   Device device = Device::cpu();
-  std::vector<std::string> module_order;  // module paths in tree order ("(model)" first)
 };
 
-// The model's modules by address, for profile::start ("(model)" for the root); their paths in
-// tree order go to run.module_order.
-std::map<const void*, std::string> profiled_modules(const Module& model, ProfileRun& run);
-
-std::string profile_report(const profile::Recording& recording, const ProfileRun& run);
+// Runs `update` run.updates times under the profiler, with `model`'s modules named by their
+// paths, and returns the tables (the recorder is stopped whatever happens).
+std::string profile_updates(const Module& model, const ProfileRun& run,
+                            const std::function<void()>& update);
 
 }  // namespace relpos

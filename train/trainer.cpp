@@ -133,9 +133,9 @@ RunSummary Trainer::run() {
   reset_peak_memory(s.device);
   s.log->info("run '{}': {} parameters, {}, {} updates on {}", s.config.name,
               s.task->model().num_parameters(), s.task->describe(), s.total_steps, s.config.device);
+  if (s.options.profile_steps > 0) return s.run_profile();
   Progress progress(s.total_steps, s.position.step, s.config.train.log_every,
                     s.options.verbose && s.root);
-  if (s.options.profile_steps > 0) return s.run_profile();
   LogWindow window;
   bool keep_going = s.position.step < s.total_steps;
   while (keep_going) {

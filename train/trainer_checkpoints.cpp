@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,17 +26,9 @@ constexpr const char* kStepPrefix = "step-";
 
 // The step of a step checkpoint's file name ("step-00000100.h5"), or -1 for any other file.
 int64_t step_of(const std::string& filename) {
-  const std::string prefix = kStepPrefix;
-  const std::string suffix = ".h5";
-  if (filename.size() <= prefix.size() + suffix.size() || filename.rfind(prefix, 0) != 0 ||
-      filename.compare(filename.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return -1;
-  const std::string digits =
-      filename.substr(prefix.size(), filename.size() - prefix.size() - suffix.size());
-  if (digits.size() > 18 ||
-      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
-    return -1;
-  return std::stoll(digits);
+  static const std::regex kStepFile(std::string(kStepPrefix) + "([0-9]{1,18})\\.h5");
+  std::smatch match;
+  return std::regex_match(filename, match, kStepFile) ? std::stoll(match[1].str()) : -1;
 }
 
 }  // namespace

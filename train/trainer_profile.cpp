@@ -3,7 +3,6 @@
 #include <chrono>
 #include <string>
 
-#include "autograd/profiler.h"
 #include "core/error.h"
 #include "train/profile_report.h"
 #include "train/trainer_state.h"
@@ -31,21 +30,13 @@ RunSummary Trainer::State::run_profile() {
   run.updates = n;
   run.warmup = kWarmup;
   run.device = device;
-  profile::start(device, profiled_modules(task->model(), run));
-  try {
-    for (int64_t i = 0; i < n; ++i) train_step(window);
-  } catch (...) {
-    profile::stop();
-    throw;
-  }
-  profile::mark("between updates");
-  const profile::Recording recording = profile::stop();
+  const std::string tables = profile_updates(task->model(), run, [&] { train_step(window); });
   RunSummary r;
   r.steps = position.step;
   r.parameters = task->model().num_parameters();
   r.run_dir = dir.string();
   r.primary = root;
-  r.profile = profile_report(recording, run);
+  r.profile = tables;
   return r;
 }
 

@@ -93,6 +93,18 @@ void check_same_params(const CheckpointData& a, const CheckpointData& b) {
   }
 }
 
+void check_same_training_state(const CheckpointData& a, const CheckpointData& b) {
+  check_same_params(a, b);
+  REQUIRE(a.optimizer.size() == b.optimizer.size());
+  for (size_t i = 0; i < a.optimizer.size(); ++i) {
+    CAPTURE(a.optimizer[i].first);
+    CHECK(a.optimizer[i].first == b.optimizer[i].first);
+    REQUIRE(a.optimizer[i].second.size() == b.optimizer[i].second.size());
+    for (const auto& entry : a.optimizer[i].second)
+      CHECK(same_bits(entry.second, b.optimizer[i].second.at(entry.first)));
+  }
+}
+
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream s;

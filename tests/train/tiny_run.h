@@ -29,6 +29,8 @@ CheckpointData last_checkpoint(const RunConfig& config);
 bool same_bits(const Tensor& a, const Tensor& b);
 // The same parameter names in the same order, with the same bits.
 void check_same_params(const CheckpointData& a, const CheckpointData& b);
+// check_same_params, and the same optimizer state, bit for bit.
+void check_same_training_state(const CheckpointData& a, const CheckpointData& b);
 std::string read_text(const std::filesystem::path& path);
 
 }  // namespace relpos::test

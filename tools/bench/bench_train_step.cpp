@@ -13,7 +13,6 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "autograd/profiler.h"
 #include "core/cpu_threads.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -47,10 +46,7 @@ std::string profile_steps(const Step& step, Device device, int64_t updates, doub
   run.warmup = 0;  // the timing before warmed up
   run.plain_update_s = plain_s;
   run.device = device;
-  profile::start(device, profiled_modules(*step.model, run));
-  for (int64_t i = 0; i < updates; ++i) step.run();
-  profile::mark("between updates");
-  return profile_report(profile::stop(), run);
+  return profile_updates(*step.model, run, [&] { step.run(); });
 }
 
 Step classifier_step(const RunConfig& config, int64_t batch, Device device) {
