@@ -108,7 +108,7 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
   const std::vector<Scale> scales = load_scales(kConfigs);
   std::set<std::string> names;
   for (const Scale& s : scales) names.insert(s.name);
-  CHECK(names == std::set<std::string>{"paper", "small", "tiny", "cpu"});
+  CHECK(names == std::set<std::string>{"paper", "small", "tiny", "cpu", "cpu-rowcol"});
   int64_t built = 0;
   for (const Scale& scale : scales) {
     for (const char* table : {"table1", "table2"}) {
@@ -124,7 +124,7 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
         CHECK(config.seed == 7);
         build(config);
         ++built;
-        if (scale.name == "cpu" && cell.task == "mnist") {
+        if (scale.name.starts_with("cpu") && cell.task == "mnist") {
           // The issue's floor: at least 14x14 tokens of the image, 2-D FastRPB on that grid,
           // >= 2 blocks.
           const auto pool = config.data.own.get<int64_t>("image_pool", 1);
@@ -135,11 +135,13 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
           if (cell.pe == "fastrpb2d")
             CHECK(config.model.positional.get_list<int64_t>("grid", {}) ==
                   std::vector<int64_t>{14, 14});
+          // Issue 33: the cpu scale's free positions (the paper's), cpu-rowcol's rows + columns.
+          CHECK(config.model.positions == (scale.name == "cpu" ? "learned" : "learned2d"));
         }
       }
     }
   }
-  CHECK(built == 4 * (83 + 10));  // Table 1: the 83 cells with a config (N/A: none); Table 2: 10
+  CHECK(built == 5 * (83 + 10));  // Table 1: the 83 cells with a config (N/A: none); Table 2: 10
 }
 
 TEST_CASE("reproduce scales: the data a scale makes is made by `relpos data prepare` options") {
@@ -201,6 +203,32 @@ TEST_CASE("reproduce scales: rules apply in order when every `when` key names th
   CHECK(scale_overrides(s, text, 3) == std::vector<std::string>{"seed=3", "a=1"});
 }
 
+TEST_CASE("reproduce scales: a scale with a base extends it (its rules first, its own keys win)") {
+  using namespace relpos::cli;
+  const fs::path dir = fs::temp_directory_path() / "relpos_test_scale_base";
+  fs::create_directories(dir / "paper");
+  std::ofstream(dir / "paper" / "scales.yaml")
+      << "cpu:\n  about: x\n  seeds: {table1: 1, table2: 3}\n"
+         "  data: {mnist: {folder: full}, listops: {folder: small}}\n  figure3: [--a, '1']\n"
+         "  rules:\n    - set: [a=1]\n    - when: {task: mnist}\n      set: [b=2]\n"
+         "row:\n  base: cpu\n  about: y\n  seeds: {table2: 5}\n  data: {mnist: {folder: rows}}\n"
+         "  rules:\n    - when: {task: mnist}\n      set: [b=3, c=4]\n";
+  const std::vector<Scale> scales = load_scales(dir.string());
+  const Scale& row = find_scale(scales, "row");
+  CHECK(row.about == "y");
+  CHECK(row.seeds == std::map<std::string, int64_t>{{"table1", 1}, {"table2", 5}});
+  CHECK(row.data.at("mnist").folder == "rows");
+  CHECK(row.data.at("listops").folder == "small");
+  CHECK(row.figure3 == std::vector<std::string>{"--a", "1"});
+  const ScaleCell mnist{"mnist", "original", "none", "mnist", "none", "steps"};
+  CHECK(scale_overrides(row, mnist, 1) ==
+        std::vector<std::string>{"seed=1", "a=1", "b=2", "b=3", "c=4"});
+  // The base itself is unchanged.
+  CHECK(scale_overrides(find_scale(scales, "cpu"), mnist, 1) ==
+        std::vector<std::string>{"seed=1", "a=1", "b=2"});
+  fs::remove_all(dir);
+}
+
 TEST_CASE("reproduce scales: a malformed scales.yaml is an error naming the file and line") {
   using namespace relpos::cli;
   const fs::path dir = fs::temp_directory_path() / "relpos_test_scales";
@@ -227,6 +255,9 @@ TEST_CASE("reproduce scales: a malformed scales.yaml is an error naming the file
   refused("cpu:\n  about: x\n  data: {listops: {prepare: {}}}\n", "needs folder:");
   refused("cpu:\n  about: x\n  data: {listops: {folder: a, prepare: [1]}}\n",
           "prepare must be a mapping");
+  refused("cpu:\n  about: x\nrow:\n  base: gpu\n  about: y\n",
+          "line 4: scale row: base 'gpu' is not a scale above it");
+  refused("row:\n  base: cpu\n  about: y\ncpu:\n  about: x\n", "base 'cpu' is not a scale above");
   std::ofstream(dir / "paper" / "scales.yaml") << "cpu:\n  about: x\n";
   CHECK_THROWS_WITH_AS(find_scale(load_scales(dir.string()), "gpu"),
                        doctest::Contains("unknown scale 'gpu'; known: cpu"), Error);

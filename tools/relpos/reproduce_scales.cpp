@@ -80,9 +80,19 @@ struct Reader {
     return r;
   }
 
-  Scale scale(const std::string& name, const YAML::Node& node) const {
-    only_keys(node, {"about", "seeds", "data", "figure3", "rules"}, "scale " + name);
+  // `earlier`: the scales above this one in the file, which `base:` may name.
+  Scale scale(const std::string& name, const YAML::Node& node,
+              const std::vector<Scale>& earlier) const {
+    only_keys(node, {"about", "base", "seeds", "data", "figure3", "rules"}, "scale " + name);
     Scale s;
+    if (const YAML::Node base = node["base"]) {
+      const std::string base_name = scalar(base, "scale " + name + ".base");
+      const auto it = std::find_if(earlier.begin(), earlier.end(),
+                                   [&](const Scale& e) { return e.name == base_name; });
+      if (it == earlier.end())
+        fail(base, fmt::format("scale {}: base '{}' is not a scale above it", name, base_name));
+      s = *it;
+    }
     s.name = name;
     if (!node["about"]) fail(node, "scale " + name + " needs about: what it is for");
     s.about = scalar(node["about"], "scale " + name + ".about");
@@ -139,7 +149,8 @@ std::vector<Scale> load_scales(const std::string& configs_dir) {
   }
   if (!root.IsMap() || root.size() == 0) reader.fail(root, "expected a mapping of scale names");
   std::vector<Scale> scales;
-  for (const auto& entry : root) scales.push_back(reader.scale(entry.first.Scalar(), entry.second));
+  for (const auto& entry : root)
+    scales.push_back(reader.scale(entry.first.Scalar(), entry.second, scales));
   return scales;
 }
 
