@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/ops.h"
+#include "core/transfers.h"
 
 namespace relpos {
 
@@ -70,6 +71,7 @@ void* Tensor::raw_data() const {
 
 double Tensor::item() const {
   RELPOS_CHECK(numel() == 1, "item", "expects one element, tensor is {}", str());
+  count_host_read();
   const Tensor t = device().is_cpu() ? *this : to(Device::cpu());
   return dispatch_dtype(dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -79,6 +81,7 @@ double Tensor::item() const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  count_host_read();
   const Tensor t = to(Device::cpu()).to(dtype_of<T>()).contiguous();
   const T* p = t.data<T>();
   return std::vector<T>(p, p + t.numel());

@@ -42,7 +42,9 @@ void Adam::update(size_t index, Var& param, const Tensor& grad) {
     s["exp_avg"] = zeros_like(p);
     s["exp_avg_sq"] = zeros_like(p);
   }
-  double t = s["step"].item() + 1;
+  // The update count is host bookkeeping: 0-d states stay on the CPU (restore_optimizer), so
+  // reading it makes no device wait.
+  double t = *cast(s["step"], DType::f64).data<double>() + 1;
   s["step"] = Tensor::scalar(t, DType::f64);
   Tensor m = add(mul_scalar(s["exp_avg"], c.beta1), mul_scalar(g, 1 - c.beta1));
   Tensor v = add(mul_scalar(s["exp_avg_sq"], c.beta2), mul_scalar(mul(g, g), 1 - c.beta2));

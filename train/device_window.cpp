@@ -36,7 +36,7 @@ DeviceWindow::DeviceWindow(Device device)
 // x - x is 0 for a finite x and NaN for NaN or ±inf; the first such x and its step are kept.
 void DeviceWindow::watch(FirstBad& first, const Tensor& x, int64_t step) const {
   const Tensor zero = scalar_on(0, device_);
-  const Tensor bad = ne(sub(x, x), zero);                      // u8
+  const Tensor bad = ne(sub(x, x), zero);                                                // u8
   const Tensor first_time = where(bad, eq(first.step, scalar_on(kNone, device_)), bad);  // u8
   first.value = where(first_time, x, first.value);
   first.step = where(first_time, scalar_on(static_cast<double>(step), device_), first.step);
@@ -56,8 +56,8 @@ void DeviceWindow::set_grad_norm(const Tensor& norm, int64_t step) {
 DeviceWindow::Reading DeviceWindow::read() const {
   // This rank's row; with ranks, every rank's rows [ranks, 6] (a collective).
   const int64_t ranks = comm::distributed() ? comm::size() : 1;
-  const Tensor row = stack({loss_sum_, grad_norm_, bad_loss_.step, bad_loss_.value,
-                            bad_norm_.step, bad_norm_.value},
+  const Tensor row = stack({loss_sum_, grad_norm_, bad_loss_.step, bad_loss_.value, bad_norm_.step,
+                            bad_norm_.value},
                            0)
                          .reshape({1, kFields});
   const Tensor rows = gather_rows(row, ranks);

@@ -104,13 +104,13 @@ void restore_generator_states(Module& module, const CheckpointData& data) {
   }
 }
 
-GlobalLoss global_loss(double local_mean, int64_t local_count) {
-  if (!comm::distributed()) return {local_mean, local_count, 1.0};
+BatchShare global_share(int64_t local_count) {
+  if (!comm::distributed()) return {local_count, 1.0};
   const auto count = static_cast<double>(local_count);
-  Tensor totals = Tensor::from_vector(std::vector<double>{local_mean * count, count}, {2});
-  comm::all_reduce_sum(totals);
-  const double all = totals.data<double>()[1];
-  return {totals.data<double>()[0] / all, static_cast<int64_t>(all), count / all};
+  Tensor all = Tensor::from_vector(std::vector<double>{count}, {1});
+  comm::all_reduce_sum(all);
+  const double total = all.data<double>()[0];
+  return {static_cast<int64_t>(total), count / total};
 }
 
 Tensor gather_rows(const Tensor& local, int64_t rows) {

@@ -43,16 +43,15 @@ void gather_generator_states(Module& module, CheckpointData& data);
 // more ranks); otherwise rank r > 0 mixes rank 0's restored states with r (a new rank).
 void restore_generator_states(Module& module, const CheckpointData& data);
 
-// The loss of the global batch from this rank's mean `local_mean` over its `local_count` items
-// (examples or tokens; 0 for an empty shard), and this rank's share of the batch's items: the
-// weight of its loss, so that gradients summed over ranks are those of one process over the whole
-// batch. A collective (one all-reduce of two numbers); in a job of one, {local_mean, count, 1}.
-struct GlobalLoss {
-  double mean = 0;
+// The items (examples or tokens) of the global batch from this rank's `local_count` (0 for an
+// empty shard), and this rank's share of them: the weight of its mean loss, so that gradients
+// summed over ranks are those of one process over the whole batch. A collective on host numbers
+// (one all-reduce; nothing read from a device); in a job of one, {local_count, 1}.
+struct BatchShare {
   int64_t count = 0;
   double share = 1;
 };
-GlobalLoss global_loss(double local_mean, int64_t local_count);
+BatchShare global_share(int64_t local_count);
 
 // The full batch of per-row state from every rank's rows: `local` holds rows [shard of `rows`)
 // of a tensor [rows, ...]; the result, on every rank, is the whole tensor (a collective).

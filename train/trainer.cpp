@@ -136,18 +136,21 @@ RunSummary Trainer::run() {
   if (s.options.profile_steps > 0) return s.run_profile();
   Progress progress(s.total_steps, s.position.step, s.config.train.log_every,
                     s.options.verbose && s.root);
-  LogWindow window;
+  LogWindow window(s.device);
   bool keep_going = s.position.step < s.total_steps;
   while (keep_going) {
     const Update update = s.train_step(window);
-    s.log_update(update, window, progress);
     keep_going = s.position.step < s.total_steps;
-    if (s.validation_due(update) || !keep_going) {  // also at --stop-at-step: as without it
+    const bool validating = s.validation_due(update) || !keep_going;  // also at --stop-at-step
+    const bool stopping = keep_going && s.position.step == s.options.stop_at_step;
+    // The device's loss and finiteness are read where the run records or saves something.
+    s.log_update(update, window, progress, validating || stopping || s.step_checkpoint_due());
+    if (validating) {
       progress.interrupt();
       keep_going = s.validate() && keep_going;
     }
     s.save_step_checkpoint();
-    if (keep_going && s.position.step == s.options.stop_at_step) {
+    if (stopping && keep_going) {  // not when validation just stopped the run early
       progress.interrupt();
       return s.stop_here();
     }

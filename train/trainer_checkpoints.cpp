@@ -46,8 +46,7 @@ void Trainer::State::save(const fs::path& path) {
 // Every train.save_every updates: checkpoints/step-<step>.h5, then the older ones beyond
 // train.keep_last removed.
 void Trainer::State::save_step_checkpoint() {
-  const int64_t every = config.train.save_every;
-  if (every == 0 || position.step % every != 0) return;
+  if (!step_checkpoint_due()) return;
   save(dir / "checkpoints" / fmt::format("{}{:08d}.h5", kStepPrefix, position.step));
   if (root && config.train.keep_last > 0) prune_step_checkpoints();
 }

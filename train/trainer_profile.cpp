@@ -20,7 +20,7 @@ RunSummary Trainer::State::run_profile() {
                "profiled); this run has {} left from step {} (raise train.steps or "
                "train.epochs)",
                n, kWarmup, n, left, position.step);
-  LogWindow window;
+  LogWindow window(device);
   for (int64_t i = 0; i < kWarmup; ++i) train_step(window);
   const auto plain_start = Clock::now();
   for (int64_t i = 0; i < n; ++i) train_step(window);
@@ -31,6 +31,7 @@ RunSummary Trainer::State::run_profile() {
   run.warmup = kWarmup;
   run.device = device;
   const std::string tables = profile_updates(task->model(), run, [&] { train_step(window); });
+  check_window(window);  // a profile of a diverged run is no profile
   RunSummary r;
   r.steps = position.step;
   r.parameters = task->model().num_parameters();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "train/device_window.h"
 #include "train/gradient_reducer.h"
 #include "train/json.h"
 #include "train/optimizer.h"
@@ -26,19 +27,31 @@ namespace relpos {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// What one update did, for the log and the decision to validate.
+// What one update did, for the log and the decision to validate (its loss and gradient norm stay
+// on the device, in the LogWindow).
 struct Update {
-  double loss = 0;  // mean over the update's batches (and the ranks)
   double lr = 0;
-  double grad_norm = 0;  // before clipping
   bool epoch_ended = false;
 };
 
 // The updates since the last train record of metrics.jsonl.
 struct LogWindow {
-  double loss = 0, comm_s = 0;  // summed over the window's updates
+  explicit LogWindow(Device device) : on_device(device) {}
+  DeviceWindow on_device;  // their loss sum and finiteness, read where something is recorded
+  double comm_s = 0;       // summed over the window's updates
   int64_t updates = 0, examples = 0;
+  // Values the updates read back to the host (Tensor::item or to_vector) and, on a GPU,
+  // device-to-host copies: 0 in a steady state (transfers.h).
+  int64_t host_reads = 0;
   Clock::time_point start = Clock::now();
+
+  // A train record was written: the next window starts.
+  void restart() {
+    on_device.reset_loss();
+    comm_s = 0;
+    updates = examples = host_reads = 0;
+    start = Clock::now();
+  }
 };
 
 // Writes `text` to `path` atomically, checking every step: a full disk stops the run with the
@@ -92,9 +105,11 @@ struct Trainer::State {
 
   Update train_step(LogWindow& window);
   bool next_batch();
-  double backward_batch(bool last_of_update, LogWindow& window);
-  void log_update(const Update& update, LogWindow& window, Progress& progress);
+  void backward_batch(bool last_of_update, LogWindow& window);
+  DeviceWindow::Reading check_window(const LogWindow& window) const;
+  void log_update(const Update& update, LogWindow& window, Progress& progress, bool read_due);
   bool validation_due(const Update& update) const;
+  bool step_checkpoint_due() const;
   bool validate();
   RunSummary stop_here();
   RunSummary run_profile();

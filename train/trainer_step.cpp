@@ -22,6 +22,7 @@
 #include "core/cpu_threads.h"
 #include "core/error.h"
 #include "core/file_write.h"
+#include "core/transfers.h"
 #include "train/checkpoint.h"
 #include "train/clip.h"
 #include "train/distributed.h"
@@ -38,38 +39,36 @@
 namespace relpos {
 
 // One update: train.accumulate batches forward and backward, the gradients summed over the ranks
-// and clipped, the optimizer stepped at the schedule's lr.
+// and clipped, the optimizer stepped at the schedule's lr. Nothing is read back from the device:
+// the loss and the gradient norm join the window on the device (check_window reads them).
 Update Trainer::State::train_step(LogWindow& window) {
   const TrainConfig& t = config.train;
   profile::mark("between updates");
   fit_threads_to_free_cores();  // fewer threads while other processes hold cores
   const auto step_start = Clock::now();
+  const int64_t reads_before = host_reads() + device_to_host_copies();
   Update update;
-  double loss_sum = 0;
   for (int64_t a = 0; a < t.accumulate; ++a) {
     const bool last_of_epoch = next_batch();
     update.epoch_ended = update.epoch_ended || last_of_epoch;
-    loss_sum += backward_batch(a + 1 == t.accumulate, window);
+    backward_batch(a + 1 == t.accumulate, window);
   }
   reducer->finish();  // every rank now holds the gradients of the global batch
   window.comm_s += reducer->exposed_seconds();
   profile::mark("gradient all-reduce");
   const double max_norm =
       t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
-  update.grad_norm = clip_grad_norm(optimizer->params(), max_norm);
+  window.on_device.set_grad_norm(clip_grad_norm(optimizer->params(), max_norm), position.step + 1);
   profile::mark("gradient norm and clipping");
-  RELPOS_CHECK(std::isfinite(update.grad_norm), "train",
-               "the gradient norm is {} at step {}; rerun with debug.detect_anomaly: true to "
-               "name the op",
-               update.grad_norm, position.step + 1);
   update.lr = schedule->lr_at(position.step);
   optimizer->set_lr(update.lr);
   optimizer->step();
   optimizer->zero_grad();
   profile::mark("optimizer");
   ++position.step;
+  ++window.updates;
+  window.host_reads += host_reads() + device_to_host_copies() - reads_before;
   position.train_time_s += std::chrono::duration<double>(Clock::now() - step_start).count();
-  update.loss = loss_sum / static_cast<double>(t.accumulate);
   return update;
 }
 
@@ -86,34 +85,26 @@ bool Trainer::State::next_batch() {
   return p.batch_in_epoch == task->batches_per_epoch();
 }
 
-// The next batch's loss (mean over the global batch) and its gradients, scaled for the ranks'
-// shares and the accumulation.
-double Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
-  const int64_t accumulate = config.train.accumulate;
+// The next batch's gradients, scaled for the ranks' shares and the accumulation; its loss (mean
+// over the global batch) joins the window on the device.
+void Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
+  const auto accumulate = static_cast<double>(config.train.accumulate);
   try {
     // The last backward before an update reports each finished gradient, and its sum over
     // the ranks starts while backward goes on (data parallel; nothing in a job of one).
     const auto armed = last_of_update ? reducer->arm() : nullptr;
     const TrainLoss batch = task->next_loss();
     profile::mark("between forward ops");
-    Var loss = batch.loss;
-    const GlobalLoss global =
-        global_loss(loss.defined() ? loss.value().to(Device::cpu()).item() : 0.0, batch.count);
-    profile::mark("loss read back");
-    const double value = global.mean;
+    const BatchShare global = global_share(batch.count);
     window.examples += global.count;
-    if (!std::isfinite(value))
-      fail<StepError>("train",
-                      "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
-                      "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
-                      value, position.step + 1);
-    if (loss.defined()) {
-      if (global.share != 1) loss = loss * global.share;
-      if (accumulate > 1) loss = loss * (1.0 / static_cast<double>(accumulate));
-      loss.backward();
-      profile::mark("backward engine");
-    }
-    return value;
+    if (!batch.loss.defined()) return;
+    // The update's loss: the mean over its batches of each global batch's mean.
+    window.on_device.add_loss(batch.loss.value(), global.share / accumulate, position.step + 1);
+    Var loss = batch.loss;
+    if (global.share != 1) loss = loss * global.share;
+    if (accumulate > 1) loss = loss * (1.0 / accumulate);
+    loss.backward();
+    profile::mark("backward engine");
   } catch (const StepError&) {
     throw;
   } catch (const Error& e) {
@@ -121,30 +112,60 @@ double Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
   }
 }
 
-// The progress bar, and every train.log_every updates (and at the end) a train record.
-void Trainer::State::log_update(const Update& update, LogWindow& window, Progress& progress) {
+// The window as the host sees it, stopping the run at its first non-finite loss or gradient norm
+// (named by its step, as if each step had been checked).
+DeviceWindow::Reading Trainer::State::check_window(const LogWindow& window) const {
+  const DeviceWindow::Reading r = window.on_device.read();
+  profile::mark("loss and finiteness read back");
+  if (r.bad_loss_step > 0 && (r.bad_norm_step == 0 || r.bad_loss_step <= r.bad_norm_step))
+    fail<StepError>("train",
+                    "the loss is {} at step {}; rerun with debug.detect_anomaly: true (or "
+                    "RELPOS_DETECT_ANOMALY=1) to name the op that produced it",
+                    r.bad_loss, r.bad_loss_step);
+  RELPOS_CHECK(r.bad_norm_step == 0, "train",
+               "the gradient norm is {} at step {}; rerun with debug.detect_anomaly: true to "
+               "name the op",
+               r.bad_norm, r.bad_norm_step);
+  return r;
+}
+
+// The progress bar, and every train.log_every updates (and at the end) a train record; the
+// window is read there, or where `read_due` (something is about to be validated or saved).
+void Trainer::State::log_update(const Update& update, LogWindow& window, Progress& progress,
+                                bool read_due) {
   const int64_t step = position.step;
-  window.loss += update.loss;
-  ++window.updates;
-  // The console shows what the train record will hold: the mean loss since the last record.
-  progress.update(step, window.loss / static_cast<double>(window.updates), update.lr);
-  if (step % config.train.log_every != 0 && step != total_steps) return;
-  const double seconds = std::chrono::duration<double>(Clock::now() - window.start).count();
-  const auto updates = static_cast<double>(window.updates);
-  JsonObject event;
-  event.add("event", "train")
-      .add("step", step)
-      .add("epoch", position.epoch)
-      .add("loss", window.loss / updates)
-      .add("lr", update.lr)
-      .add("grad_norm", update.grad_norm)
-      .add(task->unit() + "_per_s", static_cast<double>(window.examples) / seconds)
-      .add("step_s", seconds / updates);
-  // Data parallel: the seconds per update rank 0 waited for the gradient all-reduce after
-  // backward ended (the part communication did not overlap).
-  if (comm::distributed()) event.add("comm_s", window.comm_s / updates);
-  record(event.add("elapsed_s", wall_s()));
-  window = LogWindow();
+  const bool record_due = step % config.train.log_every == 0 || step == total_steps;
+  if (record_due || read_due) {
+    const DeviceWindow::Reading r = check_window(window);
+    if (record_due) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - window.start).count();
+      const auto updates = static_cast<double>(window.updates);
+      const double loss = r.loss_sum / updates;
+      JsonObject event;
+      event.add("event", "train")
+          .add("step", step)
+          .add("epoch", position.epoch)
+          .add("loss", loss)
+          .add("lr", update.lr)
+          .add("grad_norm", r.grad_norm)
+          .add(task->unit() + "_per_s", static_cast<double>(window.examples) / seconds)
+          .add("step_s", seconds / updates)
+          .add("host_reads", window.host_reads);
+      // Data parallel: the seconds per update rank 0 waited for the gradient all-reduce after
+      // backward ended (the part communication did not overlap).
+      if (comm::distributed()) event.add("comm_s", window.comm_s / updates);
+      record(event.add("elapsed_s", wall_s()));
+      progress.set_loss(loss);
+      window.restart();
+    }
+  }
+  progress.update(step, update.lr);
+}
+
+// Every train.save_every updates.
+bool Trainer::State::step_checkpoint_due() const {
+  const int64_t every = config.train.save_every;
+  return every > 0 && position.step % every == 0;
 }
 
 // Every train.eval_every updates, or at each epoch's end when it is 0.

@@ -19,7 +19,10 @@ constexpr int64_t kParallelWork = 32768;  // below this many logits one thread d
 // Checked before any parallel region, so the error names the first bad row.
 std::vector<int64_t> read_targets(const char* op, const Tensor& target, int64_t C,
                                   int64_t ignore_index) {
-  std::vector<int64_t> t = target.to_vector<int64_t>();
+  const Tensor tc = target.contiguous();  // a CPU kernel reads its input in place
+  std::vector<int64_t> t(static_cast<size_t>(tc.numel()));
+  for (size_t n = 0; n < t.size(); ++n)
+    t[n] = tc.dtype() == DType::i64 ? tc.data<int64_t>()[n] : tc.data<int32_t>()[n];
   for (size_t n = 0; n < t.size(); ++n)
     RELPOS_CHECK(t[n] == ignore_index || (t[n] >= 0 && t[n] < C), op,
                  "target {} out of range [0, {}) at row {}", t[n], C, n);
@@ -64,10 +67,11 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& target, int64_t 
                             const Tensor& row_grad, const Tensor& dlogits) {
   const int64_t N = logits.size(0), C = logits.size(1);
   const std::vector<int64_t> t = read_targets("cross_entropy_backward", target, C, ignore_index);
-  const std::vector<double> g = row_grad.to_vector<double>();  // [N]
-  const Tensor lc = logits.contiguous();                       // logits: [N, C]
+  const Tensor gc = row_grad.contiguous();  // row_grad: [N], logits' dtype
+  const Tensor lc = logits.contiguous();    // logits: [N, C]
   dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    const T* g = gc.data<T>();
     const T* x = lc.data<T>();
     T* dx = dlogits.data<T>();  // dlogits: [N, C]
 #pragma omp parallel for schedule(static) if (N * C > kParallelWork)
@@ -79,11 +83,11 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& target, int64_t 
       }
       const T* row = x + n * C;
       const auto [row_max, sum] = max_and_sum_exp(row, C);
-      const T m = row_max;  // a plain variable: clang cannot capture a binding in `omp simd`
-      const T scale = static_cast<T>(g[n]) / sum;  // row_grad * softmax = scale * exp(x - m)
+      const T m = row_max;         // a plain variable: clang cannot capture a binding in `omp simd`
+      const T scale = g[n] / sum;  // row_grad * softmax = scale * exp(x - m)
 #pragma omp simd
       for (int64_t i = 0; i < C; ++i) out[i] = scale * exp_fast(row[i] - m);
-      out[t[n]] -= static_cast<T>(g[n]);
+      out[t[n]] -= g[n];
     }
   });
 }

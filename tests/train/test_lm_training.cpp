@@ -191,3 +191,17 @@ TEST_CASE("lm training: a classifier on a corpus, or a language model on labels,
           make_task(missing, Device::cpu(), {"val"});
         }).find("has no prepared splits") != std::string::npos);
 }
+
+// Issue 29: the LM demo's model (configs/demo), its memory carried from batch to batch, reads
+// nothing back from the device in its updates.
+TEST_CASE("lm training: a steady-state update of the LM demo reads nothing back") {
+  test::ScratchDir scratch;
+  const std::string data = make_corpus(scratch);
+  const fs::path out = scratch.path / "demo";
+  const RunConfig config = load_config(
+      RELPOS_SOURCE_DIR "/configs/demo/lm_moby_dick.yaml",
+      {"data.dir=" + data, "train.out=" + out.string(), "train.steps=9", "train.log_every=3",
+       "train.eval_every=9", "eval.max_batches=2", "schedule.warmup_steps=2"});
+  train(config);
+  CHECK(test::check_no_host_reads(config) == 3);
+}

@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/ops.h"
+#include "core/transfers.h"
 #include "train/clip.h"
 #include "train/optimizer.h"
 
@@ -177,7 +179,7 @@ TEST_CASE("clip_grad_norm: total L2 norm, scaled by max_norm/(norm + 1e-6) when 
   a.set_grad(Tensor::from_vector(Vec{3, 4}, {2}));
   b.set_grad(Tensor::from_vector(Vec{12}, {1}));
   // √(9 + 16 + 144) = 13; coefficient 6.5 / (13 + 1e-6).
-  CHECK(clip_grad_norm({a, b, c}, 6.5) == doctest::Approx(13.0).epsilon(1e-15));
+  CHECK(clip_grad_norm({a, b, c}, 6.5).item() == doctest::Approx(13.0).epsilon(1e-15));
   double coef = 6.5 / (13 + 1e-6);
   auto ag = a.grad().to_vector<double>();
   CHECK(ag[0] == doctest::Approx(3 * coef).epsilon(1e-15));
@@ -185,6 +187,26 @@ TEST_CASE("clip_grad_norm: total L2 norm, scaled by max_norm/(norm + 1e-6) when 
   CHECK(b.grad().item() == doctest::Approx(12 * coef).epsilon(1e-15));
   CHECK(!c.grad().defined());
   // Below the threshold nothing changes.
-  CHECK(clip_grad_norm({a, b}, 100.0) == doctest::Approx(6.5).epsilon(1e-6));
+  CHECK(clip_grad_norm({a, b}, 100.0).item() == doctest::Approx(6.5).epsilon(1e-6));
   CHECK(b.grad().item() == doctest::Approx(12 * coef).epsilon(1e-15));
+}
+
+TEST_CASE("clip_grad_norm: on the gradients' device, nothing read back; bits kept below max_norm") {
+  Generator gen(3);
+  Var w(randn({7, 5}, gen), true);  // f32
+  w.set_grad(randn({7, 5}, gen));
+  const std::vector<float> before = w.grad().to_vector<float>();
+  const int64_t reads = host_reads();
+  const Tensor norm = clip_grad_norm({w}, 1e6);
+  CHECK(host_reads() == reads);  // the step can go on without waiting for the norm
+  CHECK(norm.dim() == 0);
+  CHECK(norm.dtype() == DType::f64);
+  CHECK(w.grad().to_vector<float>() == before);  // a factor of exactly 1
+  // Clipping off (max_norm infinite): the norm only, the gradient object untouched.
+  const Tensor grad = w.grad();
+  clip_grad_norm({w}, std::numeric_limits<double>::infinity());
+  CHECK(w.grad().raw_data() == grad.raw_data());
+  // No gradients at all: a zero norm.
+  Var none(zeros({3}), true);
+  CHECK(clip_grad_norm({none}, 1.0).item() == 0.0);
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/json.h"
 #include "datasets/idx.h"
 
 namespace relpos::test {
@@ -110,6 +111,19 @@ std::string read_text(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+int64_t check_no_host_reads(const RunConfig& config) {
+  std::istringstream lines(read_text(std::filesystem::path(config.train.out) / "metrics.jsonl"));
+  int64_t records = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const Json record = Json::parse(line);
+    if (record.at("event") != "train") continue;
+    CAPTURE(line);
+    CHECK(record.at("host_reads").get<int64_t>() == 0);
+    ++records;
+  }
+  return records;
 }
 
 }  // namespace relpos::test
