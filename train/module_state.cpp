@@ -25,10 +25,10 @@ std::map<std::string, const T*> by_name(const std::vector<std::pair<std::string,
 // Every name the model has is in the checkpoint and every checkpoint entry is one the model has.
 template <typename T>
 void check_names(const std::vector<std::string>& model, const std::map<std::string, T>& saved,
-                 const char* kind) {
+                 const char* kind, bool missing_allowed = false) {
   for (const std::string& name : model)
-    RELPOS_CHECK(saved.count(name) == 1, "checkpoint", "{} '{}' is missing from the checkpoint",
-                 kind, name);
+    RELPOS_CHECK(missing_allowed || saved.count(name) == 1, "checkpoint",
+                 "{} '{}' is missing from the checkpoint", kind, name);
   const std::set<std::string> known(model.begin(), model.end());
   for (const auto& entry : saved)
     RELPOS_CHECK(known.count(entry.first) == 1, "checkpoint",
@@ -92,7 +92,7 @@ CheckpointData capture_state(Module& module, const Optimizer* optimizer) {
   return data;
 }
 
-void restore_module(Module& module, const CheckpointData& data) {
+void restore_module(Module& module, const CheckpointData& data, bool for_training) {
   // Check everything first, so a refused checkpoint leaves the module as it was.
   std::vector<std::pair<std::string, Var>> params = module.named_parameters();
   const auto saved_params = by_name(data.params, "parameter");
@@ -114,7 +114,7 @@ void restore_module(Module& module, const CheckpointData& data) {
 
   const std::vector<std::pair<std::string, Generator*>> generators = module.generator_slots();
   const auto saved_generators = by_name(data.generators, "generator");
-  check_names(names_of(generators), saved_generators, "generator");
+  check_names(names_of(generators), saved_generators, "generator", !for_training);
 
   const std::vector<std::pair<std::string, int64_t*>> counters = module.counter_slots();
   const auto saved_counters = by_name(data.counters, "counter");
@@ -125,7 +125,8 @@ void restore_module(Module& module, const CheckpointData& data) {
     const Tensor& saved = *saved_buffers.at(name);
     *slot = copy_to(saved, slot->defined() ? slot->device() : Device::cpu());
   }
-  for (const auto& [name, slot] : generators) *slot = *saved_generators.at(name);
+  for (const auto& [name, slot] : generators)
+    if (saved_generators.count(name) == 1) *slot = *saved_generators.at(name);
   for (const auto& [name, slot] : counters) *slot = *saved_counters.at(name);
 }
 

@@ -21,7 +21,10 @@ CheckpointData capture_state(Module& module, const Optimizer* optimizer);
 // tensor. Everything is checked before anything changes: an entry missing from the checkpoint,
 // one the model does not have, or a dtype or shape mismatch is an error naming the entry, e.g.
 //   [checkpoint] parameter 'x' has shape [3, 4] in the checkpoint, the model expects [4, 4]
-void restore_module(Module& module, const CheckpointData& data);
+// Generators matter only to training on: `for_training` false (eval, generate) lets a generator
+// the checkpoint lacks keep its state, so a checkpoint written before a part of the model that
+// draws (transformer_xl's distance_dropout) existed still evaluates; a resume refuses it.
+void restore_module(Module& module, const CheckpointData& data, bool for_training = true);
 
 // Sets the optimizer's state from `data`: every module parameter needs an entry (empty for one
 // not updated yet). Scalars (Adam's "step") stay on the CPU, other state tensors go to the

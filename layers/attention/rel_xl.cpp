@@ -4,7 +4,8 @@
 // with (b)+(d) from one product (q + v)·rᵀ over the distances Lk-1 … 0 and a rel-shift, or, on
 // the CPU, inside the fused attention op's tiles (core/ops.h AttentionSpec::rel_query). u, v
 // ("r_w_bias", "r_r_bias") belong to this layer; TXL shares them across layers (a model can tie
-// them). Init: u, v and r_net.weight normal(0, 0.02), as TXL. Causal only.
+// them). Init: u, v and r_net.weight normal(0, 0.02), as TXL. Causal only. The model may drop the
+// sinusoids as TXL does (DistanceDropout: one mask per pass for all layers).
 #include "layers/attention/rel_xl.h"
 
 #include <algorithm>
@@ -60,6 +61,27 @@ RelXlAttention::RelXlAttention(const AttentionOptions& opt)
   r_net_ = register_module(
       "r_net", std::make_shared<Linear>(model_dim_, heads_ * head_dim_, false, opt.dtype, gen));
   normal_(r_net_->weight().value(), 0.0, 0.02, gen);
+}
+
+DistanceDropout::DistanceDropout(double p, Generator& parent)
+    : p_(p), gen_(fork_generator(parent)) {
+  RELPOS_CHECK(p_ >= 0 && p_ < 1, kWho,
+               "the distance embedding's dropout must be in [0, 1), got {}", p_);
+  register_generator("generator", gen_);
+}
+
+Tensor DistanceDropout::apply(const Tensor& sinusoids, bool new_pass) {
+  if (!is_training() || p_ == 0) return sinusoids;
+  if (new_pass || !mask_.defined() || mask_.shape() != sinusoids.shape() ||
+      mask_.device() != sinusoids.device())
+    mask_ = dropout_mask(sinusoids.shape(), p_, gen_, sinusoids.device());
+  return apply_dropout_mask(sinusoids, mask_, p_);
+}
+
+void RelXlAttention::share_distance_dropout(std::shared_ptr<DistanceDropout> dropout,
+                                            bool first_layer) {
+  distance_dropout_ = std::move(dropout);
+  draws_distance_mask_ = first_layer;
 }
 
 void RelXlAttention::set_clamp_len(int64_t clamp_len) {
@@ -122,6 +144,8 @@ Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const Atte
 Var RelXlAttention::relative_embeddings(int64_t k_len, DType dtype, Device device,
                                         bool by_distance) {
   Tensor sinusoids = relative_sinusoids(k_len, dtype, device);  // [Lk, model_dim]
+  if (distance_dropout_ != nullptr && is_training())
+    sinusoids = distance_dropout_->apply(sinusoids, draws_distance_mask_);
   if (by_distance) {  // rows reversed: row c embeds distance c
     const Tensor reversed = sub(full({k_len}, static_cast<double>(k_len - 1), DType::i64, device),
                                 arange(0, static_cast<double>(k_len), 1, DType::i64, device));

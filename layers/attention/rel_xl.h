@@ -20,6 +20,23 @@ namespace relpos {
 // view back.
 Var rel_shift(const Var& x);
 
+// The reference's dropout on the sinusoidal distance embedding (MemTransformerLM: pos_emb =
+// self.drop(pos_emb), read by every layer's r_net): one keep mask per forward pass, drawn by the
+// model's first layer and reused by the others, at the model's dropout rate.
+class DistanceDropout final : public Module {
+ public:
+  DistanceDropout(double p, Generator& parent);
+
+  // sinusoids: [Lk, model_dim] -> the same times this pass's keep mask / (1 - p); `new_pass`
+  // (the first layer) draws the mask. The identity in eval mode.
+  Tensor apply(const Tensor& sinusoids, bool new_pass);
+
+ private:
+  double p_;
+  Generator gen_;
+  Tensor mask_;  // u8 [Lk, model_dim]: this pass's
+};
+
 class RelXlAttention final : public Attention {
  public:
   // Options: dropout (on the attention weights; default opt.dropout, the model's
@@ -40,6 +57,10 @@ class RelXlAttention final : public Attention {
   void set_clamp_len(int64_t clamp_len);
   int64_t clamp_len() const { return clamp_len_; }
 
+  // The distance embedding is dropped by `dropout` (shared with the model's other layers);
+  // `first_layer` draws each pass's mask.
+  void share_distance_dropout(std::shared_ptr<DistanceDropout> dropout, bool first_layer);
+
   Var& r_w_bias() { return r_w_bias_; }  // u: [H, D]
   Var& r_r_bias() { return r_r_bias_; }  // v: [H, D]
   Linear& r_net() { return *r_net_; }    // model_dim -> H * D, no bias
@@ -58,6 +79,8 @@ class RelXlAttention final : public Attention {
   Generator gen_;
   Var r_w_bias_, r_r_bias_;
   std::shared_ptr<Linear> r_net_;
+  std::shared_ptr<DistanceDropout> distance_dropout_;  // none: the embedding is not dropped
+  bool draws_distance_mask_ = false;
   Tensor sinusoids_;  // cache of relative_sinusoids
 };
 

@@ -2,8 +2,9 @@
 // "Transformer-XL"): the LM shell (lm_transformer.h) with rel_xl attention in every layer, the
 // token embedding scaled by sqrt(d_model), u and v ("r_w_bias", "r_r_bias" [H, d_head]) shared by
 // all layers unless untie_r, relative distances clamped at clamp_len, same_length, post-LN by
-// default and no final LayerNorm, as the reference MemTransformerLM (attn_type 0). Not
-// reproduced: the reference's dropout on the sinusoidal distance embedding.
+// default and no final LayerNorm, as the reference MemTransformerLM (attn_type 0), whose dropout
+// on the sinusoidal distance embedding it applies too (model.dropout; one mask per forward pass,
+// shared by the layers: DistanceDropout).
 // Parameter names against MemTransformerLM (docs/language-models.md has the whole mapping):
 // embedding.weight = word_emb.emb_layers.0.weight, layers.i.attn.{q,k,v}_proj.weight stacked =
 // layers.i.dec_attn.qkv_net.weight, output.bias = crit.out_layers.0.bias.
@@ -80,6 +81,12 @@ class TransformerXl final : public LmTransformer {
       : LmTransformer(c, gen, rel_xl_shell(c, k)) {
     check_context(context());
     apply_context(context());
+    if (c.dropout > 0) {  // built last: the parameters' initial draws stay as they were
+      auto dropout =
+          register_module("distance_dropout", std::make_shared<DistanceDropout>(c.dropout, gen));
+      for (size_t i = 0; i < layers().size(); ++i)
+        attention_of(i).share_distance_dropout(dropout, i == 0);
+    }
     if (k.untie_r) return;
     // One u and one v for every layer (the reference's r_w_bias, r_r_bias), N(0, 0.02).
     auto& first = attention_of(0);

@@ -64,6 +64,32 @@ TEST_CASE("language models: transformer_xl names, shapes, shared u and v, and TX
   CHECK(untied.at("output.weight") == Shape{11, 8});
 }
 
+// Issue 30: the reference's dropout on the distance embedding, at the model's dropout rate.
+TEST_CASE("language models: transformer_xl drops its distance embedding with model.dropout") {
+  ModelConfig c = tiny_lm_config("transformer_xl");
+  auto undropped = build_lm(c);
+  c.dropout = 0.1;
+  auto dropped = build_lm(c);
+  const auto names = [](const std::shared_ptr<LanguageModel>& m) {
+    std::vector<std::string> out;
+    for (const auto& [name, gen] : m->generator_slots()) out.push_back(name);
+    return out;
+  };
+  const auto has = [&](const std::shared_ptr<LanguageModel>& m) {
+    const auto n = names(m);
+    return std::find(n.begin(), n.end(), "distance_dropout.generator") != n.end();
+  };
+  CHECK(has(dropped));  // checkpointed, so a resumed run draws the same masks
+  CHECK_FALSE(has(undropped));
+  // Built after every parameter: the initial weights are those of the undropped model.
+  const auto a = undropped->named_parameters(), b = dropped->named_parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(a[i].first);
+    CHECK(max(abs(sub(a[i].second.value(), b[i].second.value()))).item() == 0);
+  }
+}
+
 TEST_CASE("language models: u and v are one tensor for all transformer_xl layers, trained once") {
   ModelConfig c = tiny_lm_config("transformer_xl");
   auto txl = build_lm(c);

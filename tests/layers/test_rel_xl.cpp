@@ -42,15 +42,19 @@ std::vector<double> naive_sinusoid(int64_t dist, int64_t width, int64_t clamp_le
 // loops (entries right of M + i are blocked by causality and left 0), then the naive softmax.
 Tensor naive_rel_xl(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& u_t,
                     const Tensor& vb_t, const Tensor& w_t, int64_t clamp_len,
-                    const AttentionInputs& in, const Tensor& bias = {}) {
+                    const AttentionInputs& in, const Tensor& bias = {}, const Tensor& drop = {}) {
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2), D = q.size(3);
   const int64_t width = w_t.size(1), M = Lk - Lq;
   const auto qv = q.to_vector<double>(), kv = k.to_vector<double>();
   const auto u = u_t.to_vector<double>(), vb = vb_t.to_vector<double>();
   const auto w = w_t.to_vector<double>();
+  // drop: [Lk, width], row c scaling the sinusoid of distance Lk - 1 - c (TXL's pos_emb rows).
+  const std::vector<double> scale =
+      drop.defined() ? drop.to_vector<double>() : std::vector<double>(Lk * width, 1.0);
   std::vector<double> r(Lk * H * D, 0.0);  // r[dist][h * D + d]
   for (int64_t dist = 0; dist < Lk; ++dist) {
-    const auto s = naive_sinusoid(dist, width, clamp_len);
+    auto s = naive_sinusoid(dist, width, clamp_len);
+    for (int64_t c = 0; c < width; ++c) s[c] *= scale[(Lk - 1 - dist) * width + c];
     for (int64_t o = 0; o < H * D; ++o)
       for (int64_t c = 0; c < width; ++c) r[dist * H * D + o] += w[o * width + c] * s[c];
   }
@@ -112,6 +116,49 @@ TEST_CASE("rel_xl: equals explicit loops, memory M in {0, 3}, odd Lq, padding, s
       }
     }
   }
+}
+
+// Issue 30: TXL drops its sinusoidal distance embedding (pos_emb = self.drop(pos_emb)) once per
+// forward pass, the same mask for every layer.
+TEST_CASE("rel_xl: the distance embedding's dropout, one mask per pass shared by the layers") {
+  const int64_t B = 2, H = 2, D = 3, Lq = 5, M = 3, Lk = Lq + M;
+  auto first = build(H, D), second = build(H, D), plain = build(H, D);
+  const auto params = first->named_parameters();
+  for (auto* other : {second.get(), plain.get()}) {
+    auto others = other->named_parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      others[i].second.set_value(params[i].second.value().clone());
+  }
+  const auto diff = [](const Tensor& a, const Tensor& b) { return max(abs(sub(a, b))).item(); };
+  Generator gen(11);
+  auto dropout = std::make_shared<DistanceDropout>(0.5, gen);
+  first->share_distance_dropout(dropout, true);
+  second->share_distance_dropout(dropout, false);
+  const Tensor q = test::random_tensor({B, H, Lq, D}, f64, 1);
+  const Tensor k = test::random_tensor({B, H, Lk, D}, f64, 2);
+  const Tensor v = test::random_tensor({B, H, Lk, D}, f64, 3);
+  AttentionInputs in;
+  in.causal = true;
+  auto run = [&](RelXlAttention& a) { return a.forward(Var(q), Var(k), Var(v), in).value(); };
+  const Tensor y1 = run(*first);
+  // This pass's keep mask / (1 - p), read back through the shared module.
+  const int64_t width = first->r_net().weight().size(1);
+  const Tensor drop = dropout->apply(ones({Lk, width}, f64), false);
+  const auto kept = drop.to_vector<double>();
+  CHECK(std::all_of(kept.begin(), kept.end(), [](double x) { return x == 0 || x == 2; }));
+  CHECK(std::count(kept.begin(), kept.end(), 0.0) > 0);
+  CHECK_CLOSE(y1,
+              naive_rel_xl(q, k, v, first->r_w_bias().value(), first->r_r_bias().value(),
+                           first->r_net().weight().value(), 0, in, {}, drop),
+              1e-10, 1e-10);
+  CHECK(diff(run(*second), y1) == 0);   // the later layer reuses the mask
+  CHECK(diff(run(*plain), y1) > 1e-3);  // an undropped layer differs
+  CHECK(diff(run(*first), y1) > 1e-3);  // the first layer's next pass draws anew
+  // Eval mode: the embedding is not dropped.
+  first->eval();
+  dropout->eval();
+  plain->eval();
+  CHECK(diff(run(*first), run(*plain)) == 0);
 }
 
 TEST_CASE("rel_xl: clamp_len gives distances above it the embedding of clamp_len") {

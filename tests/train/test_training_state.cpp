@@ -96,6 +96,13 @@ TEST_CASE("checkpoint: restoring refuses shape and dtype mismatches, missing and
 
   // A refused checkpoint changes nothing, even when the error comes after the parameters.
   CHECK(bytes_of(net.parameters()[0].value()) == before);
+  // Not for training on (eval, generate): a generator the checkpoint lacks (a part of the model
+  // newer than the file) keeps its state, the rest is restored.
+  const Generator rng_before = *net.generator_slots()[0].second;
+  restore_module(net, no_rng, false);
+  CHECK(bytes_of(net.parameters()[0].value()) == bytes_of(good.params[0].second));
+  CHECK(net.generator_slots()[0].second->offset() == rng_before.offset());
+  CHECK(net.generator_slots()[0].second->seed() == rng_before.seed());
 
   CheckpointData no_optimizer = good;
   no_optimizer.optimizer.clear();

@@ -46,7 +46,7 @@ int eval(EvalArgs& a) {
                  "unknown split '{}'; known: train, val, test", split);
     const std::unique_ptr<Task> task = make_task(config, device, {split});
     task->check_checkpoint(data, checkpoint);
-    restore_module(task->model(), data);
+    restore_module(task->model(), data, false);
     // Predictions first: under mpirun they are refused before any evaluation runs.
     if (!a.predictions.empty()) task->write_predictions(split, a.predictions);
     const Metrics metrics = task->evaluate(split, 0);

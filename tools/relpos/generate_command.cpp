@@ -128,7 +128,7 @@ int generate(GenerateArgs& a) {
   complete_model_config(model_config, config, static_cast<int64_t>(symbols.size()), 0);
   Generator init(config.seed);
   auto model = make_language_model(model_config, init);
-  restore_module(*model, data);
+  restore_module(*model, data, false);
   model->to(device);
   const LmContext trained = model->context();
   model->set_context({config.eval.mem_len.value_or(trained.mem_len),
