@@ -20,6 +20,11 @@ Tensor scalar_on(double value, Device device) {
   return Tensor::scalar(value, DType::f64, device);
 }
 
+// A NaN of either sign reads "nan" in messages.
+double unsigned_nan(double x) {
+  return std::isnan(x) ? std::numeric_limits<double>::quiet_NaN() : x;
+}
+
 int64_t step_or_zero(double step) {
   return std::isinf(step) ? 0 : static_cast<int64_t>(step);
 }
@@ -69,14 +74,14 @@ DeviceWindow::Reading DeviceWindow::read() const {
     r.loss_sum += f[0];
     if (f[2] < bad_loss_step) {
       bad_loss_step = f[2];
-      r.bad_loss = f[3];
+      r.bad_loss = unsigned_nan(f[3]);
     }
   }
   // The gradient norm is the same on every rank (gradients are summed before it).
   r.grad_norm = v[1];
   r.bad_loss_step = step_or_zero(bad_loss_step);
   r.bad_norm_step = step_or_zero(v[4]);
-  r.bad_norm = v[5];
+  r.bad_norm = unsigned_nan(v[5]);
   return r;
 }
 

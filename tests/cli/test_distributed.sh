@@ -125,6 +125,19 @@ assert a["examples"] == b["examples"] == 19, (a, b)
 assert a["accuracy"] == b["accuracy"] and abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
 PY
 
+# A diverging job: the loss is read from the device every 4 updates only, and the ranks gather
+# their windows, so 2 ranks stop together, exit 2, naming the first non-finite step of the
+# single process.
+diverge=(train "$tmp/cls.yaml" --set "optimizer={type: sgd, lr: 1.0e30}" --set train.log_every=4
+         --quiet)
+timeout 120 "$relpos" "${diverge[@]}" --out "$tmp/nan1" >/dev/null 2>"$tmp/nan1.err"
+[[ $? -eq 2 ]] || fail "diverging, 1 process: expected exit 2: $(cat "$tmp/nan1.err")"
+timeout 120 "${mpi[@]}" "$relpos" "${diverge[@]}" --out "$tmp/nan2" >/dev/null 2>"$tmp/nan2.err"
+[[ $? -eq 2 ]] || fail "diverging, 2 ranks: expected exit 2: $(cat "$tmp/nan2.err")"
+step_named() { grep -oE "\[train\] the (loss|gradient norm) is [^ ]+ at step [0-9]+" "$1" | grep -oE "step [0-9]+$"; }
+[[ -n $(step_named "$tmp/nan1.err") && $(step_named "$tmp/nan2.err") == $(step_named "$tmp/nan1.err") ]] ||
+  fail "diverging: 2 ranks name another step than 1 process: $(cat "$tmp/nan1.err" "$tmp/nan2.err")"
+
 # Predictions are one process's: refused under mpirun, at once, naming the rank.
 timeout 60 "${mpi[@]}" "$relpos" eval "$tmp/c1/checkpoints/last.h5" --predictions "$tmp/p.h5" \
   >"$tmp/pred.out" 2>"$tmp/pred.err"
