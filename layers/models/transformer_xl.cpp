@@ -3,8 +3,8 @@
 // token embedding scaled by sqrt(d_model), u and v ("r_w_bias", "r_r_bias" [H, d_head]) shared by
 // all layers unless untie_r, relative distances clamped at clamp_len, same_length, post-LN by
 // default and no final LayerNorm, as the reference MemTransformerLM (attn_type 0), whose dropout
-// on the sinusoidal distance embedding it applies too (model.dropout; one mask per forward pass,
-// shared by the layers: DistanceDropout).
+// on the sinusoidal distance embedding it applies too (model.distance_dropout, by default
+// model.dropout; one mask per forward pass, shared by the layers: DistanceDropout).
 // Parameter names against MemTransformerLM (docs/language-models.md has the whole mapping):
 // embedding.weight = word_emb.emb_layers.0.weight, layers.i.attn.{q,k,v}_proj.weight stacked =
 // layers.i.dec_attn.qkv_net.weight, output.bias = crit.out_layers.0.bias.
@@ -19,14 +19,20 @@ namespace {
 constexpr const char* kWho = "model";
 
 // transformer_xl's keys: the shell's, clamp_len (distances above it use its embedding; 0: none),
-// same_length (every query sees exactly mem_len keys) and untie_r (one u, v pair per layer).
+// same_length (every query sees exactly mem_len keys), untie_r (one u, v pair per layer) and
+// distance_dropout (on the sinusoidal distance embedding; default: model.dropout, as the
+// reference).
 struct TransformerXlConfig : LmConfig {
   int64_t clamp_len = 0;
   bool same_length = false;
   bool untie_r = false;
+  double distance_dropout = 0;
 
   static TransformerXlConfig read(const ModelConfig& config) {
     TransformerXlConfig c{LmConfig::read(config)};
+    c.distance_dropout = config.own.get_inherited<double>("distance_dropout", config.dropout);
+    RELPOS_CHECK(c.distance_dropout >= 0 && c.distance_dropout < 1, kWho,
+                 "distance_dropout must be in [0, 1), got {}", c.distance_dropout);
     c.clamp_len = config.own.get<int64_t>("clamp_len", c.clamp_len);
     c.same_length = config.own.get<bool>("same_length", c.same_length);
     c.untie_r = config.own.get<bool>("untie_r", c.untie_r);
@@ -81,9 +87,9 @@ class TransformerXl final : public LmTransformer {
       : LmTransformer(c, gen, rel_xl_shell(c, k)) {
     check_context(context());
     apply_context(context());
-    if (c.dropout > 0) {  // built last: the parameters' initial draws stay as they were
-      auto dropout =
-          register_module("distance_dropout", std::make_shared<DistanceDropout>(c.dropout, gen));
+    if (k.distance_dropout > 0) {  // built last: the initial parameters stay as they were
+      auto dropout = register_module("distance_dropout",
+                                     std::make_shared<DistanceDropout>(k.distance_dropout, gen));
       for (size_t i = 0; i < layers().size(); ++i)
         attention_of(i).share_distance_dropout(dropout, i == 0);
     }

@@ -65,7 +65,7 @@ TEST_CASE("language models: transformer_xl names, shapes, shared u and v, and TX
 }
 
 // Issue 30: the reference's dropout on the distance embedding, at the model's dropout rate.
-TEST_CASE("language models: transformer_xl drops its distance embedding with model.dropout") {
+TEST_CASE("language models: transformer_xl drops its distance embedding (model.dropout)") {
   ModelConfig c = tiny_lm_config("transformer_xl");
   auto undropped = build_lm(c);
   c.dropout = 0.1;
@@ -81,6 +81,16 @@ TEST_CASE("language models: transformer_xl drops its distance embedding with mod
   };
   CHECK(has(dropped));  // checkpointed, so a resumed run draws the same masks
   CHECK_FALSE(has(undropped));
+  // model.distance_dropout sets it apart from the other dropouts.
+  ModelConfig own = c;
+  own.own = c.own.with("distance_dropout", "0");
+  CHECK_FALSE(has(build_lm(own)));
+  own.dropout = 0;
+  own.own = c.own.with("distance_dropout", "0.2");
+  CHECK(has(build_lm(own)));
+  own.own = c.own.with("distance_dropout", "1");
+  CHECK(test::error_of([&] { build_lm(own); }) ==
+        "[model] distance_dropout must be in [0, 1), got 1");
   // Built after every parameter: the initial weights are those of the undropped model.
   const auto a = undropped->named_parameters(), b = dropped->named_parameters();
   REQUIRE(a.size() == b.size());
