@@ -20,6 +20,7 @@
 #include "core/allocator.h"
 #include "core/comm/comm.h"
 #include "core/cpu_threads.h"
+#include "core/deferred_checks.h"
 #include "core/error.h"
 #include "core/file_write.h"
 #include "core/transfers.h"
@@ -47,6 +48,7 @@ Update Trainer::State::train_step(LogWindow& window) {
   fit_threads_to_free_cores();  // fewer threads while other processes hold cores
   const auto step_start = Clock::now();
   const int64_t reads_before = host_reads() + device_to_host_copies();
+  const DeferDeviceChecks deferred;  // the CUDA id checks run with the window's read
   Update update;
   for (int64_t a = 0; a < t.accumulate; ++a) {
     const bool last_of_epoch = next_batch();
@@ -112,9 +114,15 @@ void Trainer::State::backward_batch(bool last_of_update, LogWindow& window) {
   }
 }
 
-// The window as the host sees it, stopping the run at its first non-finite loss or gradient norm
-// (named by its step, as if each step had been checked).
+// The window as the host sees it, stopping the run at the updates' first failed device check
+// (an id out of range on a GPU), or at their first non-finite loss or gradient norm (named by
+// its step, as if each step had been checked).
 DeviceWindow::Reading Trainer::State::check_window(const LogWindow& window) const {
+  try {
+    run_deferred_device_checks();
+  } catch (const Error& e) {
+    fail<StepError>("train", "an update up to step {}: {}", position.step, e.what());
+  }
   const DeviceWindow::Reading r = window.on_device.read();
   profile::mark("loss and finiteness read back");
   if (r.bad_loss_step > 0 && (r.bad_norm_step == 0 || r.bad_loss_step <= r.bad_norm_step))

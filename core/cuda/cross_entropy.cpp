@@ -1,10 +1,12 @@
 // CUDA backend: cross_entropy and its backward. The kernels flag out-of-range targets on the
-// device; the flag is copied back after the launch and the error thrown here names the first bad
-// row and its target, with the CPU kernel's message.
+// device; the flag is copied back after the launch (or when deferred checks run) and the error
+// thrown here names the first bad row and its target, with the CPU kernel's message.
 #include "core/backend.h"
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/cross_entropy_kernels.h"
+#include "core/deferred_checks.h"
+#include "core/ops.h"
 #include "core/transfers.h"
 
 namespace relpos::cuda {
@@ -23,8 +25,8 @@ unsigned long long* flag_ptr(const Tensor& flag) {
 }
 
 // Waits for the kernel and throws for the first out-of-range target, as the CPU kernel does.
-void check_bad_row(const char* op, const Tensor& flag, const Tensor& target, int64_t C,
-                   cudaStream_t stream) {
+void report_bad_row(const char* op, const Tensor& flag, const Tensor& target, int64_t C,
+                    cudaStream_t stream) {
   unsigned long long bad = 0;
   count_device_to_host_copy();
   RELPOS_CUDA_CHECK(
@@ -34,6 +36,18 @@ void check_bad_row(const char* op, const Tensor& flag, const Tensor& target, int
   const auto row = static_cast<int64_t>(bad);
   const int64_t value = target.slice(0, row, row + 1).to_vector<int64_t>()[0];
   fail(op, "target {} out of range [0, {}) at row {}", value, C, row);
+}
+
+// report_bad_row now, or, while checks are deferred (core/deferred_checks.h), when they run.
+void check_bad_row(const char* op, const Tensor& flag, const Tensor& target, int64_t C,
+                   cudaStream_t stream) {
+  if (!device_checks_deferred()) return report_bad_row(op, flag, target, C, stream);
+  // The flag holds the first bad row, or a value above every row: bad when below N.
+  const Tensor rows =
+      Tensor::scalar(static_cast<double>(target.size(0)), DType::i64, flag.device());
+  defer_device_check(lt(flag, rows), [op, flag, target, C, stream] {
+    report_bad_row(op, flag, target, C, stream);
+  });
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // CUDA index ops: index_select / gather and index_add / scatter_add over strided operands. A
-// device check counts out-of-range ids while the kernels skip them; after one stream sync the
-// first bad id is reported exactly as core/cpu/index.cpp words it.
+// device check counts out-of-range ids while the kernels skip them; after one stream sync (or
+// when deferred checks run) the first bad id is reported exactly as core/cpu/index.cpp words it.
 #include "core/backend.h"
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/cuda/index_kernels.h"
 #include "core/cuda/strided_args.h"
+#include "core/deferred_checks.h"
 #include "core/transfers.h"
 
 namespace relpos::cuda {
@@ -38,9 +39,17 @@ class IdCheck {
                              static_cast<unsigned long long*>(status_.raw_data()), stream));
   }
 
-  // Waits for the stream, then throws "[op] index v is out of range [0, bound) for dim d of x
-  // (k of n ids out of range)" for the first bad id in row-major order.
+  // Throws "[op] index v is out of range [0, bound) for dim d of x (k of n ids out of range)" for
+  // the first bad id in row-major order: after one stream sync, or, while checks are deferred
+  // (core/deferred_checks.h), when the queue runs.
   void finish(int dim, const Tensor& x) const {
+    if (!device_checks_deferred()) return report(dim, x.str());
+    const IdCheck self = *this;
+    defer_device_check(status_, [self, dim, x_str = x.str()] { self.report(dim, x_str); });
+  }
+
+  // Waits for the stream and throws if an id was out of range.
+  void report(int dim, const std::string& x_str) const {
     unsigned long long status[2] = {0, 0};  // status: [count, first position]
     count_device_to_host_copy();
     RELPOS_CUDA_CHECK(op_, cudaMemcpyAsync(status, status_.raw_data(), sizeof(status),
@@ -51,7 +60,7 @@ class IdCheck {
     const int64_t id =
         index_.reshape({index_.numel()}).slice(0, first, first + 1).to_vector<int64_t>()[0];
     fail(op_, "index {} is out of range [0, {}) for dim {} of {} ({} of {} ids out of range)", id,
-         bound_, dim, x.str(), static_cast<int64_t>(status[0]), index_.numel());
+         bound_, dim, x_str, static_cast<int64_t>(status[0]), index_.numel());
   }
 
  private:
@@ -68,7 +77,7 @@ void gather_any(const char* op, const Tensor& x, int dim, const Tensor& checked,
   DeviceGuard guard(out.device());
   const cudaStream_t stream = stream_of(out.device());
   const IdCheck check(op, checked, x.size(dim), stream);
-  if (x.size(dim) == 0) check.finish(dim, x);  // every id is out of range: throws
+  if (x.size(dim) == 0) check.report(dim, x.str());  // every id is out of range: throws
   const Tensor x0 = at_id_zero(x, out.shape(), dim);
   RELPOS_CUDA_CHECK(
       op, launch_gather(x.dtype(), index.dtype(), strided_args<3>(op, {&out, &index, &x0}),

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/device.h"
 #include "tests/harness.h"
 #include "tests/train/tiny_run.h"
 #include "train/checkpoint.h"
@@ -197,11 +198,19 @@ TEST_CASE("lm training: a classifier on a corpus, or a language model on labels,
 TEST_CASE("lm training: a steady-state update of the LM demo reads nothing back") {
   test::ScratchDir scratch;
   const std::string data = make_corpus(scratch);
-  const fs::path out = scratch.path / "demo";
-  const RunConfig config = load_config(
-      RELPOS_SOURCE_DIR "/configs/demo/lm_moby_dick.yaml",
-      {"data.dir=" + data, "train.out=" + out.string(), "train.steps=9", "train.log_every=3",
-       "train.eval_every=9", "eval.max_batches=2", "schedule.warmup_steps=2"});
-  train(config);
-  CHECK(test::check_no_host_reads(config) == 3);
+  for (const std::string device : {"cpu", "cuda"}) {
+    if (device == "cuda" && !cuda_available()) {
+      MESSAGE("SKIPPED (no CUDA device): the LM demo's device-to-host copies on a GPU");
+      continue;
+    }
+    CAPTURE(device);
+    const fs::path out = scratch.path / ("demo_" + device);
+    const RunConfig config =
+        load_config(RELPOS_SOURCE_DIR "/configs/demo/lm_moby_dick.yaml",
+                    {"data.dir=" + data, "train.out=" + out.string(), "train.steps=9",
+                     "train.log_every=3", "train.eval_every=9", "eval.max_batches=2",
+                     "schedule.warmup_steps=2", "device=" + device});
+    train(config);
+    CHECK(test::check_no_host_reads(config) == 3);
+  }
 }

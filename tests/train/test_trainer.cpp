@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "core/device.h"
 #include "datasets/idx.h"
 #include "tests/harness.h"
 #include "tests/train/tiny_run.h"
@@ -226,12 +227,19 @@ TEST_CASE("trainer: the dual encoder with cross attention and skew learns the pa
 TEST_CASE("trainer: a steady-state update of the demo classifier reads nothing back") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
-  const fs::path out = scratch.path / "demo";
-  const RunConfig config =
-      load_config(RELPOS_SOURCE_DIR "/configs/demo/mnist_sikf_fastrpb2d.yaml",
-                  {"data.dir=" + data, "train.out=" + out.string(), "train.epochs=0",
-                   "train.steps=12", "train.log_every=4", "train.eval_every=3",
-                   "train.save_every=5", "schedule.warmup_steps=2", "train.clip_grad_norm=0.5"});
-  train(config);
-  CHECK(test::check_no_host_reads(config) == 3);
+  for (const std::string device : {"cpu", "cuda"}) {
+    if (device == "cuda" && !cuda_available()) {
+      MESSAGE("SKIPPED (no CUDA device): the demo classifier's device-to-host copies on a GPU");
+      continue;
+    }
+    CAPTURE(device);
+    const fs::path out = scratch.path / ("demo_" + device);
+    const RunConfig config = load_config(
+        RELPOS_SOURCE_DIR "/configs/demo/mnist_sikf_fastrpb2d.yaml",
+        {"data.dir=" + data, "train.out=" + out.string(), "train.epochs=0", "train.steps=12",
+         "train.log_every=4", "train.eval_every=3", "train.save_every=5", "schedule.warmup_steps=2",
+         "train.clip_grad_norm=0.5", "device=" + device});
+    train(config);
+    CHECK(test::check_no_host_reads(config) == 3);
+  }
 }
