@@ -1,5 +1,6 @@
 // The CUDA backend's own machinery: exact byte counting in the caching allocator, transfers
-// (larger than the pinned staging chunk, strided sources), identical Philox streams on both
+// (larger than the pinned staging chunk, strided sources, uploads that return before their copy
+// runs), identical Philox streams on both
 // devices, and errors for mixed devices. Every case skips visibly without a GPU.
 #include "tests/harness.h"
 
@@ -41,7 +42,7 @@ TEST_CASE("cuda allocator: current and peak bytes are exact, cached blocks are r
 
 TEST_CASE("cuda transfers: round trip through the pinned buffer, larger than one chunk") {
   if (skip_without_gpu("cuda transfers")) return;
-  const Tensor x = test::random_tensor({5, 1 << 20}, DType::f32, 3);  // 20 MiB > 16 MiB chunk
+  const Tensor x = test::random_tensor({10, 1 << 20}, DType::f32, 3);  // 40 MiB: 10 chunks
   const Tensor back = x.to(kGpu).to(Device::cpu());
   CHECK(back.to_vector<float>() == x.to_vector<float>());
   const Tensor s = test::strided_copy(test::random_tensor({7, 9, 11}, DType::f64, 4));
@@ -49,6 +50,25 @@ TEST_CASE("cuda transfers: round trip through the pinned buffer, larger than one
   CHECK(s.to(kGpu).is_contiguous());
   const Tensor ids = Tensor::from_vector<int64_t>({3, -1, 7}, {3});
   CHECK(ids.to(kGpu).to_vector<int64_t>() == std::vector<int64_t>{3, -1, 7});
+}
+
+TEST_CASE("cuda transfers: an upload owns its bytes when it returns, past the ring of buffers") {
+  if (skip_without_gpu("cuda uploads without a stream sync")) return;
+  // Each upload returns before its copy ran; the source may change or go at once. Twenty
+  // uploads pass the 8 staging buffers twice, so buffers are reused while copies are queued
+  // behind a long kernel.
+  const Tensor busy = test::random_tensor({2048, 2048}, DType::f32, 5).to(kGpu);
+  std::vector<Tensor> on_gpu;
+  std::vector<std::vector<float>> sent;
+  const Tensor product = matmul(busy, busy);  // keeps the stream busy while the copies queue
+  for (int i = 0; i < 20; ++i) {
+    Tensor host = test::random_tensor({1000 + i}, DType::f32, 100 + i);
+    sent.push_back(host.to_vector<float>());
+    on_gpu.push_back(host.to(kGpu));
+    host.data<float>()[0] = -1;  // changed after the call: the device keeps what was sent
+  }
+  for (int i = 0; i < 20; ++i) CHECK(on_gpu[i].to_vector<float>() == sent[i]);
+  CHECK(product.to(Device::cpu()).numel() == 2048 * 2048);
 }
 
 TEST_CASE("cuda philox: rand, randn and dropout masks match the CPU for the same seed") {
