@@ -114,7 +114,13 @@ void restore_module(Module& module, const CheckpointData& data, bool for_trainin
 
   const std::vector<std::pair<std::string, Generator*>> generators = module.generator_slots();
   const auto saved_generators = by_name(data.generators, "generator");
-  check_names(names_of(generators), saved_generators, "generator", !for_training);
+  for (const auto& [name, slot] : generators)
+    RELPOS_CHECK(!for_training || saved_generators.count(name) == 1, "checkpoint",
+                 "generator '{}' is missing from the checkpoint: the model has a part that draws "
+                 "which the checkpoint's run did not have; resume with the configuration it was "
+                 "trained with",
+                 name);
+  check_names(names_of(generators), saved_generators, "generator", true);
 
   const std::vector<std::pair<std::string, int64_t*>> counters = module.counter_slots();
   const auto saved_counters = by_name(data.counters, "counter");

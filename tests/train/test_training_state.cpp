@@ -92,7 +92,9 @@ TEST_CASE("checkpoint: restoring refuses shape and dtype mismatches, missing and
   CheckpointData no_rng = good;
   no_rng.generators.clear();
   CHECK(restore_error(no_rng) ==
-        "[checkpoint] generator 'drop.generator' is missing from the checkpoint");
+        "[checkpoint] generator 'drop.generator' is missing from the checkpoint: the model has a "
+        "part that draws which the checkpoint's run did not have; resume with the configuration "
+        "it was trained with");
 
   // A refused checkpoint changes nothing, even when the error comes after the parameters.
   CHECK(bytes_of(net.parameters()[0].value()) == before);
