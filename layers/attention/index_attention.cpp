@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "autograd/functions.h"
+#include "core/deferred_checks.h"
 #include "layers/attention/attention.h"
 #include "layers/attention/masks.h"
 #include "layers/positional/absolute.h"
@@ -57,10 +58,22 @@ void IndexAttention::check_inputs(const Tensor& ids, const Tensor& key_mask) con
                ids.str(), pe_.device().str());
   RELPOS_CHECK(ids.size(1) <= max_len_, kWho, "sequence length {} exceeds max_len {}", ids.size(1),
                max_len_);
-  const auto low = static_cast<int64_t>(-max(neg(ids)).item());
-  const auto high = static_cast<int64_t>(max(ids).item());
-  RELPOS_CHECK(low >= 0 && high < vocab_, kWho,
-               "token ids must be in [0, vocab = {}), got ids from {} to {}", vocab_, low, high);
+  const int64_t vocab = vocab_;
+  const auto check_range = [ids, vocab] {
+    const auto low = static_cast<int64_t>(-max(neg(ids)).item());
+    const auto high = static_cast<int64_t>(max(ids).item());
+    RELPOS_CHECK(low >= 0 && high < vocab, kWho,
+                 "token ids must be in [0, vocab = {}), got ids from {} to {}", vocab, low, high);
+  };
+  if (!device_checks_deferred()) {
+    check_range();
+  } else {  // a training step: counted on the device, read with the step's other checks
+    const Tensor zero = Tensor::scalar(0, ids.dtype(), ids.device());
+    const Tensor top = Tensor::scalar(static_cast<double>(vocab), ids.dtype(), ids.device());
+    const Tensor outside =
+        sum(add(cast(lt(ids, zero), DType::f64), cast(ge(ids, top), DType::f64)));
+    defer_device_check(outside.reshape({1}), check_range);
+  }
   if (key_mask.defined()) {
     RELPOS_CHECK(key_mask.dtype() == DType::u8 && key_mask.shape() == ids.shape() &&
                      key_mask.device() == ids.device(),

@@ -14,6 +14,7 @@
 #include "autograd/grad_mode.h"
 #include "core/device.h"
 #include "datasets/idx.h"
+#include "datasets/prepare.h"
 #include "tests/harness.h"
 #include "tests/train/tiny_run.h"
 #include "train/checkpoint.h"
@@ -242,4 +243,20 @@ TEST_CASE("trainer: a steady-state update of the demo classifier reads nothing b
     train(config);
     CHECK(test::check_no_host_reads(config) == 3);
   }
+}
+
+// The index-first demo checks its token ids in every forward: inside an update that check is
+// counted on the device and read with the window, like the CUDA id checks.
+TEST_CASE("trainer: a steady-state update of the index-first ListOps demo reads nothing back") {
+  test::ScratchDir scratch;
+  PrepareRequest request{(scratch.path / "listops").string(), Options("prepare")};
+  request.options.set("train", "200").set("val", "40").set("test", "40");
+  find_preparer("listops")(request);
+  const fs::path out = scratch.path / "demo";
+  const RunConfig config = load_config(
+      RELPOS_SOURCE_DIR "/configs/demo/listops_index_first.yaml",
+      {"data.dir=" + request.out_dir, "train.out=" + out.string(), "train.epochs=0",
+       "train.steps=6", "train.log_every=2", "train.eval_every=3", "schedule.warmup_steps=1"});
+  train(config);
+  CHECK(test::check_no_host_reads(config) == 3);
 }
