@@ -134,7 +134,7 @@ timeout 120 "$relpos" "${diverge[@]}" --out "$tmp/nan1" >/dev/null 2>"$tmp/nan1.
 [[ $? -eq 2 ]] || fail "diverging, 1 process: expected exit 2: $(cat "$tmp/nan1.err")"
 timeout 120 "${mpi[@]}" "$relpos" "${diverge[@]}" --out "$tmp/nan2" >/dev/null 2>"$tmp/nan2.err"
 [[ $? -eq 2 ]] || fail "diverging, 2 ranks: expected exit 2: $(cat "$tmp/nan2.err")"
-step_named() { grep -oE "\[train\] the (loss|gradient norm) is [^ ]+ at step [0-9]+" "$1" | grep -oE "step [0-9]+$"; }
+step_named() { grep -oE "\[train\] the (loss|gradient norm) is [^ ]+ at step [0-9]+" "$1" | grep -oE "step [0-9]+$" | head -1; }
 [[ -n $(step_named "$tmp/nan1.err") && $(step_named "$tmp/nan2.err") == $(step_named "$tmp/nan1.err") ]] ||
   fail "diverging: 2 ranks name another step than 1 process: $(cat "$tmp/nan1.err" "$tmp/nan2.err")"
 
