@@ -33,6 +33,8 @@ int64_t step_or_zero(double step) {
 
 DeviceWindow::DeviceWindow(Device device)
     : device_(device),
+      zero_(scalar_on(0, device)),
+      none_(scalar_on(kNone, device)),
       loss_sum_(scalar_on(0, device)),
       grad_norm_(scalar_on(0, device)),
       bad_loss_{scalar_on(kNone, device), scalar_on(0, device)},
@@ -40,9 +42,8 @@ DeviceWindow::DeviceWindow(Device device)
 
 // x - x is 0 for a finite x and NaN for NaN or ±inf; the first such x and its step are kept.
 void DeviceWindow::watch(FirstBad& first, const Tensor& x, int64_t step) const {
-  const Tensor zero = scalar_on(0, device_);
-  const Tensor bad = ne(sub(x, x), zero);                                                // u8
-  const Tensor first_time = where(bad, eq(first.step, scalar_on(kNone, device_)), bad);  // u8
+  const Tensor bad = ne(sub(x, x), zero_);                           // u8
+  const Tensor first_time = where(bad, eq(first.step, none_), bad);  // u8
   first.value = where(first_time, x, first.value);
   first.step = where(first_time, scalar_on(static_cast<double>(step), device_), first.step);
 }
@@ -86,7 +87,7 @@ DeviceWindow::Reading DeviceWindow::read() const {
 }
 
 void DeviceWindow::reset_loss() {
-  loss_sum_ = scalar_on(0, device_);
+  loss_sum_ = zero_;  // ops make new tensors: the constant itself is never written
 }
 
 }  // namespace relpos

@@ -44,6 +44,7 @@ class DeviceWindow {
   void watch(FirstBad& first, const Tensor& x, int64_t step) const;
 
   Device device_;
+  Tensor zero_, none_;           // f64, 0-d constants: 0 and +inf (no bad step yet)
   Tensor loss_sum_, grad_norm_;  // f64, 0-d
   FirstBad bad_loss_, bad_norm_;
 };

@@ -20,9 +20,11 @@ constexpr int64_t kParallelWork = 32768;  // below this many logits one thread d
 std::vector<int64_t> read_targets(const char* op, const Tensor& target, int64_t C,
                                   int64_t ignore_index) {
   const Tensor tc = target.contiguous();  // a CPU kernel reads its input in place
-  std::vector<int64_t> t(static_cast<size_t>(tc.numel()));
-  for (size_t n = 0; n < t.size(); ++n)
-    t[n] = tc.dtype() == DType::i64 ? tc.data<int64_t>()[n] : tc.data<int32_t>()[n];
+  std::vector<int64_t> t;
+  if (tc.dtype() == DType::i64)
+    t.assign(tc.data<int64_t>(), tc.data<int64_t>() + tc.numel());
+  else
+    t.assign(tc.data<int32_t>(), tc.data<int32_t>() + tc.numel());
   for (size_t n = 0; n < t.size(); ++n)
     RELPOS_CHECK(t[n] == ignore_index || (t[n] >= 0 && t[n] < C), op,
                  "target {} out of range [0, {}) at row {}", t[n], C, n);

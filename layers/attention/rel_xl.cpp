@@ -144,7 +144,7 @@ Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const Atte
 Var RelXlAttention::relative_embeddings(int64_t k_len, DType dtype, Device device,
                                         bool by_distance) {
   Tensor sinusoids = relative_sinusoids(k_len, dtype, device);  // [Lk, model_dim]
-  if (distance_dropout_ != nullptr && is_training())
+  if (distance_dropout_ != nullptr)                             // the identity in eval mode
     sinusoids = distance_dropout_->apply(sinusoids, draws_distance_mask_);
   if (by_distance) {  // rows reversed: row c embeds distance c
     const Tensor reversed = sub(full({k_len}, static_cast<double>(k_len - 1), DType::i64, device),

@@ -118,49 +118,6 @@ TEST_CASE("rel_xl: equals explicit loops, memory M in {0, 3}, odd Lq, padding, s
   }
 }
 
-// Issue 30: TXL drops its sinusoidal distance embedding (pos_emb = self.drop(pos_emb)) once per
-// forward pass, the same mask for every layer.
-TEST_CASE("rel_xl: the distance embedding's dropout, one mask per pass shared by the layers") {
-  const int64_t B = 2, H = 2, D = 3, Lq = 5, M = 3, Lk = Lq + M;
-  auto first = build(H, D), second = build(H, D), plain = build(H, D);
-  const auto params = first->named_parameters();
-  for (auto* other : {second.get(), plain.get()}) {
-    auto others = other->named_parameters();
-    for (size_t i = 0; i < params.size(); ++i)
-      others[i].second.set_value(params[i].second.value().clone());
-  }
-  const auto diff = [](const Tensor& a, const Tensor& b) { return max(abs(sub(a, b))).item(); };
-  Generator gen(11);
-  auto dropout = std::make_shared<DistanceDropout>(0.5, gen);
-  first->share_distance_dropout(dropout, true);
-  second->share_distance_dropout(dropout, false);
-  const Tensor q = test::random_tensor({B, H, Lq, D}, f64, 1);
-  const Tensor k = test::random_tensor({B, H, Lk, D}, f64, 2);
-  const Tensor v = test::random_tensor({B, H, Lk, D}, f64, 3);
-  AttentionInputs in;
-  in.causal = true;
-  auto run = [&](RelXlAttention& a) { return a.forward(Var(q), Var(k), Var(v), in).value(); };
-  const Tensor y1 = run(*first);
-  // This pass's keep mask / (1 - p), read back through the shared module.
-  const int64_t width = first->r_net().weight().size(1);
-  const Tensor drop = dropout->apply(ones({Lk, width}, f64), false);
-  const auto kept = drop.to_vector<double>();
-  CHECK(std::all_of(kept.begin(), kept.end(), [](double x) { return x == 0 || x == 2; }));
-  CHECK(std::count(kept.begin(), kept.end(), 0.0) > 0);
-  CHECK_CLOSE(y1,
-              naive_rel_xl(q, k, v, first->r_w_bias().value(), first->r_r_bias().value(),
-                           first->r_net().weight().value(), 0, in, {}, drop),
-              1e-10, 1e-10);
-  CHECK(diff(run(*second), y1) == 0);   // the later layer reuses the mask
-  CHECK(diff(run(*plain), y1) > 1e-3);  // an undropped layer differs
-  CHECK(diff(run(*first), y1) > 1e-3);  // the first layer's next pass draws anew
-  // Eval mode: the embedding is not dropped.
-  first->eval();
-  dropout->eval();
-  plain->eval();
-  CHECK(diff(run(*first), run(*plain)) == 0);
-}
-
 TEST_CASE("rel_xl: clamp_len gives distances above it the embedding of clamp_len") {
   const int64_t B = 2, H = 2, D = 3, lq = 5, lk = 8;
   auto clamped = build(H, D, 2);
@@ -282,6 +239,52 @@ std::vector<Tensor> forward_backward(RelXlAttention& attn, const std::vector<Ten
 }
 
 }  // namespace
+
+// Issue 30: TXL drops its sinusoidal distance embedding (pos_emb = self.drop(pos_emb)) once per
+// forward pass, the same mask for every layer: fused and naive forms, clamp_len, padding, memory,
+// logits of tens.
+TEST_CASE("rel_xl: the distance embedding's dropout, one mask per pass shared by the layers") {
+  const int64_t B = 2, H = 2, D = 5, Lq = 5, M = 3, Lk = Lq + M;
+  const auto diff = [](const Tensor& a, const Tensor& b) { return max(abs(sub(a, b))).item(); };
+  const Tensor q = mul_scalar(test::random_tensor({B, H, Lq, D}, f64, 1), 4);
+  const Tensor k = mul_scalar(test::random_tensor({B, H, Lk, D}, f64, 2), 4);
+  const Tensor v = test::random_tensor({B, H, Lk, D}, f64, 3);
+  for (const bool fused : {true, false}) {
+    for (const int64_t clamp_len : {0, 2}) {
+      for (const bool masked : {false, true}) {
+        INFO("fused " << fused << " clamp_len " << clamp_len << " masked " << masked);
+        // The same parameters in each (build_form's fixed seed).
+        auto first = build_form(fused, clamp_len, 0), second = build_form(fused, clamp_len, 0);
+        auto plain = build_form(fused, clamp_len, 0);
+        Generator gen(11);
+        auto dropout = std::make_shared<DistanceDropout>(0.5, gen);
+        first->share_distance_dropout(dropout, true);
+        second->share_distance_dropout(dropout, false);
+        AttentionInputs in;
+        in.causal = true;
+        if (masked) in.key_mask = test::padding_mask(Lk, {0, 2});
+        auto run = [&](RelXlAttention& a) { return a.forward(Var(q), Var(k), Var(v), in).value(); };
+        const Tensor y1 = run(*first);
+        // This pass's keep mask / (1 - p), read back through the shared module.
+        const int64_t width = first->r_net().weight().size(1);
+        const Tensor drop = dropout->apply(ones({Lk, width}, f64), false);
+        const auto kept = drop.to_vector<double>();
+        CHECK(std::all_of(kept.begin(), kept.end(), [](double x) { return x == 0 || x == 2; }));
+        CHECK(std::count(kept.begin(), kept.end(), 0.0) > 0);
+        CHECK_CLOSE(y1,
+                    naive_rel_xl(q, k, v, first->r_w_bias().value(), first->r_r_bias().value(),
+                                 first->r_net().weight().value(), clamp_len, in, {}, drop),
+                    1e-10, 1e-10);
+        CHECK(diff(run(*second), y1) == 0);   // the later layer reuses the mask
+        CHECK(diff(run(*plain), y1) > 1e-3);  // an undropped layer differs
+        CHECK(diff(run(*first), y1) > 1e-3);  // the first layer's next pass draws anew
+        // Eval mode: the embedding is not dropped.
+        dropout->eval();
+        CHECK(diff(run(*first), run(*plain)) == 0);
+      }
+    }
+  }
+}
 
 // The position term inside the fused op's tiles (CPU) against the composed rel-shift form: the
 // output and every gradient, with a memory, a same_length window, padding, dropout, clamp_len,

@@ -12,7 +12,6 @@
 #include <map>
 #include <sstream>
 
-#include "core/device.h"
 #include "tests/harness.h"
 #include "tests/train/tiny_run.h"
 #include "train/checkpoint.h"
@@ -198,11 +197,7 @@ TEST_CASE("lm training: a classifier on a corpus, or a language model on labels,
 TEST_CASE("lm training: a steady-state update of the LM demo reads nothing back") {
   test::ScratchDir scratch;
   const std::string data = make_corpus(scratch);
-  for (const std::string device : {"cpu", "cuda"}) {
-    if (device == "cuda" && !cuda_available()) {
-      MESSAGE("SKIPPED (no CUDA device): the LM demo's device-to-host copies on a GPU");
-      continue;
-    }
+  for (const std::string& device : test::training_devices("the LM demo's device-to-host copies")) {
     CAPTURE(device);
     const fs::path out = scratch.path / ("demo_" + device);
     const RunConfig config =

@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "core/device.h"
 #include "datasets/idx.h"
 #include "datasets/prepare.h"
 #include "tests/harness.h"
@@ -228,11 +227,8 @@ TEST_CASE("trainer: the dual encoder with cross attention and skew learns the pa
 TEST_CASE("trainer: a steady-state update of the demo classifier reads nothing back") {
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
-  for (const std::string device : {"cpu", "cuda"}) {
-    if (device == "cuda" && !cuda_available()) {
-      MESSAGE("SKIPPED (no CUDA device): the demo classifier's device-to-host copies on a GPU");
-      continue;
-    }
+  for (const std::string& device :
+       test::training_devices("the demo classifier's device-to-host copies")) {
     CAPTURE(device);
     const fs::path out = scratch.path / ("demo_" + device);
     const RunConfig config = load_config(

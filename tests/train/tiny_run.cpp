@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/device.h"
 #include "core/json.h"
 #include "datasets/idx.h"
 
@@ -111,6 +112,12 @@ std::string read_text(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::vector<std::string> training_devices(const std::string& what) {
+  if (cuda_available()) return {"cpu", "cuda"};
+  MESSAGE("SKIPPED (no CUDA device): " << what << " on a GPU");
+  return {"cpu"};
 }
 
 int64_t check_no_host_reads(const RunConfig& config) {

@@ -32,6 +32,8 @@ void check_same_params(const CheckpointData& a, const CheckpointData& b);
 // check_same_params, and the same optimizer state, bit for bit.
 void check_same_training_state(const CheckpointData& a, const CheckpointData& b);
 std::string read_text(const std::filesystem::path& path);
+// "cpu", and "cuda" where a GPU is visible; without one, a visible SKIPPED message naming `what`.
+std::vector<std::string> training_devices(const std::string& what);
 // The train records of a run's metrics.jsonl, checked to have read nothing back from the device
 // in their updates ("host_reads": 0): a steady-state step waits for nothing. Returns how many.
 int64_t check_no_host_reads(const RunConfig& config);
