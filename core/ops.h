@@ -95,6 +95,10 @@ Tensor max(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim 
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 // Index (i64) of the first maximum along one dim.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+// The sum of squares of every element of every tensor (floating, one device), as a 0-d f64 tensor
+// on that device: squares and sums in f64, in a fixed order (the same bits on every run). One pass
+// over all tensors, with no temporaries: the global gradient norm is sqrt of this.
+Tensor sum_of_squares(const std::vector<Tensor>& xs);
 
 // ---------------------------------------------------------------- normalization (ops/softmax.cpp,
 // ops/layer_norm.cpp): fused and numerically stable (max subtracted before exp).

@@ -88,6 +88,9 @@ void argmax(const Tensor&, int, const Tensor&) {
 bool all_finite(const Tensor&) {
   no_cuda("all_finite");
 }
+void sum_of_squares(const std::vector<Tensor>&, const Tensor&) {
+  no_cuda("sum_of_squares");
+}
 void softmax(const Tensor&, int, bool, const Tensor&) {
   no_cuda("softmax");
 }

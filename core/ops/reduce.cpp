@@ -90,4 +90,22 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   return keepdim ? out : out.squeeze(d);
 }
 
+Tensor sum_of_squares(const std::vector<Tensor>& xs) {
+  RELPOS_CHECK(!xs.empty(), "sum_of_squares", "needs at least one tensor");
+  std::vector<Tensor> contiguous;
+  contiguous.reserve(xs.size());
+  for (const Tensor& x : xs) {
+    check_floating("sum_of_squares", x);
+    check_same_device("sum_of_squares", {&xs.front(), &x});
+    contiguous.push_back(x.contiguous());
+  }
+  const Device device = xs.front().device();
+  Tensor out = Tensor::empty({}, DType::f64, device);
+  if (device.is_cpu())
+    cpu::sum_of_squares(contiguous, out);
+  else
+    cuda::sum_of_squares(contiguous, out);
+  return out;
+}
+
 }  // namespace relpos

@@ -354,3 +354,33 @@ TEST_CASE("reduce: CUDA matches CPU on special values (+-1000, -inf rows, +inf, 
       },
       {zeros({3, 0})}, 0, 1e-300);
 }
+
+TEST_CASE("sum_of_squares: equals the sum of every tensor's squares in f64, CUDA matches CPU") {
+  // Mixed f32/f64, odd sizes, one tensor of several CPU chunks (65536) and more tensors than one
+  // CUDA launch takes (32), a strided view, values large enough that f32 squares would overflow.
+  std::vector<Tensor> xs;
+  for (int i = 0; i < 37; ++i)
+    xs.push_back(test::random_tensor({i % 5 + 1, 2 * i + 3}, i % 3 ? DType::f32 : DType::f64,
+                                     600 + i, -2, 2));
+  xs.push_back(test::random_tensor({3, 65536 + 7}, DType::f32, 700, -1, 1));
+  xs.push_back(test::strided_copy(test::random_tensor({9, 11}, DType::f64, 701)));
+  xs.push_back(mul_scalar(test::random_tensor({5}, DType::f32, 702), 1e30));
+  double expected = 0;
+  for (const Tensor& x : xs)
+    for (double v : x.to_vector<double>()) expected += v * v;
+  const Tensor got = sum_of_squares(xs);
+  CHECK(got.dim() == 0);
+  CHECK(got.dtype() == DType::f64);
+  CHECK(got.item() == doctest::Approx(expected).epsilon(1e-13));
+  CHECK(sum_of_squares(xs).item() == got.item());  // the same bits again
+  CHECK(sum_of_squares({zeros({0})}).item() == 0);
+  CHECK(std::isinf(sum_of_squares({full({2}, 1e200, DType::f64)}).item()));
+  CHECK(std::isnan(sum_of_squares({full({2}, std::nan(""))}).item()));
+  CHECK(test::error_of([] { sum_of_squares({}); }).find("at least one tensor") !=
+        std::string::npos);
+  CHECK(test::error_of([] { sum_of_squares({zeros({2}, DType::i64)}); })
+            .find("expects a floating tensor") != std::string::npos);
+  using V = std::vector<Tensor>;
+  test::check_cuda_matches_cpu("sum_of_squares", [](const V& in) { return V{sum_of_squares(in)}; },
+                               xs, 1e-13, 0);
+}
