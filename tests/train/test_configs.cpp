@@ -214,7 +214,7 @@ TEST_CASE("reproduce scales: a scale with a base extends it (its rules first, it
          "row:\n  base: cpu\n  about: y\n  seeds: {table2: 5}\n  data: {mnist: {folder: rows}}\n"
          "  rules:\n    - when: {task: mnist}\n      set: [b=3, c=4]\n";
   const std::vector<Scale> scales = load_scales(dir.string());
-  const Scale& row = find_scale(scales, "row");
+  const Scale row = find_scale(scales, "row");
   CHECK(row.about == "y");
   CHECK(row.seeds == std::map<std::string, int64_t>{{"table1", 1}, {"table2", 5}});
   CHECK(row.data.at("mnist").folder == "rows");
