@@ -8,6 +8,7 @@ numpy and, for checkpoints, h5py. Every subcommand writes one PNG.
   plots.py figure1 OUT.png CKPT[:LABEL] ...        learned 1-D FastRPB weights w vs distance
   plots.py figure2 OUT.png CKPT [--pixel R,C]      learned 2-D FastRPB map for one pixel
   plots.py curves OUT.png RUN_DIR[:LABEL] ...      training loss and validation metric vs step
+  plots.py lm-memory OUT.png TABLE.csv             test bpc vs evaluation memory (reproduce lm)
 
 Every subcommand takes the PNG to write first, then what it draws from.
 
@@ -418,6 +419,44 @@ def curves(args, plt):
     save(fig, args.out)
 
 
+def lm_memory(args, plt):
+    """Each model's test bpc at 1x, 2x and 4x its training memory (mean, error bars: the std over
+    seeds), from `relpos reproduce lm`'s table.csv; a model without a memory is one dashed level,
+    and a model that cannot take a longer memory keeps the points it has."""
+    import csv
+    try:
+        rows = list(csv.DictReader(open(args.table)))
+    except OSError as e:
+        raise UserError(f"cannot read '{args.table}': {e.strerror}")
+    needed = {"model", "mem_len", "bpc_1x_mean", "bpc_1x_std", "bpc_2x_mean", "bpc_4x_mean"}
+    if not rows or not needed <= set(rows[0]):
+        raise UserError(f"'{args.table}' is not a table.csv of `relpos reproduce lm`")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    drawn = 0
+    for row in rows:
+        points = [(m, float(row[f"bpc_{m}x_mean"]), float(row[f"bpc_{m}x_std"] or 0))
+                  for m in (1, 2, 4) if row.get(f"bpc_{m}x_mean")]
+        if not points:
+            continue
+        drawn += 1
+        if row["mem_len"] == "0":  # no memory: the same context at every multiple
+            ax.axhline(points[0][1], ls="--", lw=1.0, color=f"C{drawn % 10}",
+                       label=f"{row['model']} (no memory)")
+            continue
+        x, y, err = zip(*points)
+        ax.errorbar(x, y, yerr=err, marker="o", ms=4, lw=1.4, capsize=3, color=f"C{drawn % 10}",
+                    label=f"{row['model']} (memory {row['mem_len']})")
+    if drawn == 0:
+        raise UserError(f"'{args.table}' has no evaluated cell")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([1, 2, 4], ["1x", "2x", "4x"])
+    ax.set_xlabel("evaluation memory (multiple of the training memory)")
+    ax.set_ylabel("test bits per character")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    save(fig, args.out)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="plots.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -457,9 +496,14 @@ def main(argv=None):
                     choices=["auto", "accuracy", "macro_f1", "loss"],
                     help="validation metric (default: the run's train.metric)")
 
+    lm = sub.add_parser("lm-memory", help="test bpc vs evaluation memory (relpos reproduce lm)")
+    lm.add_argument("out", metavar="OUT.png")
+    lm.add_argument("table", metavar="TABLE.csv")
+
     args = p.parse_args(argv)
     plt = import_pyplot()
-    command = {"figure1": figure1, "figure2": figure2, "figure3": figure3, "curves": curves}
+    command = {"figure1": figure1, "figure2": figure2, "figure3": figure3, "curves": curves,
+               "lm-memory": lm_memory}
     try:
         command[args.command](args, plt)
     except UserError as e:

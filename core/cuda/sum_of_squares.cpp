@@ -24,9 +24,9 @@ void sum_of_squares(const std::vector<Tensor>& xs, const Tensor& out) {
       const Tensor& x = xs[first + t];
       slices[t] = {x.raw_data(), x.numel(), x.dtype() == DType::f64};
     }
-    RELPOS_CUDA_CHECK("sum_of_squares",
-                      launch_squares_batch(slices, n, partial.data<double>() + l * kSquaresBlocks,
-                                           stream));
+    RELPOS_CUDA_CHECK(
+        "sum_of_squares",
+        launch_squares_batch(slices, n, partial.data<double>() + l * kSquaresBlocks, stream));
   }
   RELPOS_CUDA_CHECK("sum_of_squares", launch_sum_partials(partial.data<double>(), partial.numel(),
                                                           out.data<double>(), stream));

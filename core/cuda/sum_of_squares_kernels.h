@@ -24,7 +24,6 @@ constexpr int kSquaresBlocks = 256;
 cudaError_t launch_squares_batch(const SquaresSlice* slices, int count, double* partial,
                                  cudaStream_t stream);
 // *out = the sum of partial[0, n) in a fixed order (one block).
-cudaError_t launch_sum_partials(const double* partial, int64_t n, double* out,
-                                cudaStream_t stream);
+cudaError_t launch_sum_partials(const double* partial, int64_t n, double* out, cudaStream_t stream);
 
 }  // namespace relpos::cuda

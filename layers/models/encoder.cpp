@@ -4,6 +4,7 @@
 #include "layers/models/encoder.h"
 
 #include "autograd/functions.h"
+#include "core/deferred_checks.h"
 
 namespace relpos {
 EncoderBlock::EncoderBlock(const EncoderConfig& c, const MultiHeadAttentionConfig& attention,
@@ -192,13 +193,21 @@ EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& ke
   if (patch_proj_ != nullptr) {
     // Patches mix neighbouring pixels: a padded image would mix padding in. Every image of the
     // batch must be whole; the patches then need no mask.
-    RELPOS_CHECK(tokens.size(1) == config_.max_len &&
-                     (!mask.defined() || sum(cast(mask, DType::f32)).to(Device::cpu()).item() ==
-                                             static_cast<double>(mask.numel())),
-                 "model",
-                 "input 'patches' reads whole images of {} pixels; got a batch of {} with padding "
-                 "or another length",
-                 config_.max_len, tokens.str());
+    const auto whole_images_only = [this, tokens, mask] {
+      RELPOS_CHECK(tokens.size(1) == config_.max_len &&
+                       (!mask.defined() ||
+                        sum(cast(mask, DType::f32)).item() == static_cast<double>(mask.numel())),
+                   "model",
+                   "input 'patches' reads whole images of {} pixels; got a batch of {} with "
+                   "padding or another length",
+                   config_.max_len, tokens.str());
+    };
+    if (!mask.defined() || tokens.size(1) != config_.max_len || !device_checks_deferred()) {
+      whole_images_only();
+    } else {  // a training step: the padded positions counted on the device, read later
+      const Tensor padded = sum(cast(eq(mask, zeros_like(mask)), DType::f64));
+      defer_device_check(padded.reshape({1}), whole_images_only);
+    }
     mask = Tensor();
   }
   Var x = embed(tokens);  // [B, T, d]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `relpos reproduce` end to end at tiny scale on generated data: table2 (MNIST, every row, our
-# value and the paper's), a grid interrupted after k cells resumes without rerunning them, a
+# value and the paper's), lm (every language model, bpc against the evaluation memory), a grid
+# interrupted after k cells resumes without rerunning them, a
 # cell whose data is missing is reported in the table instead of failing the grid, and user
 # errors exit 2. Usage: test_reproduce.sh RELPOS_BINARY (run from anywhere; uses the repo's
 # configs/). One thread keeps it fast on a loaded machine.
@@ -139,6 +140,52 @@ if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
   [[ -s $quote_dir/figures/curves-table2.png ]] ||
     fail "all into a quoted folder drew no curves: $(cat "$tmp/out9")"
 fi
+
+# The language-model table at tiny scale on a generated text: every model, its memory columns,
+# the evaluations kept beside each run (a rerun neither trains nor evaluates again).
+/usr/bin/python3 - "$tmp/data/moby-dick" <<'PY'
+import os, random, sys
+out = sys.argv[1]
+os.makedirs(out)
+rng = random.Random(1)
+words = ["whale", "sea", "ship", "captain", "harpoon", "white", "deep", "call", "me"]
+def text(n):
+    s = []
+    while sum(len(w) + 1 for w in s) < n:
+        s.append(rng.choice(words))
+    return " ".join(s) + ".\n"
+for split, n in (("train", 30000), ("valid", 4000), ("test", 4000)):
+    open(f"{out}/{split}.txt", "w").write(text(n))
+PY
+lm() { "$relpos" reproduce lm --scale tiny --data-dir "$tmp/data" --out "$tmp/lm" "$@"; }
+lm >"$tmp/out_lm" 2>"$tmp/err_lm" || fail "reproduce lm failed: $(cat "$tmp/err_lm")"
+/usr/bin/python3 - "$tmp/lm/table.md" "$tmp/lm/table.csv" <<'PY' || fail "lm table check failed"
+import csv, re, sys
+md = open(sys.argv[1]).read()
+assert md.startswith("# lm reproduced: scale tiny, device cpu, 1 seed(s)"), md[:80]
+rows = {r["model"]: r for r in csv.DictReader(open(sys.argv[2]))}
+assert list(rows) == ["transformer_xl", "transformer_xl_no_memory", "transformer_lm",
+                      "linear_sikf", "linear_sikf_fastrpb", "linear_sikf_recurrent"], list(rows)
+for name, r in rows.items():
+    assert r["seeds_done"] == "1", (name, r)
+    assert 0 < float(r["bpc_best_mean"]) < 8, (name, r)
+    assert abs(float(r["bpc_1x_mean"]) - float(r["bpc_best_mean"])) < 1e-9, (name, r)
+# With a memory: all three multiples (FastRPB's weights cover its trained length only, and the
+# table says so); without: the 1x value alone.
+for name in ("transformer_xl", "linear_sikf"):
+    assert rows[name]["mem_len"] == "32" and rows[name]["bpc_4x_mean"], rows[name]
+for name in ("transformer_xl_no_memory", "transformer_lm", "linear_sikf_recurrent"):
+    assert rows[name]["mem_len"] == "0" and not rows[name]["bpc_2x_mean"], rows[name]
+assert "2x memory: [checkpoint] parameter" in rows["linear_sikf_fastrpb"]["problem"], rows
+assert re.search(r"^\| transformer_xl \| rel_xl \| 32 \| \d\.\d{3} \|", md, re.M), md
+PY
+evaluated=$(stat -c %Y "$tmp/lm/lm/transformer_xl/seed0/memory_eval.json" 2>/dev/null)
+[[ -n $evaluated ]] || fail "reproduce lm kept no memory_eval.json"
+sleep 1
+lm >/dev/null 2>"$tmp/err_lm2" || fail "reproduce lm rerun failed"
+[[ $(grep -c "(done, skipped)" "$tmp/err_lm2") -eq 6 ]] || fail "lm rerun trained again"
+[[ $(stat -c %Y "$tmp/lm/lm/transformer_xl/seed0/memory_eval.json") == "$evaluated" ]] ||
+  fail "lm rerun evaluated again"
 
 # User errors.
 "$relpos" reproduce table9 >/dev/null 2>"$tmp/err4"; [[ $? -eq 2 ]] || fail "unknown table: not exit 2"

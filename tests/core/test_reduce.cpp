@@ -378,9 +378,10 @@ TEST_CASE("sum_of_squares: equals the sum of every tensor's squares in f64, CUDA
   CHECK(std::isnan(sum_of_squares({full({2}, std::nan(""))}).item()));
   CHECK(test::error_of([] { sum_of_squares({}); }).find("at least one tensor") !=
         std::string::npos);
-  CHECK(test::error_of([] { sum_of_squares({zeros({2}, DType::i64)}); })
-            .find("expects a floating tensor") != std::string::npos);
+  CHECK(test::error_of([] {
+          sum_of_squares({zeros({2}, DType::i64)});
+        }).find("expects a floating tensor") != std::string::npos);
   using V = std::vector<Tensor>;
-  test::check_cuda_matches_cpu("sum_of_squares", [](const V& in) { return V{sum_of_squares(in)}; },
-                               xs, 1e-13, 0);
+  test::check_cuda_matches_cpu(
+      "sum_of_squares", [](const V& in) { return V{sum_of_squares(in)}; }, xs, 1e-13, 0);
 }

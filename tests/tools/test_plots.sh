@@ -126,6 +126,17 @@ expect_png "curves" "$tmp/cu.png" -- "${p[@]}" curves "$tmp/cu.png" "$tmp/run_a:
 grep -q "20 train and 4 eval events, metric macro_f1" "$tmp/out" ||
   fail "curves read the wrong events: $(cat "$tmp/out")"
 
+# The language-model table of `relpos reproduce lm`: two models with a memory, one without.
+cat >"$tmp/lm.csv" <<'CSV'
+model,pe,seeds_done,mem_len,bpc_best_mean,bpc_best_std,bpc_last_mean,bpc_last_std,train_s_mean,train_s_std,peak_mb_mean,peak_mb_std,bpc_1x_mean,bpc_1x_std,bpc_2x_mean,bpc_2x_std,bpc_4x_mean,bpc_4x_std,problem
+transformer_xl,rel_xl,3,64,2.3,0.01,2.31,0.01,100,1,40,0,2.3,0.01,2.28,0.01,2.27,0.02,
+transformer_lm,absolute,3,0,2.6,0.02,2.61,0.02,90,1,35,0,2.6,0.02,,,,,
+linear_sikf,none,2,64,2.5,0.03,2.52,0.03,80,1,30,0,2.5,0.03,2.55,0.02,,,4x memory: failed
+CSV
+expect_png "lm-memory" "$tmp/lm.png" -- "${p[@]}" lm-memory "$tmp/lm.png" "$tmp/lm.csv"
+echo "model,score" >"$tmp/other.csv"
+expect_error "not an lm table" 2 "is not a table.csv of" -- \
+  "${p[@]}" lm-memory "$tmp/x.png" "$tmp/other.csv"
 expect_error "no positional weight" 2 "no FastRPB weight" -- \
   "${p[@]}" figure1 "$tmp/x.png" "$tmp/nopos.h5"
 expect_error "figure2 on a 1-D checkpoint" 2 "not fastrpb2d" -- \

@@ -19,6 +19,7 @@
 #include "layers/models/model.h"
 #include "tests/harness.h"
 #include "tools/relpos/reproduce.h"
+#include "tools/relpos/reproduce_runs.h"
 #include "train/config.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -142,6 +143,33 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
     }
   }
   CHECK(built == 5 * (83 + 10));  // Table 1: the 83 cells with a config (N/A: none); Table 2: 10
+}
+
+TEST_CASE("reproduce scales: every language model of the lm table builds at every scale") {
+  using namespace relpos::cli;
+  int64_t built = 0;
+  for (const Scale& scale : load_scales(kConfigs)) {
+    for (const Cell& cell : table_cells("lm", kConfigs)) {
+      CAPTURE(scale.name);
+      CAPTURE(cell.name);
+      const RunConfig config = cell_run_config(cell, scale, 5);
+      CHECK(config.seed == 5);
+      build(config);
+      ++built;
+      const auto mem_len = config.model.own.get<int64_t>("mem_len", 0);
+      if (cell.model == "transformer_xl_no_memory") CHECK(mem_len == 0);  // its one difference
+      if (scale.name.starts_with("cpu")) {
+        CHECK(config.data.dataset == "moby-dick");
+        CHECK(config.train.steps == 2000);
+        const bool has_memory = cell.model == "transformer_xl" || cell.model == "linear_sikf" ||
+                                cell.model == "linear_sikf_fastrpb";
+        CHECK(mem_len == (has_memory ? 64 : 0));
+        CHECK(config.eval.mem_len.value_or(mem_len) == mem_len);  // evaluated as trained
+        CHECK(config.eval.tgt_len.value_or(config.data.tgt_len) == config.data.tgt_len);
+      }
+    }
+  }
+  CHECK(built == 5 * 6);
 }
 
 TEST_CASE("reproduce scales: the data a scale makes is made by `relpos data prepare` options") {

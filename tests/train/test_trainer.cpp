@@ -241,6 +241,34 @@ TEST_CASE("trainer: a steady-state update of the demo classifier reads nothing b
   }
 }
 
+// The cpu scale's Table 2 model (3 x 3 patches over whole 28 x 28 images, scales.yaml) checks in
+// every forward that no image is padded; inside an update that count stays on the device too.
+TEST_CASE("trainer: a steady-state update of the Table 2 patch model reads nothing back") {
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  for (const std::string& device :
+       test::training_devices("the patch model's device-to-host copies")) {
+    CAPTURE(device);
+    const fs::path out = scratch.path / ("patches_" + device);
+    const RunConfig config =
+        load_config(RELPOS_SOURCE_DIR "/configs/mnist/original_none.yaml",
+                    {"data.dir=" + data,        "train.out=" + out.string(),
+                     "data.image_pool=1",       "model.input=patches",
+                     "model.patch_size=3",      "model.patch_stride=2",
+                     "model.positions=learned", "model.cls=vector",
+                     "model.head=mlp",          "model.num_layers=1",
+                     "model.num_heads=2",       "model.model_dim=16",
+                     "model.qkv_dim=0",         "model.mlp_dim=32",
+                     "data.batch_size=8",       "data.val_fraction=0.25",
+                     "train.epochs=0",          "train.steps=12",
+                     "train.log_every=4",       "train.eval_every=3",
+                     "train.save_every=5",      "schedule={type: linear_decay, warmup_steps: 2}",
+                     "device=" + device});
+    train(config);
+    CHECK(test::check_no_host_reads(config) == 3);
+  }
+}
+
 // The index-first demo checks its token ids in every forward: inside an update that check is
 // counted on the device and read with the window, like the CUDA id checks.
 TEST_CASE("trainer: a steady-state update of the index-first ListOps demo reads nothing back") {

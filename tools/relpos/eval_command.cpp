@@ -4,14 +4,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "core/error.h"
+#include "tools/relpos/checkpoint_eval.h"
 #include "tools/relpos/commands.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
 #include "train/distributed.h"
 #include "train/json.h"
-#include "train/task.h"
-#include "train/training_state.h"
 
 namespace relpos::cli {
 
@@ -36,17 +32,10 @@ int eval(EvalArgs& a) {
   const std::string &checkpoint = a.checkpoint, &split = a.split;
   // Under mpirun the ranks evaluate disjoint shards of the split; an error on any one ends the job.
   return run_job([&] {
-    const CheckpointData data = read_checkpoint(checkpoint);
-    const auto text = data.texts.find("config");
-    RELPOS_CHECK(text != data.texts.end(), "eval", "'{}' holds no configuration", checkpoint);
-    const RunConfig config = parse_config(text->second, checkpoint, a.overrides);
-    const Device device = job_device(config.device, "eval");
-
-    RELPOS_CHECK(split == "train" || split == "val" || split == "test", "eval",
-                 "unknown split '{}'; known: train, val, test", split);
-    const std::unique_ptr<Task> task = make_task(config, device, {split});
-    task->check_checkpoint(data, checkpoint);
-    restore_module(task->model(), data, false);
+    const CheckpointEval e = load_for_eval("eval", checkpoint, split, a.overrides);
+    const CheckpointData& data = e.data;
+    const RunConfig& config = e.config;
+    Task* task = e.task.get();
     // Predictions first: under mpirun they are refused before any evaluation runs.
     if (!a.predictions.empty()) task->write_predictions(split, a.predictions);
     const Metrics metrics = task->evaluate(split, 0);

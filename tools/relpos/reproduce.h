@@ -3,6 +3,8 @@
 //   table1  LRA accuracy: tasks x models x positional encodings (the cells the paper has)
 //   table2  MNIST macro-F1: 5 models x (none, FastRPB 2D), mean ± std over seeds
 //   table3  LRA training hours and peak memory of the table1 runs (their summary.json)
+//   lm      character-level language models (configs/paper/lm.csv): test bpc over seeds, time,
+//           memory, and bpc against the evaluation memory (reproduce_lm.cpp)
 #pragma once
 
 #include <filesystem>
@@ -16,11 +18,12 @@ namespace relpos::cli {
 
 // One cell of a table: a config file and the row/column it fills.
 struct Cell {
-  std::string name;    // "lra/text/linear_sikf_fastrpb", "mnist/original_none"
-  std::string config;  // the YAML file
-  std::string task;    // listops | text | retrieval | image | mnist
-  std::string model;   // original | linear_sikf | ...
-  std::string pe;      // none | fastrpb | fastrpb2d | sinspe | convspe | rpe
+  std::string name;                    // "lra/text/linear_sikf_fastrpb", "mnist/original_none"
+  std::string config;                  // the YAML file
+  std::string task;                    // listops | text | retrieval | image | mnist
+  std::string model;                   // original | linear_sikf | ...
+  std::string pe;                      // none | fastrpb | fastrpb2d | sinspe | convspe | rpe
+  std::vector<std::string> overrides;  // the cell's own key.path=value (lm.csv), after the scale's
 };
 
 // The paper's value of a cell: numbers, or a note (OOM, "too slow", N/A) in place of them.
@@ -30,7 +33,7 @@ struct PaperValue {
 };
 
 // The cells of table1/table2/table3 in the paper's row order, from configs_dir/paper/tableN.csv
-// (rows whose config file is missing, the paper's N/A cells, are left out).
+// (rows whose config file is missing, the paper's N/A cells, are left out), or of lm from lm.csv.
 std::vector<Cell> table_cells(const std::string& table, const std::string& configs_dir);
 // Keyed by "task/model/pe".
 std::map<std::string, PaperValue> paper_values(const std::string& table,
@@ -85,7 +88,7 @@ void prepare_missing_data(const std::vector<Cell>& cells, const std::string& dat
 
 // What `relpos reproduce` was asked (tools/relpos/reproduce_command.cpp parses it).
 struct ReproduceOptions {
-  std::string table;  // table1 | table2 | table3 | figure3 | all
+  std::string table;  // table1 | table2 | table3 | lm | figure3 | all
   std::string scale = "tiny", device = "cpu", data_dir = "data", out, only, configs = "configs";
   std::string runs;          // where the cells' run directories are: --out, or table1's for table3
   bool report_only = false;  // --runs given: report what is there, train nothing
@@ -107,6 +110,12 @@ struct TableReport {
 // values beside the paper's; table2 adds the paired with - without FastRPB differences, table3
 // the time and memory ratios to linear SIKF beside the paper's.
 TableReport reproduce_table(const ReproduceOptions& o, const Scale& scale);
+
+// The language-model table (o.table == "lm"): the grid of runs as reproduce_table's, then each
+// run's best checkpoint evaluated on the test split at 1x, 2x and 4x its training memory (kept in
+// the run's memory_eval.json), then table.md, table.csv and figure.png (tools/plots.py lm-memory)
+// in o.out.
+TableReport reproduce_lm(const ReproduceOptions& o, const Scale& scale);
 
 // `s` as one single-quoted shell word.
 std::string quoted(const std::string& s);

@@ -1,5 +1,6 @@
-// `relpos reproduce table1|table2|table3|figure3|all [--scale NAME] ...`: the FastRPB paper's
-// tables and figures at a scale of configs/paper/scales.yaml (reproduce.h). `all` runs every
+// `relpos reproduce table1|table2|table3|lm|figure3|all [--scale NAME] ...`: the FastRPB paper's
+// tables and figures, and the language-model table, at a scale of configs/paper/scales.yaml
+// (reproduce.h). `all` runs every
 // table and figure into one folder and writes report.md: our tables beside the paper's, with the
 // machine, the date, the wall time and the command.
 #include <chrono>
@@ -26,14 +27,16 @@ namespace fs = std::filesystem;
 constexpr const char* kFooter =
     "table1: LRA accuracy, table2: MNIST macro-F1 over seeds, with the paired with - without\n"
     "FastRPB differences, table3: LRA training time and peak memory, with the ratios to linear\n"
-    "SIKF; each writes table.md and table.csv to --out (default\n"
-    "runs/reproduce/<table>-<scale>): our value beside the paper's. `all` runs table2, table1,\n"
-    "table3, figure3, figure1 and figure2 into --out (default runs/reproduce/all-<scale>) and\n"
-    "writes report.md there. Finished runs are skipped, so a rerun resumes the grid; --resume\n"
-    "also continues a run that was interrupted from its last checkpoint. --runs DIR reports the\n"
-    "cells' run directories found in DIR and trains nothing (without it: --out, whose missing\n"
-    "cells are trained; for table3, the table1 grid of the same scale). figure3 runs `relpos\n"
-    "bench attention` and draws OUT/figure3.png with tools/plots.py.\n"
+    "SIKF; lm: character-level language models (configs/paper/lm.csv), test bpc over seeds,\n"
+    "time, memory, and bpc with 1x, 2x and 4x the training memory (figure.png). Each writes\n"
+    "table.md and table.csv to --out (default runs/reproduce/<table>-<scale>): our value beside\n"
+    "the paper's. `all` runs table2, table1, table3, figure3, figure1 and figure2 into --out\n"
+    "(default runs/reproduce/all-<scale>) and writes report.md there. Finished runs are\n"
+    "skipped, so a rerun resumes the grid; --resume also continues a run that was interrupted\n"
+    "from its last checkpoint. --runs DIR reports the cells' run directories found in DIR and\n"
+    "trains nothing (without it: --out, whose missing cells are trained; for table3, the table1\n"
+    "grid of the same scale). figure3 runs `relpos bench attention` and draws OUT/figure3.png\n"
+    "with tools/plots.py.\n"
     "Scales (configs/paper/scales.yaml, under --configs):\n";
 
 // The footer with the scales of configs/paper/scales.yaml, when they can be read.
@@ -60,8 +63,8 @@ ReproduceOptions checked(const ReproduceArgs& a) {
   if (!a.seeds.empty()) o.seeds = parse_positive<int64_t>("reproduce", "--seeds", a.seeds);
   o.report_only = !o.runs.empty();
   RELPOS_CHECK(o.table == "table1" || o.table == "table2" || o.table == "table3" ||
-                   o.table == "figure3" || o.table == "all",
-               "reproduce", "unknown table '{}'; known: table1, table2, table3, figure3, all",
+                   o.table == "lm" || o.table == "figure3" || o.table == "all",
+               "reproduce", "unknown table '{}'; known: table1, table2, table3, lm, figure3, all",
                o.table);
   RELPOS_CHECK(o.device == "cpu" || o.device == "cuda", "reproduce",
                "--device must be cpu or cuda, got '{}'", o.device);
@@ -200,7 +203,10 @@ int reproduce(const ReproduceArgs& a, const std::vector<std::string>& args) {
   const Scale& scale = find_scale(scales, o.scale);
   if (o.table == "figure3") return reproduce_figure3(scale, o.device, o.out, o.only);
   if (o.table == "all") return reproduce_all(o, scale, args);
-  reproduce_table(o, scale);
+  if (o.table == "lm")
+    reproduce_lm(o, scale);
+  else
+    reproduce_table(o, scale);
   return 0;
 }
 
@@ -210,10 +216,12 @@ void add_reproduce_command(CLI::App& app, int& status, const std::vector<std::st
   auto a = std::make_shared<ReproduceArgs>();
   ReproduceOptions& o = a->o;
   CLI::App* sub = app.add_subcommand(
-      "reproduce", "Runs the configs behind a table or figure of the FastRPB paper.");
+      "reproduce",
+      "Runs the configs behind a table or figure of the FastRPB paper, or the language-model "
+      "table.");
   sub->footer(footer);
   sub->add_option("TABLE", o.table, "which table or figure")
-      ->type_name("table1|table2|table3|figure3|all")
+      ->type_name("table1|table2|table3|lm|figure3|all")
       ->required();
   sub->add_option("--scale", o.scale, "a scale of scales.yaml (default tiny)")->type_name("NAME");
   sub->add_option("--seeds", a->seeds, "seeds per cell (default: the scale's)")->type_name("N");

@@ -40,14 +40,31 @@ std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path) {
 }
 
 std::string table_file(const std::string& table) {
-  RELPOS_CHECK(table == "table1" || table == "table2" || table == "table3", "reproduce",
-               "unknown table '{}'; known: table1, table2, table3, figure3", table);
+  RELPOS_CHECK(table == "table1" || table == "table2" || table == "table3" || table == "lm",
+               "reproduce", "unknown table '{}'; known: table1, table2, table3, lm, figure3",
+               table);
   return table + ".csv";
 }
 
 std::string field(const std::map<std::string, std::string>& row, const char* key) {
   auto it = row.find(key);
   return it == row.end() ? std::string() : it->second;
+}
+
+// A row of lm.csv: model, pe, the config file under configs_dir and the cell's own overrides
+// (separated by spaces).
+Cell lm_cell(const std::map<std::string, std::string>& row, const std::string& configs_dir) {
+  Cell c;
+  c.task = "lm";
+  c.model = field(row, "model");
+  c.pe = field(row, "pe");
+  c.name = "lm/" + c.model;
+  c.config = (fs::path(configs_dir) / field(row, "config")).string();
+  std::stringstream overrides(field(row, "set"));
+  for (std::string o; overrides >> o;) c.overrides.push_back(o);
+  RELPOS_CHECK(fs::exists(c.config), "reproduce", "lm.csv names '{}', which does not exist",
+               c.config);
+  return c;
 }
 
 }  // namespace
@@ -57,6 +74,10 @@ std::vector<Cell> table_cells(const std::string& table, const std::string& confi
   const std::string source = table == "table3" ? "table1" : table;
   std::vector<Cell> cells;
   for (const auto& row : read_csv(fs::path(configs_dir) / "paper" / table_file(source))) {
+    if (source == "lm") {
+      cells.push_back(lm_cell(row, configs_dir));
+      continue;
+    }
     Cell c;
     c.task = source == "table2" ? "mnist" : field(row, "task");
     c.model = field(row, "model");

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "datasets/prepare.h"
 #include "tools/relpos/reproduce.h"
+#include "tools/relpos/reproduce_runs.h"
 
 namespace relpos::cli {
 namespace {
@@ -97,7 +98,7 @@ struct Reader {
     if (!node["about"]) fail(node, "scale " + name + " needs about: what it is for");
     s.about = scalar(node["about"], "scale " + name + ".about");
     if (const YAML::Node seeds = node["seeds"]) {
-      only_keys(seeds, {"table1", "table2"}, "scale " + name + ".seeds");
+      only_keys(seeds, {"table1", "table2", "lm"}, "scale " + name + ".seeds");
       for (const auto& entry : seeds) {
         const int64_t n = entry.second.IsScalar() ? entry.second.as<int64_t>(0) : 0;
         if (n < 1) fail(entry.second, "seeds must be a positive integer");
@@ -180,7 +181,7 @@ fs::path data_folder(const std::string& data_dir, const Scale& scale, const std:
 void prepare_missing_data(const std::vector<Cell>& cells, const std::string& data_dir,
                           const Scale& scale) {
   std::set<std::string> datasets;
-  for (const Cell& cell : cells) datasets.insert(load_config(cell.config).data.dataset);
+  for (const Cell& cell : cells) datasets.insert(cell_run_config(cell, scale, 0).data.dataset);
   for (const std::string& dataset : datasets) {
     const auto it = scale.data.find(dataset);
     const fs::path folder = data_folder(data_dir, scale, dataset);

@@ -2,12 +2,11 @@
 // table.csv with our values beside the paper's. A cell whose data is missing says so (and how to
 // get it) in the table instead of failing the grid.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <set>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -15,39 +14,11 @@
 #include "core/json.h"
 #include "tools/relpos/reproduce.h"
 #include "tools/relpos/reproduce_runs.h"
-#include "train/config.h"
-#include "train/trainer.h"
 
 namespace relpos::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Stats {
-  size_t n = 0;
-  double mean = 0, sd = 0;  // sd: sample standard deviation (0 for one value)
-};
-
-Stats stats(const std::vector<double>& xs) {
-  Stats s;
-  s.n = xs.size();
-  if (xs.empty()) return s;
-  for (double x : xs) s.mean += x / static_cast<double>(xs.size());
-  if (xs.size() > 1) {
-    for (double x : xs) s.sd += (x - s.mean) * (x - s.mean);
-    s.sd = std::sqrt(s.sd / static_cast<double>(xs.size() - 1));
-  }
-  return s;
-}
-
-std::string mean_std(const std::vector<double>& xs, double scale, int digits) {
-  if (xs.empty()) return "";
-  std::vector<double> scaled;
-  for (double x : xs) scaled.push_back(x * scale);
-  const Stats s = stats(scaled);
-  if (s.n == 1) return fmt::format("{:.{}f}", s.mean, digits);
-  return fmt::format("{:.{}f} ± {:.{}f}", s.mean, digits, s.sd, digits);
-}
 
 std::string paper_text(const PaperValue& p, bool table3) {
   if (table3) {
@@ -57,11 +28,6 @@ std::string paper_text(const PaperValue& p, bool table3) {
   if (!p.note.empty() && p.value.empty()) return p.note;
   return p.std.empty() ? p.value : p.value + " ± " + p.std;
 }
-
-struct Row {
-  const Cell* cell;
-  std::vector<RunOutcome> runs;  // by seed
-};
 
 std::string csv_safe(std::string text) {
   std::replace(text.begin(), text.end(), ',', ';');
@@ -156,15 +122,6 @@ struct CellValues {
     }
   }
 };
-
-// "mean,sd" of xs scaled, or "," when there are none.
-std::string csv_mean_sd(const std::vector<double>& xs, double scale) {
-  if (xs.empty()) return ",";
-  std::vector<double> scaled;
-  for (double x : xs) scaled.push_back(x * scale);
-  const Stats s = stats(scaled);
-  return fmt::format("{},{}", s.mean, s.sd);
-}
 
 // table.md and table.csv, one row per cell: ours beside the paper's.
 struct TableText {
@@ -261,89 +218,6 @@ struct TableText {
     md << "\n## Cells without a result\n\n";
     for (const auto& [reason, names] : problems)
       md << "- " << names.size() << " cell(s), e.g. `" << names.front() << "`: " << reason << "\n";
-  }
-};
-
-// The grid of a table: its cells and seeds, run (or read) in order with a progress line each.
-struct Grid {
-  const ReproduceOptions& o;
-  const Scale& scale;
-  std::vector<Cell> cells;
-  int64_t seeds = 1;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-
-  Grid(const ReproduceOptions& options, const Scale& s) : o(options), scale(s) {
-    cells = table_cells(o.table, o.configs);
-    if (!o.only.empty())
-      std::erase_if(cells, [&](const Cell& c) { return c.name.find(o.only) == std::string::npos; });
-    RELPOS_CHECK(!cells.empty(), "reproduce", "no cell of {} matches '{}'", o.table, o.only);
-    // --seeds, else the scale's for this table's runs (Table 3's are Table 1's), else 1.
-    const auto scale_seeds = scale.seeds.find(o.table == "table3" ? "table1" : o.table);
-    seeds = o.seeds > 0 ? o.seeds : (scale_seeds == scale.seeds.end() ? 1 : scale_seeds->second);
-  }
-  int64_t total() const { return static_cast<int64_t>(cells.size()) * seeds; }
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  }
-  fs::path run_dir(const Cell& cell, int64_t seed) const {
-    return fs::path(o.runs) / cell.name / fmt::format("seed{}", seed);
-  }
-
-  // Every cell x seed: finished runs read, the others trained unless their data is missing.
-  std::vector<Row> run(TableReport& report) const {
-    // The runs still to train: unfinished, and their data is there (the others end at once).
-    int64_t to_train = 0;
-    std::map<const Cell*, bool> has_data;
-    for (const Cell& cell : cells) {
-      has_data[&cell] =
-          fs::exists(data_folder(o.data_dir, scale, load_config(cell.config).data.dataset));
-      for (int64_t seed = 0; seed < seeds; ++seed)
-        to_train += has_data[&cell] && !fs::exists(run_dir(cell, seed) / "summary.json");
-    }
-    std::vector<Row> rows;
-    int64_t k = 0;
-    for (const Cell& cell : cells) {
-      Row row{&cell, {}};
-      for (int64_t seed = 0; seed < seeds; ++seed, ++k) {
-        const bool finished = fs::exists(run_dir(cell, seed) / "summary.json");
-        progress(k, cell, seed, finished, report, to_train);
-        if (!finished && has_data[&cell]) --to_train;
-        row.runs.push_back(run_one(cell, seed, finished, report));
-      }
-      rows.push_back(std::move(row));
-    }
-    return rows;
-  }
-
-  // "[reproduce] table2 cell 3/10: mnist/... seed 0 (done, skipped), ETA 4 min": the ETA is the
-  // mean time of the runs trained so far, for each run still to train.
-  void progress(int64_t k, const Cell& cell, int64_t seed, bool finished, const TableReport& report,
-                int64_t to_train) const {
-    const std::string eta =
-        report.runs_trained > 0
-            ? fmt::format(", ETA {:.0f} min", elapsed() / static_cast<double>(report.runs_trained) *
-                                                  static_cast<double>(to_train) / 60.0)
-            : "";
-    std::fprintf(stderr, "[reproduce] %s cell %lld/%lld: %s seed %lld%s%s\n", o.table.c_str(),
-                 static_cast<long long>(k + 1), static_cast<long long>(total()), cell.name.c_str(),
-                 static_cast<long long>(seed), finished ? " (done, skipped)" : "", eta.c_str());
-  }
-
-  RunOutcome run_one(const Cell& cell, int64_t seed, bool finished, TableReport& report) const {
-    RunOutcome r = run_cell(cell, seed, o, scale, run_dir(cell, seed));
-    if (!finished && r.done) {
-      ++report.runs_trained;
-      std::fprintf(stderr, "[reproduce]   test accuracy %.2f%%, macro-F1 %.2f%%, %.0f s\n",
-                   100 * r.accuracy_best, 100 * r.f1_best, r.train_s);
-    }
-    if (r.done) {
-      ++report.runs_done;
-      report.train_s += r.train_s;
-    } else {
-      ++report.runs_missing;
-    }
-    if (!r.problem.empty()) std::fprintf(stderr, "[reproduce]   %s\n", r.problem.c_str());
-    return r;
   }
 };
 

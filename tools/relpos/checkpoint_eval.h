@@ -1,0 +1,28 @@
+// A checkpoint's model rebuilt for evaluation (`relpos eval`, `relpos reproduce lm`): the
+// configuration it stores, with overrides, the task with the split's data, its parameters loaded.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/task.h"
+
+namespace relpos::cli {
+
+struct CheckpointEval {
+  CheckpointData data;
+  RunConfig config;
+  std::unique_ptr<Task> task;
+};
+
+// Reads `checkpoint`, parses its configuration with `overrides` applied, builds the task with
+// the data of `split` (train | val | test) on the configured device (job_device: under mpirun,
+// the rank's), and loads the checkpoint's parameters into the model. `who` names the command in
+// errors.
+CheckpointEval load_for_eval(const char* who, const std::string& checkpoint,
+                             const std::string& split, const std::vector<std::string>& overrides);
+
+}  // namespace relpos::cli
