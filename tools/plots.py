@@ -441,7 +441,7 @@ def lm_memory(args, plt):
         drawn += 1
         if row["mem_len"] == "0":  # no memory: the same context at every multiple
             ax.axhline(points[0][1], ls="--", lw=1.0, color=f"C{drawn % 10}",
-                       label=f"{row['model']} (no memory)")
+                       label=f"{row['model']} (no memory to lengthen)")
             continue
         x, y, err = zip(*points)
         ax.errorbar(x, y, yerr=err, marker="o", ms=4, lw=1.4, capsize=3, color=f"C{drawn % 10}",

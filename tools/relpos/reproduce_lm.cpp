@@ -36,7 +36,8 @@ int64_t training_mem_len(const RunConfig& config) {
   return config.model.own.get<int64_t>("mem_len", 0);
 }
 
-// Reads <run>/memory_eval.json, which an earlier invocation left, or evaluates and writes it.
+// Reads <run>/memory_eval.json, which an earlier invocation left, or evaluates and writes it
+// (once the 1x evaluation succeeded: a multiple the model refuses is kept as its problem).
 MemoryEval memory_eval(const fs::path& run, bool report_only) {
   MemoryEval m;
   const fs::path cache = run / "memory_eval.json", best = run / "checkpoints" / "best.h5";
@@ -68,6 +69,7 @@ MemoryEval memory_eval(const fs::path& run, bool report_only) {
     }
     if (m.mem_len == 0) break;  // nothing to lengthen
   }
+  if (m.bpc.empty()) return m;  // nothing evaluated (data missing?): tried again next time
   Json j = {{"mem_len", m.mem_len}, {"bpc", bpc}};
   if (!m.problem.empty()) j["problem"] = m.problem;
   write_file_atomic("reproduce", cache.string(), j.dump(2) + "\n");
@@ -136,7 +138,7 @@ TableReport reproduce_lm(const ReproduceOptions& o, const Scale& scale) {
   csv << "model,pe,seeds_done,mem_len,bpc_best_mean,bpc_best_std,bpc_last_mean,bpc_last_std,"
          "train_s_mean,train_s_std,peak_mb_mean,peak_mb_std,bpc_1x_mean,bpc_1x_std,bpc_2x_mean,"
          "bpc_2x_std,bpc_4x_mean,bpc_4x_std,problem\n";
-  std::vector<std::pair<std::string, std::string>> problems;  // cell, reason
+  std::map<std::pair<std::string, std::string>, int64_t> problems;  // (cell, reason) -> runs
   for (const Row& row : rows) {
     const LmRow r = lm_row(row, grid);
     const Cell& c = *r.cell;
@@ -155,7 +157,7 @@ TableReport reproduce_lm(const ReproduceOptions& o, const Scale& scale) {
     std::string reason = r.problems.empty() ? "" : r.problems.front();
     std::replace(reason.begin(), reason.end(), ',', ';');
     csv << "," << reason << "\n";
-    for (const std::string& p : r.problems) problems.emplace_back(c.name, p);
+    for (const std::string& p : r.problems) ++problems[{c.name, p}];
   }
   report.cells = static_cast<int64_t>(rows.size());
   report.wall_s = grid.elapsed();
@@ -165,7 +167,9 @@ TableReport reproduce_lm(const ReproduceOptions& o, const Scale& scale) {
       report.runs_done, grid.total(), report.train_s / 60, report.wall_s / 60);
   if (!problems.empty()) {
     md << "\n## Runs or evaluations without a result\n\n";
-    for (const auto& [cell, reason] : problems) md << "- `" << cell << "`: " << reason << "\n";
+    for (const auto& [what, runs] : problems)
+      md << "- `" << what.first << "` (" << runs << " run" << (runs > 1 ? "s" : "")
+         << "): " << what.second << "\n";
   }
   write_file_atomic("reproduce", (out / "table.md").string(), md.str());
   write_file_atomic("reproduce", (out / "table.csv").string(), csv.str());
