@@ -5,7 +5,6 @@
 // seen in training (Dai et al. 2019, §3.3), against absolute positions and linear attention.
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -53,13 +52,15 @@ MemoryEval memory_eval(const fs::path& run, bool report_only) {
     m.problem = "not evaluated: no " + best.string();
     return m;
   }
+  // The memory it trained with, from the run's resolved config (its eval.mem_len may differ:
+  // Transformer-XL's evaluates enwik8 with 2,100 after training with 512).
+  m.mem_len = training_mem_len(load_config((run / "config.yaml").string()));
   Json bpc = Json::object();
   for (int64_t multiple : kMultiples) {
     try {
-      std::vector<std::string> overrides;
-      if (multiple > 1) overrides.push_back(fmt::format("eval.mem_len={}", multiple * m.mem_len));
-      const CheckpointEval e = load_for_eval("reproduce", best.string(), "test", overrides);
-      m.mem_len = training_mem_len(e.config);
+      const CheckpointEval e =
+          load_for_eval("reproduce", best.string(), "test",
+                        {fmt::format("eval.mem_len={}", multiple * m.mem_len)});
       const double value = e.task->evaluate("test", 0).get("bpc");
       m.bpc[multiple] = value;
       bpc[std::to_string(multiple)] = value;
@@ -109,13 +110,6 @@ LmRow lm_row(const Row& row, const Grid& grid) {
 // A column of the markdown table: mean ± sd over seeds, "—" where there is none.
 std::string cell_text(const std::vector<double>& xs, int digits) {
   return xs.empty() ? "—" : mean_std(xs, 1.0, digits);
-}
-
-std::string date_today() {
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
-  return date;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <map>
 
 #include "core/error.h"
@@ -83,6 +84,13 @@ std::string csv_mean_sd(const std::vector<double>& xs, double scale) {
   for (double x : xs) scaled.push_back(x * scale);
   const Stats s = stats(scaled);
   return fmt::format("{},{}", s.mean, s.sd);
+}
+
+std::string date_today() {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  return date;
 }
 
 RunConfig cell_run_config(const Cell& cell, const Scale& scale, int64_t seed,

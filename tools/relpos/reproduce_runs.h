@@ -50,6 +50,9 @@ std::string mean_std(const std::vector<double>& xs, double scale, int digits);
 // "mean,sd" of xs times scale, or "," when there are none.
 std::string csv_mean_sd(const std::vector<double>& xs, double scale);
 
+// Today's date (UTC) as YYYY-MM-DD, for the tables' titles.
+std::string date_today();
+
 // One cell's runs, by seed.
 struct Row {
   const Cell* cell;

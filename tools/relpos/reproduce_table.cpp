@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -137,11 +136,8 @@ struct TableText {
       : o(options), paper(values), baselines(base) {}
 
   void header(const Scale& scale, int64_t seeds) {
-    std::time_t now = std::time(nullptr);
-    char date[32];
-    std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
     md << fmt::format("# {} reproduced: scale {}, device {}, {} seed(s), {}\n\n", o.table,
-                      scale.name, o.device, seeds, date);
+                      scale.name, o.device, seeds, date_today());
     if (table3) {
       md << "| task | model | pe | ours: train s, peak GB | ours: time, memory ÷ SIKF | paper "
             "| paper: time, memory ÷ SIKF |\n|---|---|---|---|---|---|---|\n";
