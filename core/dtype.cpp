@@ -3,7 +3,9 @@
 namespace relpos {
 
 size_t dtype_size(DType t) {
-  return dispatch_dtype(t, [](auto tag) { return sizeof(typename decltype(tag)::type); });
+  RELPOS_CHECK(static_cast<int>(t) <= static_cast<int>(DType::bf16), "dtype",
+               "invalid dtype value {}", static_cast<int>(t));
+  return visit_dtype_or_bf16(t, [](auto tag) { return sizeof(typename decltype(tag)::type); });
 }
 
 const char* dtype_name(DType t) {
@@ -18,6 +20,8 @@ const char* dtype_name(DType t) {
       return "i64";
     case DType::u8:
       return "u8";
+    case DType::bf16:
+      return "bf16";
   }
   return "invalid";
 }
@@ -28,7 +32,15 @@ DType dtype_from_name(const std::string& name) {
   if (name == "i32" || name == "int32") return DType::i32;
   if (name == "i64" || name == "int64") return DType::i64;
   if (name == "u8" || name == "uint8") return DType::u8;
-  fail("dtype", "unknown dtype '{}'; known: f32, f64, i32, i64, u8", name);
+  if (name == "bf16" || name == "bfloat16") return DType::bf16;
+  fail("dtype", "unknown dtype '{}'; known: f32, f64, i32, i64, u8, bf16", name);
+}
+
+void no_bf16_kernel(const char* op) {
+  fail("dtype",
+       "no bf16 kernel for {}: bf16 tensors take casts, fill, elementwise arithmetic and matrix "
+       "products; cast to f32 first",
+       op);
 }
 
 }  // namespace relpos

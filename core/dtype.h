@@ -15,15 +15,20 @@ namespace relpos {
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 DType dtype_from_name(const std::string& name);  // "f32", "float32", ... -> DType
+// f32 and f64: the dtypes every floating op takes (bf16 is a storage dtype, see core/bf16.h).
 inline bool is_floating(DType t) {
   return t == DType::f32 || t == DType::f64;
+}
+// The dtypes of elementwise arithmetic and matrix products: f32, f64 and bf16.
+inline bool is_floating_or_bf16(DType t) {
+  return is_floating(t) || t == DType::bf16;
 }
 
 // Calls f(TypeTag<T>{}) with T the C++ type of `t`:
 //   dispatch_dtype(x.dtype(), [&](auto tag) { using T = typename decltype(tag)::type; ... });
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
-  RELPOS_CHECK(static_cast<int>(t) <= static_cast<int>(DType::u8), "dtype",
+  RELPOS_CHECK(static_cast<int>(t) <= static_cast<int>(DType::bf16), "dtype",
                "invalid dtype value {}", static_cast<int>(t));
   return visit_dtype(t, std::forward<F>(f));
 }
@@ -36,6 +41,8 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
       return f(TypeTag<float>{});
     case DType::f64:
       return f(TypeTag<double>{});
+    case DType::bf16:
+      no_bf16_kernel(op);
     default:
       fail(op, "expects a floating dtype (f32 or f64), got {}", dtype_name(t));
   }

@@ -126,9 +126,14 @@ LayerNormGrads layer_norm_backward(const Tensor& gy, const Tensor& x, const Tens
 // a: [..., M, K] (or [..., K, M] when trans_a), b: [..., K, N] (or [..., N, K] when trans_b)
 // -> [..., M, N]; batch dims broadcast. 1-D operands are not accepted (use unsqueeze).
 // Transposed views are passed to BLAS without copies.
+// bf16 operands are multiplied with f32 accumulation (cuBLAS compute 32F; on the CPU converted to
+// f32, which is exact, for the f32 GEMM) and rounded to bf16 at the end, or returned unrounded
+// when out_dtype is f32. Otherwise out_dtype is the operands' dtype.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DType out_dtype);
 // Strictly batched: a [B, M, K], b [B, K, N] -> [B, M, N].
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DType out_dtype);
 
 // ---------------------------------------------------------------- attention (ops/attention.cpp)
 // Scaled dot-product attention computed by tiles with an online softmax (FlashAttention-2, Dao

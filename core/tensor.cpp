@@ -73,7 +73,7 @@ double Tensor::item() const {
   RELPOS_CHECK(numel() == 1, "item", "expects one element, tensor is {}", str());
   count_host_read();
   const Tensor t = device().is_cpu() ? *this : to(Device::cpu());
-  return dispatch_dtype(dtype_, [&](auto tag) {
+  return visit_dtype_or_bf16(dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return static_cast<double>(*t.data<T>());
   });

@@ -39,7 +39,8 @@ struct CheckpointData {
 
 // Writes `data` to "<path>.tmp.<pid>" in the same folder, fsyncs it and renames it over `path`,
 // so `path` holds either the old checkpoint or the new one, whole, whatever happens meanwhile.
-// Tensors on any device are copied to the CPU; dtypes f32, f64, i32, i64, u8 keep their type.
+// Tensors on any device are copied to the CPU; dtypes f32, f64, i32, i64, u8 keep their type
+// (bf16 is refused).
 // Names must be non-empty HDF5 link names: no '/', not ".", each used once within its group.
 // Failures remove the temporary file and throw "[checkpoint] cannot write '<path>': <reason>".
 void write_checkpoint(const std::string& path, const CheckpointData& data);

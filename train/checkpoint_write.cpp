@@ -98,6 +98,8 @@ class Writer {
   void tensor(hid_t group, const std::string& name, const std::string& where,
               const Tensor& t) const {
     if (!t.defined()) error("'" + where + "' is an undefined tensor");
+    if (t.dtype() == DType::bf16)
+      error("'" + where + "' is bf16, which checkpoints do not hold (they keep f32 masters)");
     const Tensor cpu = t.to(Device::cpu()).contiguous();
     dataset(group, name, where, cpu.shape(), file_type(cpu.dtype()), memory_type(cpu.dtype()),
             cpu.raw_data());

@@ -5,6 +5,7 @@
 // counts.
 #include <fmt/format.h>
 
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/profiler.h"
@@ -107,6 +108,7 @@ class ClassificationTask final : public Task {
     for (int64_t b = 0; b < batch; ++b) train.next(skipped);
   }
   TrainLoss next_loss() override {
+    const AutocastGuard precision(products_dtype(config_));
     model_->train();
     Batch batch;
     RELPOS_CHECK(loader("train").next(batch), "train", "the training loader ran dry");
@@ -141,6 +143,7 @@ class ClassificationTask final : public Task {
               std::vector<Tensor>* labels_out) {
     model_->eval();
     NoGradGuard no_grad;
+    const AutocastGuard precision(products_dtype(config_));
     MetricAccumulator metrics(model_->num_classes());
     DataLoader& data = loader(split);
     data.begin_epoch(0);

@@ -92,6 +92,7 @@ void read_train(Section& s, TrainConfig& t) {
   s.read("log_every", t.log_every);
   s.read("clip_grad_norm", t.clip_grad_norm);
   s.read("accumulate", t.accumulate);
+  s.read("precision", t.precision);
   s.read("patience", t.patience);
   s.read("metric", t.metric);
   s.read("out", t.out);
@@ -109,6 +110,8 @@ void read_train(Section& s, TrainConfig& t) {
                kWho,
                "train.eval_every, patience, clip_grad_norm must be >= 0, log_every and "
                "accumulate >= 1");
+  RELPOS_CHECK(t.precision == "f32" || t.precision == "bf16", kWho,
+               "train.precision must be f32 or bf16, got '{}'", t.precision);
   RELPOS_CHECK(t.save_every >= 0 && t.keep_last >= 0, kWho,
                "train.save_every and train.keep_last must be >= 0 (0: off), got {} and {}",
                t.save_every, t.keep_last);

@@ -44,6 +44,10 @@ struct TrainConfig {
   int64_t log_every = 50;     // updates between log lines / metrics.jsonl records
   double clip_grad_norm = 0;  // global L2 norm limit; 0: no clipping
   int64_t accumulate = 1;     // batches whose gradients are summed into one update
+  // f32, or bf16: matrix products round their operands to bf16 and sum in f32 (autograd/
+  // autocast.h); parameters, gradients, optimizer state and checkpoints stay f32. Also how
+  // validation, `relpos eval` and `relpos generate` run the model.
+  std::string precision = "f32";
   // Early stopping: stop after this many validations without improving `metric` (0: never).
   int64_t patience = 0;
   // The best checkpoint and patience follow it: accuracy | macro_f1 | loss (classification),
@@ -100,6 +104,11 @@ struct RunConfig {
   std::string yaml;
   ConfigDefaults defaults;
 };
+
+// The dtype train.precision gives the model's matrix products (an AutocastGuard's argument).
+inline DType products_dtype(const RunConfig& c) {
+  return c.train.precision == "bf16" ? DType::bf16 : DType::f32;
+}
 
 // Reads `path` with its bases and the `--set` overrides ("a.b=value").
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});

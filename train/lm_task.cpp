@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/profiler.h"
@@ -119,6 +120,7 @@ class LanguageModelTask final : public Task {
     if (batch == 0) memory_.clear();  // the stream starts again
   }
   TrainLoss next_loss() override {
+    const AutocastGuard precision(products_dtype(config_));
     model_->set_context(train_context_);
     model_->train();
     const LmBatches& train = batches("train");
@@ -250,6 +252,7 @@ class LanguageModelTask final : public Task {
     model_->set_context(eval_context_);
     model_->eval();
     NoGradGuard no_grad;
+    const AutocastGuard precision(products_dtype(config_));
     LmState memory;
     const int64_t segments =
         max_batches > 0 ? std::min(max_batches, data.num_segments()) : data.num_segments();

@@ -1,5 +1,6 @@
 // The transformer MLP's fused second half (autograd/functions.h activation_dropout_linear):
 // act, dropout and fc2 in one node that keeps fc1's output instead of the activation.
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/sum_to.h"
 
@@ -31,8 +32,13 @@ Var activation_dropout_linear(const Var& h, Activation act, double p, Generator&
   const double drop = training ? p : 0.0;
   const Generator drawn_at = gen;
   Tensor mask;
-  Tensor y = matmul(dropped_activation(h.value(), act, drop, gen, mask), weight.value(), false,
-                    true);  // [N, out]
+  // Under bf16 autocast fc2's operands are rounded to bf16 (autograd/autocast.h); the weight is
+  // kept so for the backward, the activation is recomputed and rounded again there.
+  const bool both_f32 = h.value().dtype() == DType::f32 && weight.value().dtype() == DType::f32;
+  const Tensor w_saved = both_f32 ? autocast_operand(weight.value()) : weight.value();
+  const bool rounded = w_saved.dtype() != weight.value().dtype();
+  Tensor y = product(dropped_activation(h.value(), act, drop, gen, mask), w_saved, false,
+                     true);  // [N, out]
   std::vector<Var> inputs{h, weight};
   const bool has_bias = bias.defined();
   if (has_bias) {
@@ -40,23 +46,25 @@ Var activation_dropout_linear(const Var& h, Activation act, double p, Generator&
     inputs.push_back(bias);
   }
   const bool gh = h.requires_grad(), gw = weight.requires_grad();
-  return make_result(
-      "activation_dropout_linear", y, std::move(inputs),
-      [h = h.value(), w = weight.value(), act, drop, drawn_at, gh, gw, has_bias](const Tensor& g) {
-        Generator replay = drawn_at;
-        Tensor mask;
-        Tensor a = dropped_activation(h, act, drop, replay, mask);
-        std::vector<Tensor> grads(2);
-        if (gw) grads[1] = matmul(g, a, true, false);  // [out, hidden]
-        a = Tensor();                                  // released before the [N, hidden] grads
-        if (gh) {
-          Tensor da = matmul(g, w, false, false);  // [N, hidden]
-          if (drop > 0) apply_dropout_mask_(da, mask, drop);
-          grads[0] = act == Activation::gelu ? gelu_backward(h, da) : relu_backward(h, da);
-        }
-        if (has_bias) grads.push_back(sum_to(g, Shape{w.size(0)}));  // [out]
-        return grads;
-      });
+  return make_result("activation_dropout_linear", y, std::move(inputs),
+                     [h = h.value(), w = w_saved, rounded, act, drop, drawn_at, gh, gw,
+                      has_bias](const Tensor& g) {
+                       Generator replay = drawn_at;
+                       Tensor mask;
+                       Tensor a = dropped_activation(h, act, drop, replay, mask);
+                       if (rounded) a = cast(a, DType::bf16);
+                       std::vector<Tensor> grads(2);
+                       if (gw) grads[1] = product(g, a, true, false);  // [out, hidden]
+                       a = Tensor();  // released before the [N, hidden] grads
+                       if (gh) {
+                         Tensor da = product(g, w, false, false);  // [N, hidden]
+                         if (drop > 0) apply_dropout_mask_(da, mask, drop);
+                         grads[0] =
+                             act == Activation::gelu ? gelu_backward(h, da) : relu_backward(h, da);
+                       }
+                       if (has_bias) grads.push_back(sum_to(g, Shape{w.size(0)}));  // [out]
+                       return grads;
+                     });
 }
 
 }  // namespace relpos

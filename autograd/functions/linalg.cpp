@@ -4,25 +4,28 @@
 //   C = A B^T   : dA = dC B,       dB = dC^T A
 //   C = A^T B^T : dA = B^T dC^T,   dB = dC^T A^T
 // each computed by matmul with transpose flags (no copies); broadcast batch dims are reduced.
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/sum_to.h"
 
 namespace relpos {
 
 namespace {
+// Under bf16 autocast (autograd/autocast.h) x and y are saved rounded to bf16 and every product
+// here, forward and backward, is their f32-accumulated product in f32.
 Var matmul_impl(const char* name, const Var& a, const Var& b, bool ta, bool tb, bool batched) {
-  const Tensor& x = a.value();
-  const Tensor& y = b.value();
-  Tensor out = batched ? bmm(x, y, ta, tb) : matmul(x, y, ta, tb);
+  const bool both_f32 = a.value().dtype() == DType::f32 && b.value().dtype() == DType::f32;
+  const Tensor x = both_f32 ? autocast_operand(a.value()) : a.value();
+  const Tensor y = both_f32 ? autocast_operand(b.value()) : b.value();
+  Tensor out = product(x, y, ta, tb, batched);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
-  return make_result(name, out, {a, b}, [x, y, ta, tb, ga, gb](const Tensor& g) {
+  return make_result(name, out, {a, b}, [x, y, ta, tb, ga, gb, batched](const Tensor& g) {
+    const auto mm = [batched](const Tensor& p, const Tensor& q, bool tp, bool tq) {
+      return product(p, q, tp, tq, batched);
+    };
     Tensor da, db;
-    if (ga)
-      da = !ta ? matmul(g, y, false, !tb)
-               : (tb ? matmul(y, g, true, true) : matmul(y, g, false, true));
-    if (gb)
-      db = !tb ? matmul(x, g, !ta, false)
-               : (ta ? matmul(g, x, true, true) : matmul(g, x, true, false));
+    if (ga) da = !ta ? mm(g, y, false, !tb) : (tb ? mm(y, g, true, true) : mm(y, g, false, true));
+    if (gb) db = !tb ? mm(x, g, !ta, false) : (ta ? mm(g, x, true, true) : mm(g, x, true, false));
     return std::vector<Tensor>{ga ? sum_to(da, x.shape()) : Tensor(),
                                gb ? sum_to(db, y.shape()) : Tensor()};
   });

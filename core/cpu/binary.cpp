@@ -36,7 +36,7 @@ RELPOS_SIMD_CLONES void binary_dense(const T* a, const T* b, T* out, int64_t n, 
 }  // namespace
 
 void binary(BinaryOp op, double scalar, const Tensor& a, const Tensor& b, const Tensor& out) {
-  // a, b: [...] expanded to out's shape; out: [...] contiguous; one dtype.
+  // a, b: [...] expanded to out's shape; out: [...] contiguous; one dtype (bf16: in f32, rounded).
   visit_binary(op, [&](auto op_tag) {
     using OpTag = decltype(op_tag);  // a type, which the inner lambdas see without capture
     constexpr BinaryOp Op = OpTag::value;
@@ -56,7 +56,12 @@ void binary(BinaryOp op, double scalar, const Tensor& a, const Tensor& b, const 
         binary_dense<OpTag::value, T>(pa + k * kBlock, pb + k * kBlock, po + k * kBlock,
                                       std::min(kBlock, n - k * kBlock), s);
     };
-    if constexpr (binary_accepts_integers(Op))
+    if (a.dtype() == DType::bf16) {  // read and written as bf16, computed in f32
+      const auto s = static_cast<float>(scalar);
+      map_elementwise<bf16, bf16, bf16>(out, {&a, &b}, [s](bf16 x, bf16 y) {
+        return bf16(cpu_binary<OpTag::value, float>(x, y, s));
+      });
+    } else if constexpr (binary_accepts_integers(Op))
       dispatch_dtype(a.dtype(), run);
     else
       dispatch_floating(a.dtype(), "binary", run);

@@ -1,13 +1,13 @@
-// CPU copy (with dtype conversion), fill and arange.
+// CPU copy (with dtype conversion, bf16 included), fill and arange.
 #include "core/backend.h"
 #include "core/cpu/strided_loop.h"
 
 namespace relpos::cpu {
 
 void copy(const Tensor& src, const Tensor& dst) {
-  dispatch_dtype(dst.dtype(), [&](auto out_tag) {
+  visit_dtype_or_bf16(dst.dtype(), [&](auto out_tag) {
     using TO = typename decltype(out_tag)::type;
-    dispatch_dtype(src.dtype(), [&](auto in_tag) {
+    visit_dtype_or_bf16(src.dtype(), [&](auto in_tag) {
       using TI = typename decltype(in_tag)::type;
       map_elementwise<TO, TI>(dst, {&src}, [](TI x) { return static_cast<TO>(x); });
     });
@@ -15,7 +15,7 @@ void copy(const Tensor& src, const Tensor& dst) {
 }
 
 void fill(const Tensor& dst, double value) {
-  dispatch_dtype(dst.dtype(), [&](auto tag) {
+  visit_dtype_or_bf16(dst.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = static_cast<T>(value);
     map_elementwise<T>(dst, {}, [v]() { return v; });

@@ -37,7 +37,7 @@ RELPOS_SIMD_CLONES void unary_dense(const T* x, T* out, int64_t n, T s) {
 }  // namespace
 
 void unary(UnaryOp op, double scalar, const Tensor& x, const Tensor& out) {
-  // x: [...] any strides, out: [...] contiguous, same dtype.
+  // x: [...] any strides, out: [...] contiguous, same dtype (bf16: each value in f32, rounded).
   visit_unary(op, [&](auto op_tag) {
     using OpTag = decltype(op_tag);  // a type, which the inner lambdas see without capture
     constexpr UnaryOp Op = OpTag::value;
@@ -56,7 +56,11 @@ void unary(UnaryOp op, double scalar, const Tensor& x, const Tensor& out) {
         unary_dense<OpTag::value, T>(px + b * kBlock, po + b * kBlock,
                                      std::min(kBlock, n - b * kBlock), s);
     };
-    if constexpr (unary_accepts_integers(Op))
+    if (x.dtype() == DType::bf16) {  // read and written as bf16, computed in f32
+      const auto s = static_cast<float>(scalar);
+      map_elementwise<bf16, bf16>(
+          out, {&x}, [s](bf16 v) { return bf16(cpu_unary<OpTag::value, float>(v, s)); });
+    } else if constexpr (unary_accepts_integers(Op))
       dispatch_dtype(x.dtype(), run);
     else
       dispatch_floating(x.dtype(), "unary", run);

@@ -1,5 +1,6 @@
 // Elementwise kernels: copy/cast, fill, arange, the unary/binary/compare functors of
-// core/functors.h, where, and Philox sampling (bit-identical to the CPU loops).
+// core/functors.h (on bf16 storage too, computed in f32), where, and Philox sampling
+// (bit-identical to the CPU loops).
 #include "core/cuda/elementwise.cuh"
 #include "core/cuda/elementwise_kernels.h"
 #include "core/philox.h"
@@ -30,6 +31,17 @@ struct BinaryF {
 template <CompareOp Op, typename T>
 struct CompareF {
   __device__ uint8_t operator()(T a, T b) const { return fn::compare<Op, T>(a, b); }
+};
+// bf16 storage, f32 math: the same functors on the values converted to f32, rounded back.
+template <UnaryOp Op>
+struct UnaryBf16 {
+  float s;
+  __device__ bf16 operator()(bf16 x) const { return bf16(fn::unary<Op, float>(x, s)); }
+};
+template <BinaryOp Op>
+struct BinaryBf16 {
+  float s;
+  __device__ bf16 operator()(bf16 a, bf16 b) const { return bf16(fn::binary<Op, float>(a, b, s)); }
 };
 template <typename T>
 struct WhereF {
@@ -73,9 +85,9 @@ constexpr bool is_float_v = std::is_floating_point_v<T>;
 }  // namespace
 
 cudaError_t launch_copy(DType out, DType in, const StridedArgs<2>& a, cudaStream_t stream) {
-  return visit_dtype(out, [&](auto o) {
+  return visit_dtype_or_bf16(out, [&](auto o) {
     using TO = typename decltype(o)::type;
-    return visit_dtype(in, [&](auto i) {
+    return visit_dtype_or_bf16(in, [&](auto i) {
       using TI = typename decltype(i)::type;
       return launch_elementwise<TO, TI>(a, CastTo<TO, TI>{}, stream);
     });
@@ -83,7 +95,7 @@ cudaError_t launch_copy(DType out, DType in, const StridedArgs<2>& a, cudaStream
 }
 
 cudaError_t launch_fill(DType dtype, double value, const StridedArgs<1>& a, cudaStream_t stream) {
-  return visit_dtype(dtype, [&](auto tag) {
+  return visit_dtype_or_bf16(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return launch_elementwise<T>(a, Constant<T>{static_cast<T>(value)}, stream);
   });
@@ -101,6 +113,11 @@ cudaError_t launch_arange(DType dtype, void* out, int64_t n, double start, doubl
 
 cudaError_t launch_unary(UnaryOp op, DType dtype, double scalar, const StridedArgs<2>& a,
                          cudaStream_t stream) {
+  if (dtype == DType::bf16)
+    return visit_unary(op, [&](auto c) {
+      return launch_elementwise<bf16, bf16>(
+          a, UnaryBf16<decltype(c)::value>{static_cast<float>(scalar)}, stream);
+    });
   return visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return visit_unary(op, [&](auto c) {
@@ -116,6 +133,11 @@ cudaError_t launch_unary(UnaryOp op, DType dtype, double scalar, const StridedAr
 
 cudaError_t launch_binary(BinaryOp op, DType dtype, double scalar, const StridedArgs<3>& a,
                           cudaStream_t stream) {
+  if (dtype == DType::bf16)
+    return visit_binary(op, [&](auto c) {
+      return launch_elementwise<bf16, bf16, bf16>(
+          a, BinaryBf16<decltype(c)::value>{static_cast<float>(scalar)}, stream);
+    });
   return visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return visit_binary(op, [&](auto c) {

@@ -1,6 +1,7 @@
 // CUDA batched matmul: one cuBLAS strided-batched GEMM. Operands reach cuBLAS without copies
 // whenever core/cpu/matmul.cpp would pass them to BLAS as they are (row-major or column-major
 // with an acceptable leading dimension); row-major C = op(A) op(B) runs as C^T = op(B)^T op(A)^T.
+// bf16 operands go to cublasGemmStridedBatchedEx with f32 accumulation (out bf16 or f32).
 #include <climits>
 
 #include "core/backend.h"
@@ -32,6 +33,17 @@ cublasStatus_t gemm_batched(cublasHandle_t h, bool ta, bool tb, int m, int n, in
                                    &zero, c, ldc, sc, batch);
 }
 
+// bf16 operands, f32 accumulation, C in bf16 or f32 (c_type).
+cublasStatus_t gemm_batched_bf16(cublasHandle_t h, bool ta, bool tb, int m, int n, int k,
+                                 const void* a, int lda, int64_t sa, const void* b, int ldb,
+                                 int64_t sb, void* c, cudaDataType c_type, int ldc, int64_t sc,
+                                 int batch) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasGemmStridedBatchedEx(h, op_of(ta), op_of(tb), m, n, k, &one, a, CUDA_R_16BF, lda, sa,
+                                    b, CUDA_R_16BF, ldb, sb, &zero, c, c_type, ldc, sc, batch,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const Tensor& out) {
@@ -58,6 +70,16 @@ void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const 
                       cublasSetMathMode(ctx.cublas, allow_tf32() && out.dtype() == DType::f32
                                                         ? CUBLAS_TF32_TENSOR_OP_MATH
                                                         : CUBLAS_DEFAULT_MATH));
+  if (a.dtype() == DType::bf16) {  // same layout argument as below; out bf16 or f32
+    RELPOS_CUBLAS_CHECK(
+        "matmul", gemm_batched_bf16(ctx.cublas, tb, ta, static_cast<int>(n), static_cast<int>(m),
+                                    static_cast<int>(k), pb.data.raw_data(),
+                                    static_cast<int>(pb.ld), pb.batch_stride, pa.data.raw_data(),
+                                    static_cast<int>(pa.ld), pa.batch_stride, out.raw_data(),
+                                    out.dtype() == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F,
+                                    static_cast<int>(n), m * n, static_cast<int>(batch)));
+    return;
+  }
   dispatch_floating(out.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // cuBLAS reads a row-major matrix as its transpose, so the row-major product

@@ -12,8 +12,8 @@ Tensor binary_op(BinaryOp op, const char* name, const Tensor& a, const Tensor& b
                  double scalar = 0) {
   check_same_device(name, {&a, &b});
   check_same_dtype(name, {&a, &b});
-  RELPOS_CHECK(is_floating(a.dtype()) || binary_accepts_integers(op), name,
-               "expects a floating dtype (f32 or f64), got {}", a.str());
+  RELPOS_CHECK(is_floating_or_bf16(a.dtype()) || binary_accepts_integers(op), name,
+               "expects a floating dtype (f32, f64 or bf16), got {}", a.str());
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   const Tensor ae = a.expand(shape), be = b.expand(shape);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());

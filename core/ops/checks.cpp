@@ -10,6 +10,7 @@ namespace relpos {
 
 bool all_finite(const Tensor& x) {
   check_defined("all_finite", x);
+  if (x.dtype() == DType::bf16) return all_finite(cast(x, DType::f32));  // exact
   if (!is_floating(x.dtype())) return true;  // integers are always finite
   return x.device().is_cpu() ? cpu::all_finite(x) : cuda::all_finite(x);
 }

@@ -13,6 +13,7 @@ namespace {
 Tensor compare_op(CompareOp op, const char* name, const Tensor& a, const Tensor& b) {
   check_same_device(name, {&a, &b});
   check_same_dtype(name, {&a, &b});
+  check_not_bf16(name, a);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   const Tensor ae = a.expand(shape), be = b.expand(shape);
   Tensor out = Tensor::empty(shape, DType::u8, a.device());
@@ -66,6 +67,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_device("where", {&cond, &a, &b});
   check_mask("where", cond);
   check_same_dtype("where", {&a, &b});
+  check_not_bf16("where", a);
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   const Tensor ce = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);

@@ -7,6 +7,7 @@ namespace relpos {
 
 Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {
   check_defined("cumsum", x);
+  check_not_bf16("cumsum", x);
   RELPOS_CHECK(x.dtype() != DType::u8, "cumsum",
                "u8 sums would wrap at 256; cast {} to i32 or i64 first", x.str());
   // A 0-dim tensor scans over its single element, as in torch (dim 0 or -1).

@@ -10,6 +10,7 @@ namespace {
 // x and index (and src) defined, index i32/i64, all on one device; returns dim normalized.
 int check_index_args(const char* op, const Tensor& x, int64_t dim, const Tensor& index) {
   check_defined(op, x);
+  check_not_bf16(op, x);
   check_index_dtype(op, index);
   check_same_device(op, {&x, &index});
   return normalize_dim(dim, x.dim(), op);
@@ -42,6 +43,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 
 Tensor embedding(const Tensor& weight, const Tensor& ids) {
   check_defined("embedding", weight, "weight");
+  check_not_bf16("embedding", weight);
   check_index_dtype("embedding", ids);
   check_same_device("embedding", {&weight, &ids});
   RELPOS_CHECK(weight.dim() == 2, "embedding", "weight must be [V, D], got {}", weight.str());

@@ -1,5 +1,6 @@
 // Entry points: matmul (batch dims broadcast) and bmm (strictly 3-D). Both bring their operands
 // to [B, rows, cols] views (batch stride 0 where broadcast) and call the backend's batched GEMM.
+// bf16 operands: CUDA multiplies them as they are; the CPU converts them to f32 (exact) first.
 #include "core/backend.h"
 #include "core/ops.h"
 #include "core/ops/validate.h"
@@ -8,10 +9,16 @@ namespace relpos {
 
 namespace {
 
-void check_operands(const char* op, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+void check_operands(const char* op, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+                    DType out_dtype) {
   check_same_device(op, {&a, &b});
   check_same_dtype(op, {&a, &b});
-  check_floating(op, a);
+  check_defined(op, a);
+  RELPOS_CHECK(is_floating_or_bf16(a.dtype()), op,
+               "expects floating operands (f32, f64 or bf16), got {}", a.str());
+  RELPOS_CHECK(out_dtype == a.dtype() || (a.dtype() == DType::bf16 && out_dtype == DType::f32), op,
+               "cannot return {} operands' product as {} (bf16 operands may give f32)",
+               dtype_name(a.dtype()), dtype_name(out_dtype));
   RELPOS_CHECK(a.dim() >= 2 && b.dim() >= 2, op,
                "operands need at least 2 dims (unsqueeze 1-D ones), got a {} and b {}", a.str(),
                b.str());
@@ -48,10 +55,11 @@ int64_t folded_row_stride(const Tensor& a) {
 }
 
 // a3: [B, M, K] (or [B, K, M]), b3: [B, K, N] (or [B, N, K]) -> [B, M, N].
-Tensor batched_matmul(const Tensor& a3, const Tensor& b3, bool trans_a, bool trans_b) {
+Tensor batched_matmul(const Tensor& a3, const Tensor& b3, bool trans_a, bool trans_b,
+                      DType out_dtype) {
   const int64_t m = trans_a ? a3.size(2) : a3.size(1);
   const int64_t n = trans_b ? b3.size(1) : b3.size(2);
-  Tensor out = Tensor::empty({a3.size(0), m, n}, a3.dtype(), a3.device());
+  Tensor out = Tensor::empty({a3.size(0), m, n}, out_dtype, a3.device());
   if (a3.device().is_cpu())
     cpu::matmul(a3, b3, trans_a, trans_b, out);
   else
@@ -59,10 +67,22 @@ Tensor batched_matmul(const Tensor& a3, const Tensor& b3, bool trans_a, bool tra
   return out;
 }
 
+// bf16 on the CPU: the f32 product of the converted operands, rounded to out_dtype.
+bool cpu_bf16(const Tensor& a) {
+  return a.dtype() == DType::bf16 && a.device().is_cpu();
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  check_operands("matmul", a, b, trans_a, trans_b);
+  check_defined("matmul", a);
+  return matmul(a, b, trans_a, trans_b, a.dtype());
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DType out_dtype) {
+  check_operands("matmul", a, b, trans_a, trans_b, out_dtype);
+  if (cpu_bf16(a))
+    return cast(matmul(cast(a, DType::f32), cast(b, DType::f32), trans_a, trans_b), out_dtype);
   const int64_t m = trans_a ? a.size(-1) : a.size(-2);
   const int64_t n = trans_b ? b.size(-2) : b.size(-1);
   const Shape a_batch(a.shape().begin(), a.shape().end() - 2);
@@ -77,18 +97,26 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   if (row_stride != 0) {
     const Tensor a3 =
         a.as_strided({1, batch * m, a.size(-1)}, {0, row_stride, a.stride(-1)}, a.offset());
-    return batched_matmul(a3, b.unsqueeze(0), false, trans_b).view(out_shape);
+    return batched_matmul(a3, b.unsqueeze(0), false, trans_b, out_dtype).view(out_shape);
   }
   const Shape batch_shape(out_shape.begin(), out_shape.end() - 2);
-  return batched_matmul(as_batched(a, batch_shape), as_batched(b, batch_shape), trans_a, trans_b)
+  return batched_matmul(as_batched(a, batch_shape), as_batched(b, batch_shape), trans_a, trans_b,
+                        out_dtype)
       .view(out_shape);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  check_operands("bmm", a, b, trans_a, trans_b);
+  check_defined("bmm", a);
+  return bmm(a, b, trans_a, trans_b, a.dtype());
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DType out_dtype) {
+  check_operands("bmm", a, b, trans_a, trans_b, out_dtype);
   RELPOS_CHECK(a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0), "bmm",
                "expects [B, M, K] and [B, K, N] with one B, got a {} and b {}", a.str(), b.str());
-  return batched_matmul(a, b, trans_a, trans_b);
+  if (cpu_bf16(a))
+    return cast(bmm(cast(a, DType::f32), cast(b, DType::f32), trans_a, trans_b), out_dtype);
+  return batched_matmul(a, b, trans_a, trans_b, out_dtype);
 }
 
 }  // namespace relpos

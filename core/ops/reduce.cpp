@@ -32,6 +32,7 @@ int64_t reduced_count(const Tensor& x, const std::vector<int>& rdims) {
 // keepdim.
 Tensor reduce_op(ReduceOp op, const char* name, const Tensor& x, const std::vector<int>& rdims,
                  bool keepdim, DType out_dtype) {
+  check_not_bf16(name, x);
   Shape kept = x.shape(), squeezed;
   for (int d : rdims) kept[d] = 1;
   for (int d = 0; d < x.dim(); ++d)
@@ -78,6 +79,7 @@ Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim
 
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   check_defined("argmax", x);
+  check_not_bf16("argmax", x);
   const int d = normalize_dim(dim, x.dim(), "argmax");
   RELPOS_CHECK(x.size(d) > 0, "argmax", "dim {} of {} is empty", dim, x.str());
   Shape kept = x.shape();

@@ -25,9 +25,9 @@ void check_integer_scalar(const char* op, const Tensor& x, double s) {
 
 Tensor unary_op(UnaryOp op, const char* name, const Tensor& x, double scalar = 0) {
   check_defined(name, x);
-  if (!is_floating(x.dtype())) {
-    RELPOS_CHECK(unary_accepts_integers(op), name, "expects a floating dtype (f32 or f64), got {}",
-                 x.str());
+  if (!is_floating_or_bf16(x.dtype())) {
+    RELPOS_CHECK(unary_accepts_integers(op), name,
+                 "expects a floating dtype (f32, f64 or bf16), got {}", x.str());
     if (op == UnaryOp::add_scalar || op == UnaryOp::mul_scalar)
       check_integer_scalar(name, x, scalar);
   }

@@ -33,6 +33,13 @@ void check_floating(const char* op, const Tensor& x) {
                x.str());
 }
 
+void check_not_bf16(const char* op, const Tensor& x) {
+  RELPOS_CHECK(x.dtype() != DType::bf16, op,
+               "has no bf16 kernel ({}); bf16 tensors take casts, elementwise arithmetic and "
+               "matrix products: cast to f32 first",
+               x.str());
+}
+
 void check_index_dtype(const char* op, const Tensor& index) {
   check_defined(op, index, "index");
   RELPOS_CHECK(index.dtype() == DType::i32 || index.dtype() == DType::i64, op,

@@ -209,3 +209,35 @@ TEST_CASE("lm training: a steady-state update of the LM demo reads nothing back"
     CHECK(test::check_no_host_reads(config) == 3);
   }
 }
+
+TEST_CASE("lm training: with bf16 products a tiny Transformer-XL tracks its f32 run") {
+  test::ScratchDir scratch;
+  const std::string data = make_corpus(scratch);
+  const std::vector<std::string> shorter = {"train.steps=300", "train.eval_every=300"};
+  std::vector<std::string> bf16_set = shorter;
+  bf16_set.push_back("train.precision=bf16");
+  const RunConfig f32 = tiny_lm(scratch, data, "f32", shorter);
+  const RunConfig bf16 = tiny_lm(scratch, data, "bf16", bf16_set);
+  const RunSummary a = train(f32), b = train(bf16);
+  // Each train record's mean loss (50 updates), from 3.44 nats down to 2.84. Measured: bf16
+  // within 0.06% of f32 at every record, and 0.15% in test bpc.
+  const auto losses = [](const RunConfig& c) {
+    std::vector<double> out;
+    std::istringstream lines(read_all(c.train.out + "/metrics.jsonl"));
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("\"event\": \"train\"") != std::string::npos)
+        out.push_back(std::stod(line.substr(line.find("\"loss\": ") + 8)));
+    return out;
+  };
+  const std::vector<double> la = losses(f32), lb = losses(bf16);
+  REQUIRE(la.size() == 6);
+  REQUIRE(lb.size() == la.size());
+  for (size_t i = 0; i < la.size(); ++i) {
+    CAPTURE(i);
+    MESSAGE("loss f32 " << la[i] << " bf16 " << lb[i]);
+    CHECK(std::abs(la[i] - lb[i]) <= 0.005 * la[i]);
+  }
+  CHECK(la != lb);  // the products did round
+  MESSAGE("test bpc f32 " << a.test_last.get("bpc") << " bf16 " << b.test_last.get("bpc"));
+  CHECK(std::abs(a.test_last.get("bpc") - b.test_last.get("bpc")) <= 0.01 * a.test_last.get("bpc"));
+}

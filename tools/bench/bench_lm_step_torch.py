@@ -116,6 +116,8 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--json", action="store_true")
+    p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                   help="bf16: forward and loss under torch.autocast(dtype=torch.bfloat16)")
     a = p.parse_args()
     if a.device == "cuda":
         if not torch.cuda.is_available():
@@ -141,8 +143,9 @@ def main():
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        logits, _ = model(tokens, mems)
-        loss = F.cross_entropy(logits.view(-1, a.vocab), targets)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            logits, _ = model(tokens, mems)
+            loss = F.cross_entropy(logits.view(-1, a.vocab), targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
         optimizer.step()

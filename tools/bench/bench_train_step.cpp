@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/cpu_threads.h"
@@ -78,8 +79,9 @@ Step classifier_step(const RunConfig& config, int64_t batch, Device device) {
   in.tokens = tokens.to(device);
   in.key_mask = ones({batch, length}, DType::u8).to(device);
   const Tensor target = labels.to(device);
-  auto run = [model, optimizer, in, target]() {
+  auto run = [model, optimizer, in, target, products = products_dtype(config)]() {
     fit_threads_to_free_cores();  // as the trainer does before each step
+    const AutocastGuard precision(products);
     Var loss = cross_entropy(model->forward(in), target);
     loss.backward();
     optimizer->step();
@@ -111,8 +113,10 @@ Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, 
   }
   const Tensor inputs = random_ids(len), targets = random_ids(len).reshape({batch * len});
   const double clip = config.train.clip_grad_norm;
-  auto run = [model, optimizer, memory, inputs, targets, clip, batch, len, vocab]() {
+  auto run = [model, optimizer, memory, inputs, targets, clip, batch, len, vocab,
+              products = products_dtype(config)]() {
     fit_threads_to_free_cores();  // as the trainer does before each step
+    const AutocastGuard precision(products);
     const LmOutput out = model->forward(inputs, memory);
     Var loss = cross_entropy(reshape(out.logits, {batch * len, vocab}), targets);
     loss.backward();

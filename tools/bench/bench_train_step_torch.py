@@ -266,6 +266,8 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--json", action="store_true")
+    p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                   help="bf16: forward and loss under torch.autocast(dtype=torch.bfloat16)")
     args = p.parse_args()
     if args.steps < 1 or args.warmup < 0 or args.batch < 0:
         p.error("[bench] --steps must be >= 1, --warmup and --batch >= 0")
@@ -294,7 +296,8 @@ def main():
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(tokens), labels)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = F.cross_entropy(model(tokens), labels)
         loss.backward()
         optimizer.step()
         return loss.detach()

@@ -6,13 +6,14 @@
 # one after the other on the same machine; prints a markdown table with medians, tokens per
 # second, the ratio relpos / PyTorch and peak memory.
 # Usage: tools/bench/run_lm_step_bench.sh [--device cpu|cuda] [--demo-batch B] [--base-batch B]
-#          [--threads T] [--min-time S]
+#          [--threads T] [--min-time S] [--precision f32|bf16]
+# --precision bf16: relpos with train.precision=bf16, PyTorch under bf16 autocast.
 # Environment: BUILD_DIR (default build/cpu for the CPU, build/cuda for CUDA; built if absent),
 # PYTHON (default /usr/bin/python3, Debian's python3-torch).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-device=cpu demo_batch=16 base_batch=1 threads=$(nproc) min_time=3
+device=cpu demo_batch=16 base_batch=1 threads=$(nproc) min_time=3 precision=f32
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --device) device=$2; shift 2 ;;
@@ -20,7 +21,8 @@ while [[ $# -gt 0 ]]; do
     --base-batch) base_batch=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --min-time) min_time=$2; shift 2 ;;
-    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    --precision) precision=$2; shift 2 ;;
+    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "run_lm_step_bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,11 +43,13 @@ for spec in "demo configs/demo/lm_moby_dick.yaml $demo_batch 85 3 128 4 512 64 6
             "enwik8-base configs/lm/enwik8_txl_base.yaml $base_batch 204 12 512 8 2048 512 512"; do
   read -r model config batch vocab layers d heads inner tgt mem <<<"$spec"
   "$build_dir/tools/bench/relpos_bench_train_step" --config "$config" --batch "$batch" \
-    --vocab "$vocab" --device "$device" --min-time "$min_time" >"$out/relpos.json"
+    --vocab "$vocab" --device "$device" --min-time "$min_time" \
+    --set "train.precision=$precision" >"$out/relpos.json"
   steps=$("$python" -c "import json; print(max(5, min(50, int(json.load(open('$out/relpos.json'))['runs']))))")
   "$python" tools/bench/bench_lm_step_torch.py --layers "$layers" --d-model "$d" \
     --heads "$heads" --d-inner "$inner" --vocab "$vocab" --tgt-len "$tgt" --mem-len "$mem" \
     --batch "$batch" --steps "$steps" --warmup 2 --threads "$threads" --device "$device" \
+    --precision "$precision" \
     --json >"$out/torch.json"
   "$python" - "$out/relpos.json" "$out/torch.json" "$model" "$batch" "$tgt" "$mem" <<'PY'
 import json, sys

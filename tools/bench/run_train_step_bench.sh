@@ -5,7 +5,8 @@
 # after the other on the same machine; prints a markdown table with medians, the ratio
 # relpos / PyTorch and peak memory.
 # Usage: tools/bench/run_train_step_bench.sh [--device cpu|cuda] [--demo-batch B] [--mnist-batch B]
-#          [--threads T] [--min-time S] [--busy N] [--models "demo mnist"]
+#          [--threads T] [--min-time S] [--busy N] [--models "demo mnist"] [--precision f32|bf16]
+# --precision bf16: relpos with train.precision=bf16, PyTorch under bf16 autocast.
 # --busy N runs N competing busy processes (`yes`) for the whole measurement, both frameworks.
 # Environment: BUILD_DIR (default build/cpu for the CPU, build/cuda for CUDA; built if absent),
 # PYTHON (default /usr/bin/python3, Debian's python3-torch).
@@ -13,6 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 device=cpu demo_batch=32 mnist_batch=4 threads=$(nproc) min_time=3 busy=0 models="demo mnist"
+precision=f32
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --device) device=$2; shift 2 ;;
@@ -22,7 +24,8 @@ while [[ $# -gt 0 ]]; do
     --min-time) min_time=$2; shift 2 ;;
     --busy) busy=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    --precision) precision=$2; shift 2 ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "run_train_step_bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,10 +53,11 @@ for model in $models; do
   [[ -n ${config_of[$model]:-} ]] || { echo "run_train_step_bench.sh: unknown model '$model' (demo, mnist)" >&2; exit 2; }
   config=${config_of[$model]} batch=${batch_of[$model]}
   "$build_dir/tools/bench/relpos_bench_train_step" --config "$config" --batch "$batch" \
-    --device "$device" --min-time "$min_time" >"$out/relpos.json"
+    --device "$device" --min-time "$min_time" --set "train.precision=$precision" >"$out/relpos.json"
   steps=$("$python" -c "import json; print(max(5, min(50, int(json.load(open('$out/relpos.json'))['runs']))))")
   "$python" tools/bench/bench_train_step_torch.py --model "$model" --batch "$batch" \
-    --steps "$steps" --warmup 2 --threads "$threads" --device "$device" --json >"$out/torch.json"
+    --steps "$steps" --warmup 2 --threads "$threads" --device "$device" --precision "$precision" \
+    --json >"$out/torch.json"
   "$python" - "$out/relpos.json" "$out/torch.json" "$model" "$batch" <<'PY'
 import json, sys
 r, t = (json.load(open(p)) for p in sys.argv[1:3])

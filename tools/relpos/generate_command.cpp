@@ -13,6 +13,7 @@
 #include <memory>
 #include <numeric>
 
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
@@ -136,6 +137,7 @@ int generate(GenerateArgs& a) {
                       config.eval.same_length.value_or(trained.same_length)});
   model->eval();
   NoGradGuard no_grad;
+  const AutocastGuard precision(products_dtype(config));  // as the model trained
 
   std::vector<int64_t> ids;
   for (size_t i = 0; i < prompt.size(); ++i) {
