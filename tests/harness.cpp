@@ -1,5 +1,7 @@
 #include "tests/harness.h"
 
+#include <cstring>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -56,6 +58,12 @@ Tensor strided_copy(const Tensor& x) {
     return tview;
   }
   return view;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor x = a.to(Device::cpu()).contiguous(), y = b.to(Device::cpu()).contiguous();
+  return std::memcmp(x.raw_data(), y.raw_data(), x.numel() * dtype_size(x.dtype())) == 0;
 }
 
 CloseReport compare_close(const Tensor& actual, const Tensor& expected, double rtol, double atol) {

@@ -31,6 +31,8 @@ struct CloseReport {
   std::string detail;
 };
 CloseReport compare_close(const Tensor& actual, const Tensor& expected, double rtol, double atol);
+// The same dtype, shape and bytes (on any device).
+bool same_bits(const Tensor& a, const Tensor& b);
 
 }  // namespace relpos::test
 

@@ -10,6 +10,7 @@
 #include "tests/autograd/grad_checks.h"
 
 using namespace relpos;
+using test::same_bits;
 
 namespace {
 
@@ -19,12 +20,6 @@ Tensor rnd(const Shape& s, uint64_t seed, DType dtype = DType::f32) {
 Tensor r16(const Tensor& x) {  // x rounded to bf16, as f32
   return cast(cast(x, DType::bf16), DType::f32);
 }
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(), x.numel() * dtype_size(x.dtype())) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("autocast: matmul and bmm round operands and gradients to bf16, sum in f32") {

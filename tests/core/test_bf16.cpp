@@ -11,6 +11,7 @@
 #include "tests/harness.h"
 
 using namespace relpos;
+using test::same_bits;
 
 namespace {
 
@@ -44,12 +45,6 @@ uint16_t nearest_even(float x) {
 
 Tensor bf16_tensor(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
   return cast(test::random_tensor(shape, DType::f32, seed, low, high), DType::bf16);
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor x = a.to(Device::cpu()).contiguous(), y = b.to(Device::cpu()).contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(), x.numel() * dtype_size(x.dtype())) == 0;
 }
 
 }  // namespace

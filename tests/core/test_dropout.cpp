@@ -1,7 +1,6 @@
 // dropout_mask and apply_dropout_mask: the kept fraction, reproducibility from (seed, offset),
 // element i against the Philox formula, generator bookkeeping, p = 0, scaling, errors.
 #include <cmath>
-#include <cstring>
 
 #include "core/philox.h"
 #include "tests/harness.h"
@@ -121,13 +120,10 @@ TEST_CASE("apply_dropout_mask: the bits of cast, mul_scalar and mul; in place, t
     const Tensor mask = dropout_mask(x.shape(), p, gen);
     const Tensor composed = mul(x, mul_scalar(cast(mask, dt), 1.0 / (1.0 - p)));
     const Tensor y = apply_dropout_mask(x, mask, p);
-    const auto same_bits = [](const Tensor& a, const Tensor& b) {
-      return std::memcmp(a.raw_data(), b.raw_data(), a.numel() * dtype_size(a.dtype())) == 0;
-    };
-    CHECK(same_bits(y, composed));
+    CHECK(test::same_bits(y, composed));
     const Tensor in_place = x.clone();
     apply_dropout_mask_(in_place, mask, p);
-    CHECK(same_bits(in_place, composed));
+    CHECK(test::same_bits(in_place, composed));
     for (double v : y.slice(0, 3, 4).to_vector<double>()) CHECK(std::isnan(v));
   }
   const Tensor x = test::random_tensor({4, 6}, DType::f32, 306);

@@ -80,12 +80,6 @@ CheckpointData last_checkpoint(const RunConfig& config) {
   return read_checkpoint((fs::path(config.train.out) / "checkpoints" / "last.h5").string());
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(), x.numel() * dtype_size(x.dtype())) == 0;
-}
-
 void check_same_params(const CheckpointData& a, const CheckpointData& b) {
   REQUIRE(a.params.size() == b.params.size());
   for (size_t i = 0; i < a.params.size(); ++i) {

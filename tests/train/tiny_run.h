@@ -25,8 +25,6 @@ RunConfig tiny_config(const ScratchDir& scratch, const std::string& data_dir,
 RunSummary train(const RunConfig& config, TrainerOptions options = {});
 // The run's checkpoints/last.h5.
 CheckpointData last_checkpoint(const RunConfig& config);
-// Bitwise equality of two tensors' dtype, shape and bytes.
-bool same_bits(const Tensor& a, const Tensor& b);
 // The same parameter names in the same order, with the same bits.
 void check_same_params(const CheckpointData& a, const CheckpointData& b);
 // check_same_params, and the same optimizer state, bit for bit.
