@@ -121,6 +121,16 @@ expect_status 0 "eval index_first" -- "$relpos" eval "$tmp/isdpa/checkpoints/las
 expect_status 2 "index_first with pre-LN" -- "$relpos" train "$tmp/isdpa.yaml" \
   --set model.norm=pre --quiet
 expect_error_line "index_first with pre-LN" "relpos: \[model\] index_first computes the first"
+# bf16 products (train.precision): trains, writes the precision into config.yaml, evaluates;
+# any other precision is refused by name.
+expect_status 0 "train index_first in bf16" -- "$relpos" train "$tmp/isdpa.yaml" --quiet \
+  --set train.precision=bf16 --out "$tmp/isdpa_bf16"
+grep -q "precision: bf16" "$tmp/isdpa_bf16/config.yaml" || fail "config.yaml lacks precision: bf16"
+expect_status 0 "eval a bf16 run" -- "$relpos" eval "$tmp/isdpa_bf16/checkpoints/last.h5" --json
+expect_status 2 "train.precision=fp16" -- "$relpos" train "$tmp/isdpa.yaml" --quiet \
+  --set train.precision=fp16 --out "$tmp/isdpa_fp16"
+expect_error_line "train.precision=fp16" \
+  "relpos: \[config\] train.precision must be f32 or bf16, got 'fp16'"
 
 # Resume a finished run's checkpoint into a longer run: refused without --allow-config-change
 # (it changes the schedule), naming the key; then allowed, and the summary keeps the best
