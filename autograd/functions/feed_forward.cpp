@@ -48,7 +48,9 @@ Var activation_dropout_linear(const Var& h, Activation act, double p, Generator&
   const bool gh = h.requires_grad(), gw = weight.requires_grad();
   return make_result("activation_dropout_linear", y, std::move(inputs),
                      [h = h.value(), w = w_saved, rounded, act, drop, drawn_at, gh, gw,
-                      has_bias](const Tensor& g) {
+                      has_bias](const Tensor& g_in) {
+                       // Rounded once for both products; the bias gradient sums the exact one.
+                       const Tensor g = rounded ? cast(g_in, DType::bf16) : g_in;
                        Generator replay = drawn_at;
                        Tensor mask;
                        Tensor a = dropped_activation(h, act, drop, replay, mask);
@@ -62,7 +64,7 @@ Var activation_dropout_linear(const Var& h, Activation act, double p, Generator&
                          grads[0] =
                              act == Activation::gelu ? gelu_backward(h, da) : relu_backward(h, da);
                        }
-                       if (has_bias) grads.push_back(sum_to(g, Shape{w.size(0)}));  // [out]
+                       if (has_bias) grads.push_back(sum_to(g_in, Shape{w.size(0)}));  // [out]
                        return grads;
                      });
 }

@@ -19,7 +19,9 @@ Var matmul_impl(const char* name, const Var& a, const Var& b, bool ta, bool tb, 
   const Tensor y = both_f32 ? autocast_operand(b.value()) : b.value();
   Tensor out = product(x, y, ta, tb, batched);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
-  return make_result(name, out, {a, b}, [x, y, ta, tb, ga, gb, batched](const Tensor& g) {
+  return make_result(name, out, {a, b}, [x, y, ta, tb, ga, gb, batched](const Tensor& g_in) {
+    // Rounded once for both products (product() leaves a bf16 operand as it is).
+    const Tensor g = x.dtype() == DType::bf16 ? cast(g_in, DType::bf16) : g_in;
     const auto mm = [batched](const Tensor& p, const Tensor& q, bool tp, bool tq) {
       return product(p, q, tp, tq, batched);
     };
