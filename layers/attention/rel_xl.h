@@ -56,6 +56,9 @@ class RelXlAttention final : public Attention {
   // change it (Transformer-XL evaluates with clamp_len 820 after training with none).
   void set_clamp_len(int64_t clamp_len);
   int64_t clamp_len() const { return clamp_len_; }
+  // How many times the sinusoid table was computed (it is kept while Lk, dtype, device and
+  // clamp_len stay the same).
+  int64_t sinusoid_tables_built() const { return sinusoid_tables_built_; }
 
   // The distance embedding is dropped by `dropout` (shared with the model's other layers);
   // `first_layer` draws each pass's mask.
@@ -74,6 +77,7 @@ class RelXlAttention final : public Attention {
   Var relative_embeddings(int64_t k_len, DType dtype, Device device, bool by_distance);
 
   int64_t heads_, head_dim_, model_dim_, clamp_len_;
+  int64_t sinusoid_tables_built_ = 0;
   double dropout_;
   bool fused_;
   Generator gen_;
