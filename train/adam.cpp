@@ -32,7 +32,7 @@ void Adam::update(size_t index, Var& param, const Tensor& grad) {
   Tensor g = grad;
   if (c.weight_decay != 0) {
     if (c.decoupled)
-      p = mul_scalar(p, 1 - lr() * c.weight_decay);
+      p = mul_scalar(p, 1 - lr_of(index) * c.weight_decay);
     else
       g = add(g, mul_scalar(p, c.weight_decay));
   }
@@ -54,7 +54,7 @@ void Adam::update(size_t index, Var& param, const Tensor& grad) {
   double bias2 = 1 - std::pow(c.beta2, t);
   // denom = √v / √(1−β2^t) + ε, then p −= (lr / (1−β1^t))·m / denom, as torch computes it.
   Tensor denom = add_scalar(mul_scalar(sqrt(v), 1 / std::sqrt(bias2)), c.eps);
-  param.set_value(sub(p, mul_scalar(div(m, denom), lr() / bias1)));
+  param.set_value(sub(p, mul_scalar(div(m, denom), lr_of(index) / bias1)));
 }
 
 namespace {

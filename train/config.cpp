@@ -136,7 +136,7 @@ void read_train(Section& s, TrainConfig& t) {
 void check_optimizer_and_schedule(const RunConfig& c) {
   RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required ({})",
                fmt::join(optimizer_registry().names(), ", "));
-  const auto optimizer = make_optimizer({}, c.optimizer);
+  const auto optimizer = make_optimizer(std::vector<Var>{}, c.optimizer);
   const int64_t run_steps = c.train.steps > 0 ? c.train.steps : std::numeric_limits<int32_t>::max();
   make_schedule(c.schedule, optimizer->lr(), run_steps);
 }

@@ -30,6 +30,12 @@ class Optimizer {
 
   double lr() const { return lr_; }
   void set_lr(double lr);
+  // The learning rate of params()[index]: lr() times its group's factor (1 outside any group),
+  // so a schedule's set_lr moves every group alike, as torch's schedulers scale each param
+  // group's initial lr.
+  double lr_of(size_t index) const { return lr_ * lr_factors_[index]; }
+  // One factor per parameter, each finite and > 0.
+  void set_lr_factors(std::vector<double> factors);
   const std::vector<Var>& params() const { return params_; }
   // Per parameter index, its named state tensors (empty until its first update).
   const std::vector<State>& state() const { return state_; }
@@ -42,6 +48,7 @@ class Optimizer {
  private:
   std::vector<Var> params_;
   std::vector<State> state_;
+  std::vector<double> lr_factors_;
   double lr_;
 };
 
@@ -49,7 +56,24 @@ using OptimizerRegistry = Registry<Optimizer, const std::vector<Var>&, const Opt
 OptimizerRegistry& optimizer_registry();
 
 // Builds the optimizer named by options' `type`, then refuses any option it did not read.
+// `lr_groups` needs the parameters' names (the overload below); over an empty list (a config's
+// check at load) they are only read and checked.
 std::shared_ptr<Optimizer> make_optimizer(const std::vector<Var>& params, const Options& options);
+// The same over a model's named parameters (Module::named_parameters), with `lr_groups`:
+//   lr_groups: ["PATTERN=LR", ...]
+// Each parameter whose name matches PATTERN (a glob: *, ?, [...]; names such as
+// encoder.layers.0.attn.positional.weight) learns at base rate LR instead of `lr`, scheduled as
+// `lr` is. A pattern that matches no parameter, or a parameter that two patterns match, is an
+// error naming them.
+std::shared_ptr<Optimizer> make_optimizer(const std::vector<std::pair<std::string, Var>>& named,
+                                          const Options& options);
+
+struct LrGroup {
+  std::string pattern;
+  double lr = 0;
+};
+// optimizer.lr_groups, each entry checked: a non-empty pattern, an '=', LR finite and > 0.
+std::vector<LrGroup> read_lr_groups(const Options& options);
 
 // Reads `betas` as a two-element list (Adam family), checking each lies in [0, 1).
 std::pair<double, double> read_betas(const Options& options, double beta1, double beta2);

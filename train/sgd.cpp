@@ -41,7 +41,7 @@ class Sgd : public Optimizer {
       s["momentum_buffer"] = buf;
       g = nesterov_ ? add(g, mul_scalar(buf, momentum_)) : buf;
     }
-    param.set_value(sub(p, mul_scalar(g, lr())));
+    param.set_value(sub(p, mul_scalar(g, lr_of(index))));
   }
 
  private:

@@ -203,7 +203,7 @@ void Trainer::State::build() {
   complete_config(config);  // the attention and positional defaults, read as the model was built
   metric = selection_metric(c, *task);
   Model& model = task->model();
-  optimizer = make_optimizer(model.parameters(), c.optimizer);
+  optimizer = make_optimizer(model.named_parameters(), c.optimizer);
   reducer = std::make_unique<GradientReducer>(model.parameters());
   const int64_t per_epoch = std::max<int64_t>(1, task->batches_per_epoch() / c.train.accumulate);
   total_steps = c.train.steps > 0 ? c.train.steps : c.train.epochs * per_epoch;

@@ -242,6 +242,16 @@ refused "base that is a mapping" \
   "^relpos: \[config\] '$tmp/base_map.yaml' line 1: base must be a file name or a list of file names" \
   -- "$relpos" train "$tmp/base_map.yaml"
 
+# Learning-rate groups: a bad entry is refused at load, a pattern that matches none of the
+# model's parameters when the trainer builds the optimizer over them.
+refused "an lr group without a rate" \
+  "^relpos: \[optimizer\.lr_groups\] each entry is PATTERN=LR .*got '\*\.positional\.\*'" \
+  -- "$relpos" train "$tmp/listops.yaml" --set 'optimizer.lr_groups=["*.positional.*"]'
+refused "an lr group that matches no parameter" \
+  "^relpos: \[optimizer\.lr_groups\] '\*\.nothing\.\*' matches no parameter \(the names look like '[a-z_.0-9]+'\)" \
+  -- "$relpos" train "$tmp/listops.yaml" --set 'optimizer.lr_groups=["*.nothing.*=1e-2"]' \
+  --out "$tmp/run_lr_groups" --quiet
+
 # A config from a pipe is read; a device that never ends and a folder are refused.
 "$relpos" train /dev/stdin --set train.steps=1 --out "$tmp/run_stdin" --quiet <"$tmp/listops.yaml" \
   >/dev/null 2>"$tmp/err" || fail "a config on /dev/stdin: $(cat "$tmp/err")"

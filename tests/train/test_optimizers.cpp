@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ops.h"
@@ -18,6 +19,7 @@ using namespace relpos;
 namespace {
 
 using Vec = std::vector<double>;
+using Named = std::vector<std::pair<std::string, Var>>;
 const Vec kStart = {1.0, -2.0, 0.5};
 const std::vector<Vec> kGrads = {{0.1, -0.2, 0.3}, {0.4, 0.0, -0.5}, {-0.3, 0.6, 0.2}};
 
@@ -170,6 +172,77 @@ TEST_CASE("optimizer: unknown type and unknown option are refused by name") {
       message(Options("optimizer").set("type", "sgd").set("lr", 0.1).set("momentun", 0.9));
   CHECK(option.find("momentun") != std::string::npos);
   CHECK(!message(Options("optimizer").set("type", "sgd")).empty());  // lr is required
+}
+
+TEST_CASE("lr_groups: a matched parameter learns at its group's rate, scheduled as lr") {
+  // Two parameters with the same gradients: "pos.w" in a group at 4x lr, "mlp.w" outside.
+  Var pos(Tensor::from_vector(kStart, {3}), true), mlp(Tensor::from_vector(kStart, {3}), true);
+  const Options o = Options("optimizer")
+                        .set("type", "adamw")
+                        .set("lr", 0.01)
+                        .set("weight_decay", 0.1)
+                        .set_list("lr_groups", {"pos.*=0.04"});
+  auto opt = make_optimizer(Named{{"mlp.w", mlp}, {"pos.w", pos}}, o);
+  CHECK(opt->lr_of(0) == 0.01);
+  CHECK(opt->lr_of(1) == doctest::Approx(0.04).epsilon(1e-15));
+  for (const Vec& g : kGrads) {
+    pos.set_grad(Tensor::from_vector(g, {3}));
+    mlp.set_grad(Tensor::from_vector(g, {3}));
+    opt->step();
+  }
+  Vec want_pos(3), want_mlp(3);
+  for (size_t i = 0; i < 3; ++i) {
+    want_pos[i] = adam_ref(i, 0.04, 0.9, 0.999, 1e-8, 0.1, true);
+    want_mlp[i] = adam_ref(i, 0.01, 0.9, 0.999, 1e-8, 0.1, true);
+  }
+  check_close(pos.value().to_vector<double>(), want_pos, 1e-12);
+  check_close(mlp.value().to_vector<double>(), want_mlp, 1e-12);
+  opt->set_lr(0.005);  // a schedule's move: the group keeps its 4x
+  CHECK(opt->lr_of(1) == doctest::Approx(0.02).epsilon(1e-15));
+  CHECK(opt->lr_of(0) == 0.005);
+}
+
+TEST_CASE("lr_groups: bad entries, unmatched patterns and doubly matched parameters are refused") {
+  Var a(zeros({2}), true), b(zeros({2}), true);
+  auto message = [&](std::vector<std::string> groups, double lr = 0.1) {
+    try {
+      make_optimizer(
+          Named{{"encoder.layers.0.attn.positional.weight", a}, {"head.weight", b}},
+          Options("optimizer").set("type", "adam").set("lr", lr).set_list("lr_groups", groups));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(message({"*.positional.*=0.3"}).empty());
+  CHECK(message({"*.positional.*=0.3", "head.*=0.01"}).empty());
+  for (const char* bad : {"*.positional.*", "=0.1", "head.*=", "head.*=fast", "head.*=0",
+                          "head.*=-1", "head.*=inf", "head.*=1e-2x"}) {
+    CAPTURE(bad);
+    const std::string m = message({bad});
+    CHECK(m.find("optimizer.lr_groups") != std::string::npos);
+    CHECK(m.find(bad) != std::string::npos);
+  }
+  const std::string none = message({"*.fastrpb.*=0.1"});
+  CHECK(none.find("'*.fastrpb.*' matches no parameter") != std::string::npos);
+  CHECK(none.find("encoder.layers.0.attn.positional.weight") != std::string::npos);
+  const std::string both = message({"*.weight=0.2", "head.*=0.3"});
+  CHECK(both.find("'head.weight' matches both '*.weight' and 'head.*'") != std::string::npos);
+  CHECK(message({"head.*=0.3"}, 0.0).find("lr must be > 0") != std::string::npos);
+  // Without names (a bare list of parameters) groups cannot be matched: refused, not ignored.
+  Var p(zeros({2}), true);
+  CHECK_THROWS_WITH_AS(
+      make_optimizer(
+          std::vector<Var>{p},
+          Options("optimizer").set("type", "adam").set("lr", 0.1).set_list("lr_groups", {"p=1"})),
+      doctest::Contains("named parameters"), std::exception);
+  // A config's check at load (no parameters) reads the entries and refuses bad ones.
+  CHECK_NOTHROW(make_optimizer(
+      std::vector<Var>{},
+      Options("optimizer").set("type", "adam").set("lr", 0.1).set_list("lr_groups", {"p=1"})));
+  CHECK_THROWS(make_optimizer(
+      std::vector<Var>{},
+      Options("optimizer").set("type", "adam").set("lr", 0.1).set_list("lr_groups", {"p=x"})));
 }
 
 TEST_CASE("clip_grad_norm: total L2 norm, scaled by max_norm/(norm + 1e-6) when above") {

@@ -59,7 +59,7 @@ Step classifier_step(const RunConfig& config, int64_t batch, Device device) {
   auto model = make_classifier(model_config, gen);
   model->to(device);
   model->train();
-  auto optimizer = make_optimizer(model->parameters(), config.optimizer);
+  auto optimizer = make_optimizer(model->named_parameters(), config.optimizer);
 
   const int64_t content = content_length(config.data);
   const SpecialTokens special = model->special_tokens();
@@ -98,7 +98,7 @@ Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, 
   auto model = make_language_model(model_config, gen);
   model->to(device);
   model->train();
-  auto optimizer = make_optimizer(model->parameters(), config.optimizer);
+  auto optimizer = make_optimizer(model->named_parameters(), config.optimizer);
   const int64_t len = config.data.tgt_len;
   Generator data_gen(1);
   auto random_ids = [&](int64_t n) {
