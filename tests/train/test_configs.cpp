@@ -109,7 +109,7 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
   const std::vector<Scale> scales = load_scales(kConfigs);
   std::set<std::string> names;
   for (const Scale& s : scales) names.insert(s.name);
-  CHECK(names == std::set<std::string>{"paper", "small", "tiny", "cpu", "cpu-rowcol"});
+  CHECK(names == std::set<std::string>{"paper", "small", "tiny", "cpu", "cpu-cls", "cpu-rowcol"});
   int64_t built = 0;
   for (const Scale& scale : scales) {
     for (const char* table : {"table1", "table2"}) {
@@ -130,19 +130,22 @@ TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale"
           // >= 2 blocks.
           const auto pool = config.data.own.get<int64_t>("image_pool", 1);
           const int64_t pixels = (28 / pool) * (28 / pool);
-          CHECK(ClassifierConfig::read(with_model_defaults(config.model)).content_tokens(pixels) >=
-                14 * 14);
+          const ClassifierConfig classifier =
+              ClassifierConfig::read(with_model_defaults(config.model));
+          CHECK(classifier.content_tokens(pixels) >= 14 * 14);
           CHECK(config.model.num_layers >= 2);
           if (cell.pe == "fastrpb2d")
             CHECK(config.model.positional.get_list<int64_t>("grid", {}) ==
                   std::vector<int64_t>{14, 14});
-          // Issue 33: the cpu scale's free positions (the paper's), cpu-rowcol's rows + columns.
-          CHECK(config.model.positions == (scale.name == "cpu" ? "learned" : "learned2d"));
+          // Issue 33: free positions (the paper's) but at cpu-rowcol (rows + columns); the mean
+          // of all rows classified at cpu, the CLS row at the recipes before it.
+          CHECK(config.model.positions == (scale.name == "cpu-rowcol" ? "learned2d" : "learned"));
+          CHECK(classifier.pooling == (scale.name == "cpu" ? "mean" : "cls"));
         }
       }
     }
   }
-  CHECK(built == 5 * (83 + 10));  // Table 1: the 83 cells with a config (N/A: none); Table 2: 10
+  CHECK(built == 6 * (83 + 10));  // Table 1: the 83 cells with a config (N/A: none); Table 2: 10
 }
 
 TEST_CASE("reproduce scales: every language model of the lm table builds at every scale") {
@@ -169,7 +172,7 @@ TEST_CASE("reproduce scales: every language model of the lm table builds at ever
       }
     }
   }
-  CHECK(built == 5 * 6);
+  CHECK(built == 6 * 6);  // six scales, six language models
 }
 
 TEST_CASE("reproduce scales: the data a scale makes is made by `relpos data prepare` options") {
