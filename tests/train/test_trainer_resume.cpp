@@ -167,7 +167,7 @@ TEST_CASE("training state: every entry of a checkpoint round-trips through load 
   const RunConfig config =
       tiny_config(scratch, data, "state", {"train.clip_grad_norm=0.5", "train.accumulate=2"});
   const std::unique_ptr<Task> task = make_task(config, Device::cpu());
-  const auto optimizer = make_optimizer(task->model().parameters(), config.optimizer);
+  const auto optimizer = make_optimizer(task->model().named_parameters(), config.optimizer);
   RunPosition position;
   TrainingState state(*task, *optimizer, position, config.yaml);
   const CheckpointData saved = read_checkpoint(fixture.string());
