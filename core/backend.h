@@ -10,8 +10,10 @@
 #include "core/tensor.h"
 
 namespace relpos {
-struct AttentionSpec;   // core/ops.h
-struct AttentionGrads;  // core/ops.h
+struct AttentionSpec;     // core/ops.h
+struct AttentionGrads;    // core/ops.h
+struct AdamCoefficients;  // core/ops.h
+struct AdamUpdate;        // core/ops.h
 }  // namespace relpos
 
 namespace relpos::cpu {

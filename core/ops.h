@@ -230,6 +230,27 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& grad,
                               int64_t ignore_index, Reduction reduction);
 
+// ---------------------------------------------------------------- optimizer steps (ops/adam.cpp)
+// One Adam(W) update of a parameter (train/adam.h) in one pass, as torch.optim.Adam(W) computes
+// it: param, grad, exp_avg and exp_avg_sq of one shape, one floating dtype (f32 or f64) and one
+// device; new tensors are returned, the inputs are left as they were. In the dtype, one rounding
+// per operation, in this order (each scalar factor rounded once; with weight_decay 0 neither
+// decay applies):
+//   g1 = decoupled ? g : g + p·wd;      p1 = decoupled ? p·(1 − lr·wd) : p
+//   m' = m·β1 + g1·(1 − β1);            v' = v·β2 + (g1·g1)·(1 − β2)
+//   p' = p1 − (m' / (√v'·(1/√(1 − β2^t)) + ε))·(lr / (1 − β1^t))
+// the bits of the same formula computed op by op (tests/core/test_adam_update.cpp).
+struct AdamCoefficients {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool decoupled = false;  // AdamW's p·(1 − lr·wd), else Adam's g + p·wd
+  double step = 1;         // t: this update's count, 1 for the first
+};
+struct AdamUpdate {
+  Tensor param, exp_avg, exp_avg_sq;
+};
+AdamUpdate adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                       const Tensor& exp_avg_sq, const AdamCoefficients& c);
+
 // ---------------------------------------------------------------- checks (ops/checks.cpp)
 // Whether every element of a floating tensor is finite (false on NaN or +-Inf).
 bool all_finite(const Tensor& x);

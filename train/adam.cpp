@@ -28,33 +28,23 @@ Adam::Adam(const std::vector<Var>& params, const AdamConfig& config)
 
 void Adam::update(size_t index, Var& param, const Tensor& grad) {
   const AdamConfig& c = config_;
-  Tensor p = param.value();
-  Tensor g = grad;
-  if (c.weight_decay != 0) {
-    if (c.decoupled)
-      p = mul_scalar(p, 1 - lr_of(index) * c.weight_decay);
-    else
-      g = add(g, mul_scalar(p, c.weight_decay));
-  }
   State& s = state()[index];
   if (s.empty()) {
     s["step"] = Tensor::scalar(0, DType::f64);
-    s["exp_avg"] = zeros_like(p);
-    s["exp_avg_sq"] = zeros_like(p);
+    s["exp_avg"] = zeros_like(param.value());
+    s["exp_avg_sq"] = zeros_like(param.value());
   }
   // The update count is host bookkeeping: 0-d states stay on the CPU (restore_optimizer), so
   // reading it makes no device wait.
-  double t = *cast(s["step"], DType::f64).data<double>() + 1;
+  const double t = *cast(s["step"], DType::f64).data<double>() + 1;
   s["step"] = Tensor::scalar(t, DType::f64);
-  Tensor m = add(mul_scalar(s["exp_avg"], c.beta1), mul_scalar(g, 1 - c.beta1));
-  Tensor v = add(mul_scalar(s["exp_avg_sq"], c.beta2), mul_scalar(mul(g, g), 1 - c.beta2));
-  s["exp_avg"] = m;
-  s["exp_avg_sq"] = v;
-  double bias1 = 1 - std::pow(c.beta1, t);
-  double bias2 = 1 - std::pow(c.beta2, t);
-  // denom = √v / √(1−β2^t) + ε, then p −= (lr / (1−β1^t))·m / denom, as torch computes it.
-  Tensor denom = add_scalar(mul_scalar(sqrt(v), 1 / std::sqrt(bias2)), c.eps);
-  param.set_value(sub(p, mul_scalar(div(m, denom), lr_of(index) / bias1)));
+  // One pass over the parameter (core/ops.h adam_update has the formula, as torch computes it).
+  const AdamUpdate next =
+      adam_update(param.value(), grad, s["exp_avg"], s["exp_avg_sq"],
+                  {lr_of(index), c.beta1, c.beta2, c.eps, c.weight_decay, c.decoupled, t});
+  s["exp_avg"] = next.exp_avg;
+  s["exp_avg_sq"] = next.exp_avg_sq;
+  param.set_value(next.param);
 }
 
 namespace {

@@ -2,7 +2,8 @@
 // registrations. With bias correction at per-parameter step t:
 //   m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²;  p −= lr·(m/(1−β1^t)) / (√(v/(1−β2^t)) + ε).
 // Weight decay is either L2 (g += wd·p, torch Adam) or decoupled (p −= lr·wd·p, torch AdamW,
-// Loshchilov & Hutter 2019), applied to the parameter before the Adam step.
+// Loshchilov & Hutter 2019), applied to the parameter before the Adam step. Each parameter's
+// update is one pass of core's adam_update (core/ops.h has the order of its roundings).
 #pragma once
 
 #include "train/optimizer.h"

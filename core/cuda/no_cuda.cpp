@@ -91,6 +91,10 @@ bool all_finite(const Tensor&) {
 void sum_of_squares(const std::vector<Tensor>&, const Tensor&) {
   no_cuda("sum_of_squares");
 }
+void adam_update(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                 const AdamCoefficients&, const AdamUpdate&) {
+  no_cuda("adam_update");
+}
 void softmax(const Tensor&, int, bool, const Tensor&) {
   no_cuda("softmax");
 }
