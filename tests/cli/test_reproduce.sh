@@ -2,8 +2,8 @@
 # `relpos reproduce` end to end at tiny scale on generated data: table2 (MNIST, every row, our
 # value and the paper's), lm (every language model, bpc against the evaluation memory), a grid
 # interrupted after k cells resumes without rerunning them, a
-# cell whose data is missing is reported in the table instead of failing the grid, and user
-# errors exit 2. Usage: test_reproduce.sh RELPOS_BINARY (run from anywhere; uses the repo's
+# cell whose data is missing is reported in the table instead of failing the grid, --jobs 2
+# trains the same runs two at a time, and user errors exit 2. Usage: test_reproduce.sh RELPOS_BINARY (run from anywhere; uses the repo's
 # configs/). One thread keeps it fast on a loaded machine.
 set -uo pipefail
 relpos=$(realpath "$1")
@@ -75,6 +75,32 @@ assert len(table) == 10 and all(t["seeds_done"] == "1" for t in table), table
 # The generated task is easy: at least one model learns it within the tiny budget.
 assert max(float(t["best_mean"]) for t in table) > 50, table
 PY
+
+# --jobs 2: the linear_elu cells' two runs at once, each a child `relpos train`, give the bits of
+# the runs trained one at a time above; their consoles are removed. A run that fails in its child
+# (its run directory is a file) is named in the table with its error and its console kept.
+"$relpos" reproduce table2 --scale tiny --data-dir "$tmp/data" --out "$tmp/rep_jobs" \
+  --only linear_elu --jobs 2 >/dev/null 2>"$tmp/err_jobs" || fail "--jobs 2 failed: $(cat "$tmp/err_jobs")"
+for pe in none fastrpb2d; do
+  /usr/bin/python3 - "$tmp/rep/mnist/linear_elu_$pe/seed0/summary.json" \
+    "$tmp/rep_jobs/mnist/linear_elu_$pe/seed0/summary.json" <<'PY' || fail "--jobs 2: $pe differs"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for key in ("test_best", "test_last", "val_best", "steps"):
+    assert a[key] == b[key], (key, a[key], b[key])
+PY
+  grep -q "linear_elu_$pe seed 0: test accuracy" "$tmp/err_jobs" || fail "--jobs 2: no result line for $pe"
+done
+[[ -z $(find "$tmp/rep_jobs" -name '*.log') ]] || fail "--jobs 2 left a console of a finished run"
+mkdir -p "$tmp/rep_fail/mnist/linear_elu_none" && touch "$tmp/rep_fail/mnist/linear_elu_none/seed0"
+"$relpos" reproduce table2 --scale tiny --data-dir "$tmp/data" --out "$tmp/rep_fail" \
+  --only linear_elu_none --jobs 2 >/dev/null 2>"$tmp/err_fail" || fail "--jobs: a failed run failed the grid"
+grep -q "failed (exit 2): .*(its console: .*seed0.log)" "$tmp/rep_fail/table.md" ||
+  fail "--jobs: the failed run is not named in the table: $(cat "$tmp/rep_fail/table.md")"
+[[ -s $tmp/rep_fail/mnist/linear_elu_none/seed0.log ]] || fail "--jobs: the failed run's console is gone"
+"$relpos" reproduce table1 --jobs 2 >/dev/null 2>"$tmp/err_j1"; [[ $? -eq 2 ]] || fail "table1 --jobs 2: not exit 2"
+grep -q "only table2 trains runs at once" "$tmp/err_j1" || fail "table1 --jobs 2: $(cat "$tmp/err_j1")"
+"$relpos" reproduce table2 --jobs 0 >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "--jobs 0: not exit 2"
 
 # A torn summary.json (a run's report cut short): the table names it instead of showing nan.
 cp -r "$tmp/rep" "$tmp/rep_torn"

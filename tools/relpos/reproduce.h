@@ -94,6 +94,7 @@ struct ReproduceOptions {
   bool report_only = false;  // --runs given: report what is there, train nothing
   int64_t seeds = 0;         // 0: the scale's default for the table
   bool resume = false;
+  int64_t jobs = 1;  // table2 on the CPU: runs trained at once, each a `relpos train` process
 };
 
 // One table run (or read) by reproduce_table.

@@ -36,7 +36,10 @@ constexpr const char* kFooter =
     "from its last checkpoint. --runs DIR reports the cells' run directories found in DIR and\n"
     "trains nothing (without it: --out, whose missing cells are trained; for table3, the table1\n"
     "grid of the same scale). figure3 runs `relpos bench attention` and draws OUT/figure3.png\n"
-    "with tools/plots.py.\n"
+    "with tools/plots.py. --jobs N trains table2's runs N at a time on the CPU, each a\n"
+    "`relpos train` process with 1/N of the threads (the same results: a run does not depend\n"
+    "on its thread count); its console goes to RUN_DIR.log, kept when the run fails. Tables\n"
+    "that report training time (table1, whose runs table3 times; table3; lm) run one at a time.\n"
     "Scales (configs/paper/scales.yaml, under --configs):\n";
 
 // The footer with the scales of configs/paper/scales.yaml, when they can be read.
@@ -54,7 +57,7 @@ std::string footer() {
 // What `relpos reproduce` was given, numbers as text.
 struct ReproduceArgs {
   ReproduceOptions o;
-  std::string seeds;
+  std::string seeds, jobs;
 };
 
 // The checks of the options and their defaults.
@@ -62,6 +65,14 @@ ReproduceOptions checked(const ReproduceArgs& a) {
   ReproduceOptions o = a.o;
   if (!a.seeds.empty()) o.seeds = parse_positive<int64_t>("reproduce", "--seeds", a.seeds);
   o.report_only = !o.runs.empty();
+  if (!a.jobs.empty()) o.jobs = parse_positive<int64_t>("reproduce", "--jobs", a.jobs);
+  RELPOS_CHECK(o.jobs == 1 || o.table == "table2", "reproduce",
+               "--jobs {}: only table2 trains runs at once; {} reports training times, which "
+               "runs sharing the cores would distort",
+               o.jobs, o.table == "all" ? "all (table1, table3)" : o.table);
+  RELPOS_CHECK(o.jobs == 1 || o.device == "cpu", "reproduce",
+               "--jobs {}: runs at once share the CPU's cores; on cuda they run one at a time",
+               o.jobs);
   RELPOS_CHECK(o.table == "table1" || o.table == "table2" || o.table == "table3" ||
                    o.table == "lm" || o.table == "figure3" || o.table == "all",
                "reproduce", "unknown table '{}'; known: table1, table2, table3, lm, figure3, all",
@@ -225,6 +236,8 @@ void add_reproduce_command(CLI::App& app, int& status, const std::vector<std::st
       ->required();
   sub->add_option("--scale", o.scale, "a scale of scales.yaml (default tiny)")->type_name("NAME");
   sub->add_option("--seeds", a->seeds, "seeds per cell (default: the scale's)")->type_name("N");
+  sub->add_option("--jobs", a->jobs, "table2: runs trained at once on the CPU (default 1)")
+      ->type_name("N");
   sub->add_option("--device", o.device, "cpu or cuda")->type_name("cpu|cuda");
   sub->add_option("--data-dir", o.data_dir, "one folder per dataset (default data/)")
       ->type_name("DIR");

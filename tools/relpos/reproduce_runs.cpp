@@ -93,13 +93,25 @@ std::string date_today() {
   return date;
 }
 
-RunConfig cell_run_config(const Cell& cell, const Scale& scale, int64_t seed,
-                          const std::vector<std::string>& extra) {
+std::vector<std::string> cell_overrides(const Cell& cell, const Scale& scale, int64_t seed,
+                                        const std::vector<std::string>& extra) {
   const RunConfig paper = load_config(cell.config);
   std::vector<std::string> overrides = scale_overrides(scale, scale_cell(cell, paper), seed);
   overrides.insert(overrides.end(), cell.overrides.begin(), cell.overrides.end());
   overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return load_config(cell.config, overrides);
+  return overrides;
+}
+
+RunConfig cell_run_config(const Cell& cell, const Scale& scale, int64_t seed,
+                          const std::vector<std::string>& extra) {
+  return load_config(cell.config, cell_overrides(cell, scale, seed, extra));
+}
+
+std::vector<std::string> run_placement(const Cell& cell, int64_t seed, const ReproduceOptions& o,
+                                       const Scale& scale, const fs::path& dir) {
+  const std::string dataset = cell_run_config(cell, scale, seed).data.dataset;
+  return {"data.dir=" + data_folder(o.data_dir, scale, dataset).string(),
+          "train.out=" + dir.string(), "device=" + o.device};
 }
 
 RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, const Scale& scale,
@@ -111,11 +123,8 @@ RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, c
     return r;
   }
   try {
-    const std::string dataset = cell_run_config(cell, scale, seed).data.dataset;
     const RunConfig config =
-        cell_run_config(cell, scale, seed,
-                        {"data.dir=" + data_folder(o.data_dir, scale, dataset).string(),
-                         "train.out=" + dir.string(), "device=" + o.device});
+        cell_run_config(cell, scale, seed, run_placement(cell, seed, o, scale, dir));
     TrainerOptions options;
     options.verbose = false;
     const fs::path last = dir / "checkpoints" / "last.h5";
@@ -164,17 +173,26 @@ std::vector<Row> Grid::run(TableReport& report) const {
       to_train += has_data[&cell] && !fs::exists(run_dir(cell, seed) / "summary.json");
   }
   std::vector<Row> rows;
+  std::vector<PendingRun> pending;  // with o.jobs > 1: the runs the child processes train
   int64_t k = 0;
   for (const Cell& cell : cells) {
     Row row{&cell, {}};
     for (int64_t seed = 0; seed < seeds; ++seed, ++k) {
       const bool finished = fs::exists(run_dir(cell, seed) / "summary.json");
+      if (o.jobs > 1 && !finished && has_data[&cell] && !o.report_only) {
+        pending.push_back({&cell, rows.size(), seed, k, run_dir(cell, seed)});
+        row.runs.emplace_back();
+        continue;
+      }
       progress(k, cell, seed, finished, report, to_train);
       if (!finished && has_data[&cell]) --to_train;
-      row.runs.push_back(run_one(cell, seed, finished, report));
+      const RunOutcome r = run_cell(cell, seed, o, scale, run_dir(cell, seed));
+      record(r, !finished, nullptr, report);
+      row.runs.push_back(r);
     }
     rows.push_back(std::move(row));
   }
+  if (!pending.empty()) run_in_processes(pending, rows, report);
   return rows;
 }
 
@@ -192,15 +210,18 @@ void Grid::progress(int64_t k, const Cell& cell, int64_t seed, bool finished,
                static_cast<long long>(seed), finished ? " (done, skipped)" : "", eta.c_str());
 }
 
-RunOutcome Grid::run_one(const Cell& cell, int64_t seed, bool finished, TableReport& report) const {
-  RunOutcome r = run_cell(cell, seed, o, scale, run_dir(cell, seed));
-  if (!finished && r.done) {
+void Grid::record(const RunOutcome& r, bool trained_now, const PendingRun* named,
+                  TableReport& report) const {
+  const std::string name =
+      named != nullptr ? fmt::format("{} seed {}: ", named->cell->name, named->seed) : "";
+  if (trained_now && r.done) {
     ++report.runs_trained;
     if (std::isnan(r.bpc_best))
-      std::fprintf(stderr, "[reproduce]   test accuracy %.2f%%, macro-F1 %.2f%%, %.0f s\n",
-                   100 * r.accuracy_best, 100 * r.f1_best, r.train_s);
+      std::fprintf(stderr, "[reproduce]   %stest accuracy %.2f%%, macro-F1 %.2f%%, %.0f s\n",
+                   name.c_str(), 100 * r.accuracy_best, 100 * r.f1_best, r.train_s);
     else
-      std::fprintf(stderr, "[reproduce]   test bpc %.3f, %.0f s\n", r.bpc_best, r.train_s);
+      std::fprintf(stderr, "[reproduce]   %stest bpc %.3f, %.0f s\n", name.c_str(), r.bpc_best,
+                   r.train_s);
   }
   if (r.done) {
     ++report.runs_done;
@@ -208,8 +229,8 @@ RunOutcome Grid::run_one(const Cell& cell, int64_t seed, bool finished, TableRep
   } else {
     ++report.runs_missing;
   }
-  if (!r.problem.empty()) std::fprintf(stderr, "[reproduce]   %s\n", r.problem.c_str());
-  return r;
+  if (!r.problem.empty())
+    std::fprintf(stderr, "[reproduce]   %s%s\n", name.c_str(), r.problem.c_str());
 }
 
 }  // namespace relpos::cli

@@ -30,10 +30,16 @@ struct RunOutcome {
 // the table as such (deleting it reruns the cell).
 RunOutcome read_summary(const std::filesystem::path& file);
 
-// The configuration one run of `cell` trains: its file, then the scale's overrides for `seed`,
+// The overrides of one run of `cell`, applied to its file in this order: the scale's for `seed`,
 // then the cell's own, then `extra`.
+std::vector<std::string> cell_overrides(const Cell& cell, const Scale& scale, int64_t seed,
+                                        const std::vector<std::string>& extra = {});
+// The configuration one run of `cell` trains: its file with cell_overrides.
 RunConfig cell_run_config(const Cell& cell, const Scale& scale, int64_t seed,
                           const std::vector<std::string>& extra = {});
+// The overrides that place a run: its data folder, its run directory and the device.
+std::vector<std::string> run_placement(const Cell& cell, int64_t seed, const ReproduceOptions& o,
+                                       const Scale& scale, const std::filesystem::path& dir);
 
 // Trains one cell x seed into `dir` unless it is finished there (o.report_only: never trains).
 RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, const Scale& scale,
@@ -52,6 +58,15 @@ std::string csv_mean_sd(const std::vector<double>& xs, double scale);
 
 // Today's date (UTC) as YYYY-MM-DD, for the tables' titles.
 std::string date_today();
+
+// One run still to train: the cell, its row in the grid, the seed and its run directory.
+struct PendingRun {
+  const Cell* cell = nullptr;
+  size_t row = 0;
+  int64_t seed = 0;
+  int64_t number = 0;  // its place in the grid, from 0
+  std::filesystem::path dir;
+};
 
 // One cell's runs, by seed.
 struct Row {
@@ -72,13 +87,19 @@ struct Grid {
   double elapsed() const;
   std::filesystem::path run_dir(const Cell& cell, int64_t seed) const;
 
-  // Every cell x seed: finished runs read, the others trained unless their data is missing.
+  // Every cell x seed: finished runs read, the others trained unless their data is missing;
+  // with o.jobs > 1, up to o.jobs at once in child processes (reproduce_jobs.cpp).
   std::vector<Row> run(TableReport& report) const;
 
  private:
   void progress(int64_t k, const Cell& cell, int64_t seed, bool finished, const TableReport& report,
                 int64_t to_train) const;
-  RunOutcome run_one(const Cell& cell, int64_t seed, bool finished, TableReport& report) const;
+  // Counts a run's outcome in the report and prints its result line (named, when runs overlap).
+  void record(const RunOutcome& r, bool trained_now, const PendingRun* named,
+              TableReport& report) const;
+  // Trains `pending` in `relpos train` child processes, o.jobs at a time, into rows.
+  void run_in_processes(const std::vector<PendingRun>& pending, std::vector<Row>& rows,
+                        TableReport& report) const;
 };
 
 }  // namespace relpos::cli
