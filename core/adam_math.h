@@ -1,11 +1,11 @@
 // The elementwise Adam update (core/ops.h adam_update), written once for the CPU loop
-// (core/cpu/adam.cpp) and the CUDA kernel (core/cuda/adam_kernels.cu). Each operation rounds
-// once to T and none is contracted into an FMA, so the result has the bits of the same formula
-// computed one op at a time (train/adam.cpp's composed form, kept in tests/core/test_adam_update).
+// (core/cpu/adam.cpp) and the CUDA kernel (core/cuda/adam_kernels.cu). Both files compile with
+// FMA contraction off (core/CMakeLists.txt: -ffp-contract=off, nvcc --fmad=false; division and
+// square root stay IEEE), so each operation rounds once to T and the result has the bits of the
+// same formula computed one op at a time (the composed form kept in tests/core/test_adam_update).
 #pragma once
 
 #include <cmath>
-#include <type_traits>
 
 #include "core/host_device.h"
 
@@ -42,80 +42,16 @@ AdamScalars<T> adam_scalars(double lr, double beta1, double beta2, double eps, d
   return s;
 }
 
-namespace rn {  // round-to-nearest arithmetic that the compiler may not fuse
-
-template <typename T>
-RELPOS_HOST_DEVICE T add(T a, T b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, float>)
-    return __fadd_rn(a, b);
-  else
-    return __dadd_rn(a, b);
-#else
-  return a + b;  // host files that use this compile with -ffp-contract=off (core/CMakeLists.txt)
-#endif
-}
-
-template <typename T>
-RELPOS_HOST_DEVICE T sub(T a, T b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, float>)
-    return __fsub_rn(a, b);
-  else
-    return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
-template <typename T>
-RELPOS_HOST_DEVICE T mul(T a, T b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, float>)
-    return __fmul_rn(a, b);
-  else
-    return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-template <typename T>
-RELPOS_HOST_DEVICE T div(T a, T b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, float>)
-    return __fdiv_rn(a, b);
-  else
-    return __ddiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
-template <typename T>
-RELPOS_HOST_DEVICE T sqrt(T a) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, float>)
-    return __fsqrt_rn(a);
-  else
-    return __dsqrt_rn(a);
-#else
-  return std::sqrt(a);
-#endif
-}
-
-}  // namespace rn
-
 // One element: (p, g, m, v) -> (p', m', v') in the order of core/ops.h adam_update.
 template <typename T>
 RELPOS_HOST_DEVICE void adam_element(const AdamScalars<T>& s, T p, T g, T m, T v, T& p_out,
                                      T& m_out, T& v_out) {
-  if (s.apply_l2) g = rn::add(g, rn::mul(p, s.l2));
-  if (s.apply_decay) p = rn::mul(p, s.decay);
-  m = rn::add(rn::mul(m, s.beta1), rn::mul(g, s.one_minus_beta1));
-  v = rn::add(rn::mul(v, s.beta2), rn::mul(rn::mul(g, g), s.one_minus_beta2));
-  const T denom = rn::add(rn::mul(rn::sqrt(v), s.inv_sqrt_bias2), s.eps);
-  p_out = rn::sub(p, rn::mul(rn::div(m, denom), s.step_size));
+  if (s.apply_l2) g = g + p * s.l2;
+  if (s.apply_decay) p = p * s.decay;
+  m = m * s.beta1 + g * s.one_minus_beta1;
+  v = v * s.beta2 + (g * g) * s.one_minus_beta2;
+  const T denom = std::sqrt(v) * s.inv_sqrt_bias2 + s.eps;
+  p_out = p - (m / denom) * s.step_size;
   m_out = m;
   v_out = v;
 }

@@ -1,5 +1,5 @@
-// The Adam update in one grid-stride kernel: core/adam_math.h's element update, which uses the
-// _rn intrinsics so nvcc fuses nothing and the bits equal the CPU's.
+// The Adam update in one grid-stride kernel: core/adam_math.h's element update, compiled with
+// --fmad=false (core/CMakeLists.txt) so nvcc fuses nothing and the bits equal the CPU's.
 #include <algorithm>
 
 #include "core/cuda/adam_kernels.h"
