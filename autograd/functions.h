@@ -102,7 +102,7 @@ Var cross_entropy(const Var& logits, const Tensor& target, int64_t ignore_index 
 // as softmax, dropout and matmul composed. Not training: no dropout.
 Var attention(const Var& q, const Var& k, const Var& v, AttentionSpec spec, Generator& gen,
               bool training);
-// With Transformer-XL's position term (core/ops.h AttentionSpec, CPU): rel_query [B, H, Lq, R]
+// With Transformer-XL's position term (core/ops.h AttentionSpec): rel_query [B, H, Lq, R]
 // (q + v) and rel_key [H, Lk, R] (row δ embeds distance δ) become the spec's, and get gradients.
 Var attention(const Var& q, const Var& k, const Var& v, const Var& rel_query, const Var& rel_key,
               AttentionSpec spec, Generator& gen, bool training);

@@ -150,7 +150,7 @@ struct AttentionSpec {
   uint64_t offset = 0;  //   ((b H + h) Lq + i) Lk + j of (seed, offset) is >= dropout,
                         //   the mask dropout_mask({B, H, Lq, Lk}, ...) draws from the same stream
   // A relative position term (Transformer-XL's (b) + (d), Dai et al. 2019 §3.3; the score bias
-  // of Shaw et al. 2018 and of skew), CPU only: when defined, the logit of pair (i, j) becomes
+  // of Shaw et al. 2018 and of skew): when defined, the logit of pair (i, j) becomes
   // scale (q_i·k_j + rel_query_i·rel_key[row]) with row = clamp(δ, rel_min, rel_max) - rel_min
   // and δ = i + rel_offset - j, the query's position minus the key's.
   Tensor rel_query;  // [B, H, Lq, R] (TXL: q + v)

@@ -1,61 +1,18 @@
 // CUDA backend of the attention op (core/ops.h AttentionSpec). The tiled kernels
-// (attention_kernels.cu) take f32 and f64 with head sizes up to 128 (f64: 64): memory linear in L.
-// Other head sizes are composed from relpos's own CUDA kernels (cuBLAS GEMMs, softmax-style
-// reductions, the Philox dropout mask): the same results, through [B, H, Lq, Lk] scores.
-#include <cmath>
-
+// (attention_kernels.cuh) take f32 and f64 with head sizes up to 128 (f64: 64; with the position
+// term f32 up to 64 and f64 up to 32): memory linear in L. Other cases take the composed form
+// (core/ops/attention_composed.h) on relpos's CUDA kernels: the same results, through
+// [B, H, Lq, Lk] scores.
 #include "core/backend.h"
 #include "core/cuda/attention_kernels.h"
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "core/ops.h"
+#include "core/ops/attention_composed.h"
 
 namespace relpos::cuda {
 
 namespace {
-
-constexpr double kBlockedLogit = -1e30;  // finite, so a row with nothing visible stays NaN-free
-
-// u8 [B or 1, 1, Lq, Lk], 1 where the spec blocks the pair; undefined when nothing is blocked.
-Tensor blocked_pairs(const AttentionSpec& s, int64_t q_len, int64_t k_len, Device device) {
-  Tensor blocked;
-  if (s.key_mask.defined()) {
-    const int64_t batch = s.key_mask.size(0);
-    blocked = eq(s.key_mask, zeros({1}, DType::u8, device)).reshape({batch, 1, 1, k_len});
-  }
-  if (s.causal) {
-    const Tensor i =
-        arange(0, static_cast<double>(q_len), 1, DType::i64, device).reshape({q_len, 1});
-    const Tensor j =
-        arange(0, static_cast<double>(k_len), 1, DType::i64, device).reshape({1, k_len});
-    const Tensor ahead = sub(j, i);  // key j sits (j - i) - (Lk - Lq) positions after query i
-    Tensor causal = gt(ahead, full({1, 1}, static_cast<double>(k_len - q_len), DType::i64, device));
-    if (s.window > 0)
-      causal = maximum(causal, le(ahead, full({1, 1}, static_cast<double>(k_len - q_len - s.window),
-                                              DType::i64, device)));
-    causal = causal.reshape({1, 1, q_len, k_len});
-    blocked = blocked.defined() ? maximum(blocked, causal) : causal;
-  }
-  return blocked;
-}
-
-// The weights softmax(scale Q·Kᵀ) with blocked pairs 0, from the saved log-sum-exp.
-Tensor weights_of(const Tensor& q, const Tensor& k, const Tensor& lse, const Tensor& blocked,
-                  double scale) {
-  Tensor s = mul_scalar(matmul(q, k, false, true), scale);  // [B, H, Lq, Lk]
-  if (blocked.defined()) s = masked_fill(s, blocked, kBlockedLogit);
-  // A row with no visible key has lse -inf; every pair of it is blocked and zeroed below.
-  const Tensor finite_lse = masked_fill(lse, eq(lse, full_like(lse, -INFINITY)), 0.0);
-  Tensor p = exp(sub(s, finite_lse.unsqueeze(-1)));
-  return blocked.defined() ? masked_fill(p, blocked, 0.0) : p;
-}
-
-// 1/(1 - p) where the forward kept a weight, 0 where it dropped it: [B, H, Lq, Lk].
-Tensor dropout_scale(const AttentionSpec& s, const Shape& shape, DType dtype, Device device) {
-  const Tensor mask = Tensor::empty(shape, DType::u8, device);
-  dropout_mask(mask, s.dropout, s.seed, s.offset);
-  return mul_scalar(cast(mask, dtype), 1.0 / (1.0 - s.dropout));
-}
 
 AttentionArgs args_of(const Tensor& q, const Tensor& v, const AttentionSpec& s) {
   AttentionArgs a;
@@ -72,11 +29,21 @@ AttentionArgs args_of(const Tensor& q, const Tensor& v, const AttentionSpec& s) 
   a.dropout = s.dropout;
   a.seed = s.seed;
   a.offset = s.offset;
+  if (s.rel_query.defined()) {
+    a.rel_dim = static_cast<int>(s.rel_query.size(3));
+    a.rel_query = s.rel_query.raw_data();
+    a.rel_key = s.rel_key.raw_data();
+    a.rel_one_table = s.rel_key.size(0) == 1;
+    a.rel_offset = s.rel_offset;
+    a.rel_min = s.rel_min;
+    a.rel_max = s.rel_max;
+  }
   return a;
 }
 
-bool tiled(const Tensor& q, const Tensor& v) {
-  return tiled_attention_fits(q.dtype(), q.size(3), v.size(3));
+bool tiled(const Tensor& q, const Tensor& v, const AttentionSpec& s) {
+  return tiled_attention_fits(q.dtype(), q.size(3), v.size(3),
+                              s.rel_query.defined() ? s.rel_query.size(3) : 0);
 }
 
 }  // namespace
@@ -84,61 +51,39 @@ bool tiled(const Tensor& q, const Tensor& v) {
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec,
                const Tensor& out, const Tensor& lse) {
   DeviceGuard guard(q.device());
-  if (tiled(q, v)) {
+  if (tiled(q, v, spec)) {
     RELPOS_CUDA_CHECK("attention",
                       launch_attention_forward(q.dtype(), args_of(q, v, spec), q.raw_data(),
                                                k.raw_data(), v.raw_data(), out.raw_data(),
                                                lse.raw_data(), stream_of(q.device())));
     return;
   }
-  const int64_t q_len = q.size(2), k_len = k.size(2);
-  const Tensor blocked = blocked_pairs(spec, q_len, k_len, q.device());
-  Tensor s = mul_scalar(matmul(q, k, false, true), spec.scale);  // [B, H, Lq, Lk]
-  if (blocked.defined()) s = masked_fill(s, blocked, kBlockedLogit);
-  const Tensor row_max = max(s, {-1}, true);
-  Tensor p = exp(sub(s, row_max));
-  const Tensor row_sum = sum(p, {-1}, true);
-  p = div(p, row_sum);
-  Tensor row_lse = add(row_max, log(row_sum)).reshape(lse.shape());
-  if (blocked.defined()) {
-    p = masked_fill(p, blocked, 0.0);
-    // Only a row with nothing visible has its maximum at the blocked logit.
-    row_lse = masked_fill(
-        row_lse, le(row_max.reshape(lse.shape()), full_like(lse, 0.5 * kBlockedLogit)), -INFINITY);
-  }
-  if (spec.dropout > 0) p = mul(p, dropout_scale(spec, p.shape(), p.dtype(), p.device()));
-  copy_(out, matmul(p, v));
-  copy_(lse, row_lse);
+  composed::attention(q, k, v, spec, out, lse);
 }
 
 void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& out, const Tensor& lse, const AttentionSpec& spec,
                         const AttentionGrads& grads) {
-  const Tensor &dq = grads.dq, &dk = grads.dk, &dv = grads.dv;
   DeviceGuard guard(q.device());
-  if (tiled(q, v)) {
+  const bool position = spec.rel_query.defined();
+  if (tiled(q, v, spec)) {
     const Tensor row_dot = sum(mul(gout, out), {-1});  // [B, H, Lq]: D_i = dO_i·O_i
+    const AttentionArgs a = args_of(q, v, spec);
+    const Tensor scratch =
+        position ? Tensor::empty({rel_key_scratch_elements(a)}, q.dtype(), q.device()) : Tensor();
+    AttentionGradBuffers buffers{grads.dq.raw_data(), grads.dk.raw_data(), grads.dv.raw_data()};
+    if (position) {
+      buffers.d_rel_query = grads.drel_query.raw_data();
+      buffers.d_rel_key = grads.drel_key.raw_data();
+      buffers.scratch = scratch.raw_data();
+    }
     RELPOS_CUDA_CHECK("attention_backward",
                       launch_attention_backward(
-                          q.dtype(), args_of(q, v, spec), q.raw_data(), k.raw_data(), v.raw_data(),
-                          gout.raw_data(), lse.raw_data(), row_dot.raw_data(), dq.raw_data(),
-                          dk.raw_data(), dv.raw_data(), stream_of(q.device())));
+                          q.dtype(), a, q.raw_data(), k.raw_data(), v.raw_data(), gout.raw_data(),
+                          lse.raw_data(), row_dot.raw_data(), buffers, stream_of(q.device())));
     return;
   }
-  const Tensor blocked = blocked_pairs(spec, q.size(2), k.size(2), q.device());
-  const Tensor p = weights_of(q, k, lse, blocked, spec.scale);  // [B, H, Lq, Lk]
-  Tensor dp = matmul(gout, v, false, true);
-  Tensor kept = p;
-  if (spec.dropout > 0) {
-    const Tensor keep = dropout_scale(spec, p.shape(), p.dtype(), p.device());
-    dp = mul(dp, keep);
-    kept = mul(p, keep);
-  }
-  copy_(dv, matmul(kept, gout, true, false));
-  const Tensor row_dot = sum(mul(gout, out), {-1}, true);  // D_i = dO_i·O_i
-  const Tensor ds = mul(p, sub(dp, row_dot));
-  copy_(dq, mul_scalar(matmul(ds, k), spec.scale));
-  copy_(dk, mul_scalar(matmul(ds, q, true, false), spec.scale));
+  composed::attention_backward(gout, q, k, v, out, lse, spec, grads);
 }
 
 }  // namespace relpos::cuda

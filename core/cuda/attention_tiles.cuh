@@ -1,6 +1,7 @@
-// The machinery of the tiled attention kernels (attention_kernels.cu): the tile and thread
+// The machinery of the tiled attention kernels (attention_kernels.cuh): the tile and thread
 // geometry, which pairs and tiles a row may see, the dropout keep test, and each thread's share of
-// the shared-memory tiles (row_of, col_of, dim_of) with their vector loads, products and stores.
+// the shared-memory tiles (row_of, col_of, dim_of) with their vector loads, products and stores;
+// and the band of position-table rows a tile reads, with the products that use it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -237,6 +238,83 @@ __device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], T* x, int64_
 #pragma unroll
     for (int e = 0; e < kDim / kLanes; ++e)
       if (dim_of(e) < dim) x[row * dim + dim_of(e)] = acc[r][e] * factor;
+  }
+}
+
+// ---------------------------------------------------------------- the position term
+// Pair (query i, key j) reads table row rel_row(δ), δ = i + rel_offset - j (core/ops.h
+// AttentionSpec::rel_key). The pairs of query rows [i0, i0 + kTile) x keys [j0, j0 + kTile) read
+// the 2 kTile - 1 distances from band_start(i0, j0): pair (i0 + x, j0 + y) reads band row
+// x - y + kTile - 1, whose table row was loaded into the band (the rel-shift as index arithmetic).
+template <typename T, int kDim>
+using BandTile = T[2 * kTile][kDim + kPad];  // the last row stays zero
+
+__device__ __forceinline__ int64_t rel_row(const AttentionArgs& a, int64_t delta) {
+  return smaller(larger(delta, a.rel_min), a.rel_max) - a.rel_min;
+}
+__device__ __forceinline__ int64_t band_start(const AttentionArgs& a, int64_t i0, int64_t j0) {
+  return i0 + a.rel_offset - j0 - (kTile - 1);
+}
+// Head bh's table, [rel_max - rel_min + 1, R].
+template <typename T>
+__device__ const T* table_of(const AttentionArgs& a, int64_t bh) {
+  const int64_t rows = a.rel_max - a.rel_min + 1;
+  return static_cast<const T*>(a.rel_key) + (a.rel_one_table ? 0 : bh % a.heads) * rows * a.rel_dim;
+}
+
+// band[g] = table[rel_row(delta0 + g)] * factor; zero in the last row and past R.
+template <typename T, int kDim>
+__device__ void load_band(BandTile<T, kDim>& band, const AttentionArgs& a, const T* table,
+                          int64_t delta0, T factor) {
+  for (int e = threadIdx.x; e < 2 * kTile * kDim; e += kThreads) {
+    const int g = e / kDim, d = e % kDim;
+    band[g][d] = g < 2 * kTile - 1 && d < a.rel_dim
+                     ? table[rel_row(a, delta0 + g) * a.rel_dim + d] * factor
+                     : T(0);
+  }
+}
+
+// acc[r][c] += rq[query]·band[query - key + kTile - 1] over this thread's pairs of the tile, whose
+// rows are queries and columns keys (kQueryRows) or the other way round.
+template <bool kQueryRows, typename T, int kDim>
+__device__ __forceinline__ void add_band_product(const RowTile<T, kDim>& rq,
+                                                 const BandTile<T, kDim>& band,
+                                                 T (&acc)[kRowsPer][kColsPer]) {
+#pragma unroll 2
+  for (int d0 = 0; d0 < kDim; d0 += 4) {
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+      for (int c = 0; c < kColsPer; ++c) {
+        const int query = kQueryRows ? row_of(r) : col_of(c);
+        const int key = kQueryRows ? col_of(c) : row_of(r);
+        T x[4], y[4];
+        load4(&rq[query][d0], x);
+        load4(&band[query - key + kTile - 1][d0], y);
+#pragma unroll
+        for (int dd = 0; dd < 4; ++dd) acc[r][c] = fma(x[dd], y[dd], acc[r][c]);
+      }
+  }
+}
+
+// acc[r][e] += Σ_c ds[row_of(r)][c] band[row_of(r) - c + kTile - 1][dim_of(e)]: the gradient of
+// the tile's query rows of rel_query (rows of ds are queries, columns keys).
+template <typename T, int kDim>
+__device__ __forceinline__ void accumulate_band(const ScoreTile<T>& ds,
+                                                const BandTile<T, kDim>& band,
+                                                T (&acc)[kRowsPer][kDim / kLanes]) {
+#pragma unroll 2
+  for (int c0 = 0; c0 < kTile; c0 += 4) {
+    T w[kRowsPer][4];
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r) load4(&ds[row_of(r)][c0], w[r]);
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+      for (int cc = 0; cc < 4; ++cc)
+#pragma unroll
+        for (int e = 0; e < kDim / kLanes; ++e)
+          acc[r][e] = fma(w[r][cc], band[row_of(r) - (c0 + cc) + kTile - 1][dim_of(e)], acc[r][e]);
   }
 }
 

@@ -27,8 +27,6 @@ void check_position_term(const Tensor& q, const AttentionSpec& spec) {
                rq.defined() ? "rel_query" : "rel_key");
   check_same_device(kOp, {&q, &rq, &rk});
   check_same_dtype(kOp, {&q, &rq, &rk});
-  RELPOS_CHECK(q.device().is_cpu(), kOp,
-               "the position term runs on the CPU only (on CUDA, layers form it as a score bias)");
   RELPOS_CHECK(spec.rel_min <= spec.rel_max, kOp, "rel_min {} must be <= rel_max {}", spec.rel_min,
                spec.rel_max);
   const int64_t rows = spec.rel_max - spec.rel_min + 1;

@@ -1,8 +1,8 @@
 // rel_xl: Transformer-XL relative attention (Dai et al. 2019, §3.3; seed 000 App. B),
 //   scores[i, j] = (q_i + u)·k_j + (q_i + v)·r_{(M+i)-j}      terms (a)+(c), (b)+(d)
 //   Y = softmax((scores + S) / sqrt(D)) V,  r_d = r_net(sinusoid(min(d, clamp_len))),
-// with (b)+(d) from one product (q + v)·rᵀ over the distances Lk-1 … 0 and a rel-shift, or, on
-// the CPU, inside the fused attention op's tiles (core/ops.h AttentionSpec::rel_query). u, v
+// with (b)+(d) inside the fused attention op's tiles (core/ops.h AttentionSpec::rel_query), or
+// from one product (q + v)·rᵀ over the distances Lk-1 … 0 and a rel-shift. u, v
 // ("r_w_bias", "r_r_bias") belong to this layer; TXL shares them across layers (a model can tie
 // them). Init: u, v and r_net.weight normal(0, 0.02), as TXL. Causal only. The model may drop the
 // sinusoids as TXL does (DistanceDropout: one mask per pass for all layers).
@@ -131,7 +131,7 @@ Var RelXlAttention::forward(const Var& q, const Var& k, const Var& v, const Atte
   const Var vb = reshape(r_r_bias_, {1, heads_, 1, head_dim_});  // [1, H, 1, D]
   const Device device = q.value().device();
   const Var bias = in.positional != nullptr ? in.positional->score_bias(q, d.k_len, in) : Var();
-  if (fused_ && device.is_cpu() && !bias.defined()) {  // (a)-(d) inside the op's tiles
+  if (fused_ && !bias.defined()) {  // (a)-(d) inside the op's tiles
     const Var r = relative_embeddings(d.k_len, q.dtype(), device, true);  // row δ: distance δ
     AttentionSpec spec = fused_attention_spec(in, head_dim_, dropout_);
     spec.rel_offset = d.k_len - d.q_len;  // query i sits at key position M + i

@@ -41,8 +41,8 @@ class RelXlAttention final : public Attention {
  public:
   // Options: dropout (on the attention weights; default opt.dropout, the model's
   // attention_dropout), clamp_len (distances above it use its embedding; 0 = no clamp), fused
-  // (true: on the CPU, the fused attention op with the position term inside its tiles, memory
-  // linear in L; false, on CUDA, or with a positional score bias: the composed form below).
+  // (true: the fused attention op with the position term inside its tiles, memory linear in L;
+  // false, or with a positional score bias: the composed form).
   // Needs opt.model_dim (even): the width of the sinusoids.
   explicit RelXlAttention(const AttentionOptions& opt);
 

@@ -31,7 +31,7 @@ class SoftmaxAttention final : public Attention {
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {
     check_attention_inputs("attention softmax", q, k, v, in);
     AttentionSpec spec = fused_attention_spec(in, q.size(3), dropout_);
-    if (fused_ && in.positional != nullptr && q.value().device().is_cpu()) {
+    if (fused_ && in.positional != nullptr) {
       const PositionTable t = in.positional->position_table(q, k.size(2), in);
       if (t.table.defined()) {  // the score bias inside the op's tiles
         spec.rel_offset = t.offset;

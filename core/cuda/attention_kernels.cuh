@@ -1,0 +1,548 @@
+// Tiled attention kernels (FlashAttention-2, Dao 2023, Algorithms 1-2), f32 and f64, head sizes
+// up to kMaxDim; the launchers are attention_kernels.cu. A block of 128 threads owns 64 rows
+// (queries, or keys in the dK/dV kernel) of one batch·head and walks over tiles of 64 columns
+// (keys, or queries); each thread holds 4 x 8 of each 64 x 64 score tile in registers (row_of,
+// col_of) and reads its shared operands with vector loads. Logits are kept in base 2 (q pre-scaled
+// by scale·log2 e) so every exponential is one exp2.
+//   forward:  per key tile S = Q Kᵀ, online softmax (running max m and sum l per row, O and l
+//             rescaled by 2^(m_old - m_new)), O += P̃ V; at the end O /= l, lse = (m + log2 l) ln 2.
+//   dK, dV:   per key tile, over the query tiles that can see it: P = 2^(S - lse), dP = V dOᵀ,
+//             dS = P ∘ (dP ∘ keep - D), dV += P̃ dO, dK += scale dS Q.
+//   dQ:       per query tile, over its key tiles: the same P and dS, dQ += scale dS K.
+// dQ has its own kernel (it recomputes S and dP) instead of atomics, so results never depend on
+// timing. Causal tiles past a tile's last visible pair are never visited. Dropout draws the
+// Philox word of pair ((b H + h) Lq + i) Lk + j, as dropout_mask and the CPU kernel do.
+// With the position term (kRel), S gains scale rel_query_i·rel_key[rel_row(δ)] (Transformer-XL's
+// (b) + (d), Dai et al. 2019 §3.3), read per pair from the band of table rows a tile covers; the
+// dQ kernel also sums d rel_query += scale dS band, and d rel_key has a kernel of its own: one
+// block per diagonal of tiles (query tile - key tile fixed) sums scale dS rq into the 127 band
+// rows its tiles share, and a last pass adds the bands of neighbouring diagonals (and the
+// clamped distances) into table rows. Every sum has one owner, in a fixed order.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/cuda/attention_kernels.h"
+#include "core/cuda/attention_tiles.cuh"
+
+namespace relpos::cuda::tiled_attention {
+
+using namespace attention_tiles;  // the kernels are written in its terms
+
+template <typename T, int kDim>
+struct ForwardTiles {
+  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
+  ColTile<T, kDim> kt;  // keys, transposed
+  ColTile<T, kDim> vt;  // values, transposed
+  ScoreTile<T> p;       // P̃ [query][key]
+  bool key_ok[kTile];   // the key exists and the mask keeps it
+};
+
+template <typename T, int kDim>
+struct KeyTiles {        // dK / dV kernel: the block's keys and values, one query tile at a time
+  RowTile<T, kDim> k;    // keys, pre-scaled by scale·log2 e
+  RowTile<T, kDim> v;    // values
+  ColTile<T, kDim> qt;   // queries, transposed
+  ColTile<T, kDim> got;  // output gradients, transposed
+  ScoreTile<T> p;        // P̃ [key][query]
+  ScoreTile<T> ds;       // dS [key][query]
+  T lse[kTile];          // base-2 log-sum-exp of each query
+  T row_dot[kTile];      // D of each query
+};
+
+template <typename T, int kDim>
+struct QueryTiles {     // dQ kernel: the block's queries, one key tile at a time
+  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
+  RowTile<T, kDim> go;  // output gradients
+  ColTile<T, kDim> kt;  // keys, transposed
+  ColTile<T, kDim> vt;  // values, transposed
+  ScoreTile<T> ds;      // dS [query][key]
+  bool key_ok[kTile];
+};
+
+// After a kernel's tiles when it has the position term: the query rows' rel_query (pre-scaled
+// by scale·log2 e) and the band of table rows of the current tile.
+template <typename T, int kDim>
+struct PositionTiles {
+  RowTile<T, kDim> rq;
+  BandTile<T, kDim> band;
+};
+
+template <typename T, int kDim>
+struct DiagonalTiles {     // d rel_key kernel: one tile of a diagonal at a time
+  RowTile<T, kDim> q;      // queries, pre-scaled by scale·log2 e
+  ColTile<T, kDim> kt;     // keys, transposed
+  RowTile<T, kDim> go;     // output gradients
+  ColTile<T, kDim> vt;     // values, transposed
+  RowTile<T, kDim> rq;     // rel_query (not scaled: its products with dS are the gradient)
+  BandTile<T, kDim> band;  // table rows, pre-scaled by scale·log2 e
+  ScoreTile<T> ds;         // dS [query][key]
+  T lse[kTile];            // base-2 log-sum-exp of each query
+  T row_dot[kTile];        // D of each query
+  bool key_ok[kTile];
+};
+
+// Where a kernel's position tiles start: after its own, 16-byte aligned.
+template <typename Tiles>
+constexpr size_t position_tiles_at() {
+  return (sizeof(Tiles) + 15) / 16 * 16;
+}
+template <typename Tiles, bool kRel, typename T, int kDim>
+constexpr size_t shared_bytes() {
+  return kRel ? position_tiles_at<Tiles>() + sizeof(PositionTiles<T, kDim>) : sizeof(Tiles);
+}
+
+// The dynamic shared memory of every kernel.
+extern __shared__ __align__(16) unsigned char smem[];
+
+template <typename Tiles, typename T, int kDim>
+__device__ PositionTiles<T, kDim>& position_tiles() {
+  return *reinterpret_cast<PositionTiles<T, kDim>*>(smem + position_tiles_at<Tiles>());
+}
+
+__device__ inline const uint8_t* mask_row(const AttentionArgs& a, int64_t bh) {
+  return a.key_mask != nullptr ? a.key_mask + (bh / a.heads) * a.k_len : nullptr;
+}
+
+__device__ inline void load_key_ok(bool* key_ok, const uint8_t* mask, int64_t j0, int64_t k_len) {
+  for (int c = threadIdx.x; c < kTile; c += kThreads) {
+    const int64_t j = j0 + c;
+    key_ok[c] = j < k_len && (mask == nullptr || mask[j] != 0);
+  }
+}
+
+// The base-2 log-sum-exp and D of query rows [i0, i0 + kTile) (-inf and 0 past Lq).
+template <typename T>
+__device__ void load_query_stats(T* lse2, T* dot, const AttentionArgs& a, const T* lse,
+                                 const T* row_dot, int64_t bh, int64_t i0) {
+  for (int c = threadIdx.x; c < kTile; c += kThreads) {
+    const int64_t i = i0 + c;
+    lse2[c] = i < a.q_len ? lse[bh * a.q_len + i] * static_cast<T>(kLog2e) : neg_inf<T>();
+    dot[c] = i < a.q_len ? row_dot[bh * a.q_len + i] : T(0);
+  }
+}
+
+// Tiles are visited from the last: causal blocks with the most work start first.
+__device__ inline int64_t block_tile() {
+  return static_cast<int64_t>(gridDim.y - 1 - blockIdx.y);
+}
+
+template <typename T, int kDim, bool kRel>
+__global__ void __launch_bounds__(kThreads)
+    forward_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v, T* out,
+                   T* lse) {
+  auto& s = *reinterpret_cast<ForwardTiles<T, kDim>*>(smem);
+  [[maybe_unused]] auto& pos = position_tiles<ForwardTiles<T, kDim>, T, kDim>();  // kRel only
+  const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
+  const T* kb = k + bh * a.k_len * a.dim;
+  const T* vb = v + bh * a.k_len * a.value_dim;
+  const uint8_t* mask = mask_row(a, bh);
+  const T log2_scale = static_cast<T>(a.scale * kLog2e);
+  load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
+  if constexpr (kRel)
+    load_rows<T, kDim>(pos.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+                       a.q_len, a.rel_dim, log2_scale);
+  T o[kRowsPer][kDim / kLanes] = {};
+  T m[kRowsPer], l[kRowsPer];
+#pragma unroll
+  for (int r = 0; r < kRowsPer; ++r) m[r] = neg_inf<T>(), l[r] = 0;
+  const TileRange tiles = key_tiles(a, i0);
+  for (int64_t t = tiles.first; t < tiles.end; ++t) {
+    const int64_t j0 = t * kTile;
+    __syncthreads();  // the previous tile is no longer read
+    load_cols<T, kDim>(s.kt, kb, j0, a.k_len, a.dim);
+    load_cols<T, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
+    load_key_ok(s.key_ok, mask, j0, a.k_len);
+    if constexpr (kRel)
+      load_band<T, kDim>(pos.band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+    __syncthreads();
+    T sc[kRowsPer][kColsPer];
+    tile_product<T, kDim>(s.q, s.kt, sc);
+    if constexpr (kRel) add_band_product<true, T, kDim>(pos.rq, pos.band, sc);
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r) {
+      const int64_t i = i0 + row_of(r);
+      T tile_max = neg_inf<T>();
+#pragma unroll
+      for (int c = 0; c < kColsPer; ++c) {
+        if (!s.key_ok[col_of(c)] || !causal_visible(a, i, j0 + col_of(c))) sc[r][c] = neg_inf<T>();
+        tile_max = max(tile_max, sc[r][c]);
+      }
+      tile_max = group_reduce(tile_max, [](T x, T y) { return max(x, y); });
+      const T m_new = max(m[r], tile_max);
+      // Nothing visible yet: every weight so far is 0, and nothing is rescaled.
+      const T rescale = m_new == neg_inf<T>() ? T(1) : exp2_of(m[r] - m_new);
+      m[r] = m_new;
+      l[r] *= rescale;
+#pragma unroll
+      for (int e = 0; e < kDim / kLanes; ++e) o[r][e] *= rescale;
+#pragma unroll
+      for (int c = 0; c < kColsPer; ++c) {  // sc becomes P̃
+        T p = sc[r][c] == neg_inf<T>() ? T(0) : exp2_of(sc[r][c] - m_new);
+        l[r] += p;
+        if (a.dropout > 0 && p != T(0) && i < a.q_len)
+          p *= keep_factor<T>(a, bh, i, j0 + col_of(c), threshold);
+        sc[r][c] = p;
+      }
+    }
+    store_scores(s.p, sc);
+    __syncthreads();
+    accumulate_rows<T, kDim>(s.p, s.vt, o);
+  }
+#pragma unroll
+  for (int r = 0; r < kRowsPer; ++r) {
+    const T total = group_reduce(l[r], [](T x, T y) { return x + y; });
+    const T inv = total > 0 ? T(1) / total : T(0);  // a row that sees no key outputs zeros
+#pragma unroll
+    for (int e = 0; e < kDim / kLanes; ++e) o[r][e] *= inv;
+    const int64_t i = i0 + row_of(r);
+    if (threadIdx.x % kLanes == 0 && i < a.q_len)
+      lse[bh * a.q_len + i] =
+          total > 0 ? (m[r] + log2(total)) * static_cast<T>(kLn2) : neg_inf<T>();
+  }
+  store_rows<T, kDim>(o, out + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+}
+
+template <typename T>
+struct PairGradient {
+  T kept;  // P̃ = P ∘ keep
+  T ds;    // dS = P ∘ (dP ∘ keep - D)
+};
+
+// P = 2^(S - lse) of a visible pair (0 otherwise), from its base-2 logit s2 and dP = dO·v_j.
+template <typename T>
+__device__ __forceinline__ PairGradient<T> pair_gradient(const AttentionArgs& a, uint64_t threshold,
+                                                         int64_t bh, int64_t i, int64_t j,
+                                                         bool visible, T s2, T lse2, T dp,
+                                                         T row_dot) {
+  if (!visible || lse2 == neg_inf<T>()) return {T(0), T(0)};
+  const T p = exp2_of(s2 - lse2);
+  const T keep = a.dropout > 0 ? keep_factor<T>(a, bh, i, j, threshold) : T(1);
+  return {p * keep, p * (dp * keep - row_dot)};
+}
+
+template <typename T, int kDim, bool kRel>
+__global__ void __launch_bounds__(kThreads)
+    key_grad_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
+                    const T* gout, const T* lse, const T* row_dot, T* dk, T* dv) {
+  auto& s = *reinterpret_cast<KeyTiles<T, kDim>*>(smem);
+  [[maybe_unused]] auto& pos = position_tiles<KeyTiles<T, kDim>, T, kDim>();  // kRel only
+  const int64_t bh = blockIdx.x, j0 = block_tile() * kTile;
+  const T* qb = q + bh * a.q_len * a.dim;
+  const T* gb = gout + bh * a.q_len * a.value_dim;
+  const uint8_t* mask = mask_row(a, bh);
+  const T log2_scale = static_cast<T>(a.scale * kLog2e);
+  load_rows<T, kDim>(s.k, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim, log2_scale);
+  load_rows<T, kDim>(s.v, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
+  bool key_ok[kRowsPer];
+#pragma unroll
+  for (int r = 0; r < kRowsPer; ++r) {
+    const int64_t j = j0 + row_of(r);
+    key_ok[r] = j < a.k_len && (mask == nullptr || mask[j] != 0);
+  }
+  T dk_acc[kRowsPer][kDim / kLanes] = {}, dv_acc[kRowsPer][kDim / kLanes] = {};
+  const TileRange tiles = query_tiles(a, j0);
+  for (int64_t t = tiles.first; t < tiles.end; ++t) {
+    const int64_t i0 = t * kTile;
+    __syncthreads();
+    load_cols<T, kDim>(s.qt, qb, i0, a.q_len, a.dim);
+    load_cols<T, kDim>(s.got, gb, i0, a.q_len, a.value_dim);
+    load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
+    if constexpr (kRel) {
+      load_rows<T, kDim>(pos.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+                         a.q_len, a.rel_dim, log2_scale);
+      load_band<T, kDim>(pos.band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+    }
+    __syncthreads();
+    T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
+    tile_product<T, kDim>(s.k, s.qt, sc);
+    if constexpr (kRel) add_band_product<false, T, kDim>(pos.rq, pos.band, sc);
+    tile_product<T, kDim>(s.v, s.got, dp);
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r) {
+      const int64_t j = j0 + row_of(r);
+#pragma unroll
+      for (int c = 0; c < kColsPer; ++c) {  // sc becomes P̃ and dp becomes dS
+        const int col = col_of(c);
+        const int64_t i = i0 + col;
+        const bool visible = key_ok[r] && i < a.q_len && causal_visible(a, i, j);
+        const PairGradient<T> g = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c],
+                                                s.lse[col], dp[r][c], s.row_dot[col]);
+        sc[r][c] = g.kept;
+        dp[r][c] = g.ds;
+      }
+    }
+    store_scores(s.p, sc);
+    store_scores(s.ds, dp);
+    __syncthreads();
+    accumulate_rows<T, kDim>(s.p, s.got, dv_acc);
+    accumulate_rows<T, kDim>(s.ds, s.qt, dk_acc);
+  }
+  store_rows<T, kDim>(dk_acc, dk + bh * a.k_len * a.dim, j0, a.k_len, a.dim,
+                      static_cast<T>(a.scale));
+  store_rows<T, kDim>(dv_acc, dv + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
+}
+
+template <typename T, int kDim, bool kRel>
+__global__ void __launch_bounds__(kThreads)
+    query_grad_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
+                      const T* gout, const T* lse, const T* row_dot, T* dq, T* d_rel_query) {
+  auto& s = *reinterpret_cast<QueryTiles<T, kDim>*>(smem);
+  [[maybe_unused]] auto& pos = position_tiles<QueryTiles<T, kDim>, T, kDim>();  // kRel only
+  const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
+  const T* kb = k + bh * a.k_len * a.dim;
+  const T* vb = v + bh * a.k_len * a.value_dim;
+  const uint8_t* mask = mask_row(a, bh);
+  const T log2_scale = static_cast<T>(a.scale * kLog2e);
+  load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
+  load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+  if constexpr (kRel)
+    load_rows<T, kDim>(pos.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+                       a.q_len, a.rel_dim, log2_scale);
+  T lse2[kRowsPer], dot[kRowsPer];
+#pragma unroll
+  for (int r = 0; r < kRowsPer; ++r) {
+    const int64_t i = i0 + row_of(r);
+    lse2[r] = i < a.q_len ? lse[bh * a.q_len + i] * static_cast<T>(kLog2e) : neg_inf<T>();
+    dot[r] = i < a.q_len ? row_dot[bh * a.q_len + i] : T(0);
+  }
+  T dq_acc[kRowsPer][kDim / kLanes] = {}, drq_acc[kRowsPer][kDim / kLanes] = {};
+  const TileRange tiles = key_tiles(a, i0);
+  for (int64_t t = tiles.first; t < tiles.end; ++t) {
+    const int64_t j0 = t * kTile;
+    __syncthreads();
+    load_cols<T, kDim>(s.kt, kb, j0, a.k_len, a.dim);
+    load_cols<T, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
+    load_key_ok(s.key_ok, mask, j0, a.k_len);
+    if constexpr (kRel)
+      load_band<T, kDim>(pos.band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+    __syncthreads();
+    T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
+    tile_product<T, kDim>(s.q, s.kt, sc);
+    if constexpr (kRel) add_band_product<true, T, kDim>(pos.rq, pos.band, sc);
+    tile_product<T, kDim>(s.go, s.vt, dp);
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r) {
+      const int64_t i = i0 + row_of(r);
+#pragma unroll
+      for (int c = 0; c < kColsPer; ++c) {  // dp becomes dS
+        const int64_t j = j0 + col_of(c);
+        const bool visible = s.key_ok[col_of(c)] && i < a.q_len && causal_visible(a, i, j);
+        dp[r][c] =
+            pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], lse2[r], dp[r][c], dot[r]).ds;
+      }
+    }
+    store_scores(s.ds, dp);
+    __syncthreads();
+    accumulate_rows<T, kDim>(s.ds, s.kt, dq_acc);
+    if constexpr (kRel) accumulate_band<T, kDim>(s.ds, pos.band, drq_acc);
+  }
+  store_rows<T, kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim,
+                      static_cast<T>(a.scale));
+  if constexpr (kRel)
+    store_rows<T, kDim>(drq_acc, d_rel_query + bh * a.q_len * a.rel_dim, i0, a.q_len, a.rel_dim,
+                        static_cast<T>(a.scale));
+}
+
+// d rel_key, step 1. Block (bh, y) owns tile diagonal y - (key tiles - 1) (query tile - key
+// tile) and writes, for each of the 2 kTile - 1 distances its tiles read, Σ dS rq over the pairs
+// at that distance: part[(bh · diagonals + y)][e][g], g the band row. Thread g owns band row g.
+template <typename T, int kDim>
+__global__ void __launch_bounds__(kThreads)
+    rel_key_band_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
+                        const T* gout, const T* lse, const T* row_dot, T* part) {
+  auto& s = *reinterpret_cast<DiagonalTiles<T, kDim>*>(smem);
+  const int64_t bh = blockIdx.x;
+  const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
+  const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
+  const int64_t diagonal = static_cast<int64_t>(blockIdx.y) - (key_tiles_count - 1);
+  T* band_sums = part + (bh * gridDim.y + blockIdx.y) * a.rel_dim * (2 * kTile);  // [R][2 kTile]
+  const int g = threadIdx.x;  // kThreads == 2 kTile
+  for (int e = 0; e < a.rel_dim; ++e) band_sums[e * 2 * kTile + g] = 0;
+  const uint8_t* mask = mask_row(a, bh);
+  const T log2_scale = static_cast<T>(a.scale * kLog2e);
+  const int64_t first = larger(int64_t{0}, diagonal);
+  const int64_t last = smaller(query_tiles - 1, key_tiles_count - 1 + diagonal);
+  for (int64_t ti = first; ti <= last; ++ti) {
+    const int64_t i0 = ti * kTile, j0 = (ti - diagonal) * kTile;
+    const TileRange visible_keys = key_tiles(a, i0);
+    if (ti - diagonal < visible_keys.first || ti - diagonal >= visible_keys.end) continue;
+    __syncthreads();
+    load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
+    load_cols<T, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
+    load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+    load_cols<T, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
+    load_rows<T, kDim>(s.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+                       a.q_len, a.rel_dim, T(1));
+    load_band<T, kDim>(s.band, a, table_of<T>(a, bh), band_start(a, i0, j0), log2_scale);
+    load_key_ok(s.key_ok, mask, j0, a.k_len);
+    load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
+    __syncthreads();
+    T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
+    tile_product<T, kDim>(s.q, s.kt, sc);
+    add_band_product<true, T, kDim>(s.rq, s.band, sc);
+    tile_product<T, kDim>(s.go, s.vt, dp);
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r) {
+      const int row = row_of(r);
+      const int64_t i = i0 + row;
+#pragma unroll
+      for (int c = 0; c < kColsPer; ++c) {  // dp becomes dS
+        const int64_t j = j0 + col_of(c);
+        const bool visible = s.key_ok[col_of(c)] && i < a.q_len && causal_visible(a, i, j);
+        dp[r][c] = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], s.lse[row], dp[r][c],
+                                 s.row_dot[row])
+                       .ds;
+      }
+    }
+    store_scores(s.ds, dp);
+    __syncthreads();
+    if (g < 2 * kTile - 1) {
+      // Pairs (x, x - g + kTile - 1) of the tile are at band row g.
+      const int x_first = g < kTile ? 0 : g - (kTile - 1), x_end = g < kTile ? g + 1 : kTile;
+      for (int e0 = 0; e0 < a.rel_dim; e0 += 8) {
+        T acc[8] = {};
+        for (int x = x_first; x < x_end; ++x) {
+          const T d = s.ds[x][x - g + kTile - 1];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] = fma(d, s.rq[x][e0 + e], acc[e]);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (e0 + e < a.rel_dim) band_sums[(e0 + e) * 2 * kTile + g] += acc[e];
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ int64_t floor_div(int64_t x, int64_t y) {
+  return x >= 0 ? x / y : -((-x + y - 1) / y);
+}
+
+// d rel_key, step 2: table row `row` of head bh gets scale Σ over the distances it serves (one,
+// or every clamped one at the ends) of the band sums of the (at most two) diagonals whose bands
+// hold that distance. One thread per (bh, row, e); d_rel_key is [B, H, T, R].
+template <typename T>
+__global__ void rel_key_sum_kernel(AttentionArgs a, const T* part, int64_t diagonals,
+                                   T* d_rel_key) {
+  const int64_t rows = a.rel_max - a.rel_min + 1, R = a.rel_dim;
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (at >= a.batch * a.heads * rows * R) return;
+  const int64_t e = at % R, row = at / R % rows, bh = at / (R * rows);
+  const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
+  const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
+  // The distances of the pairs: δ = i + rel_offset - j over every (i, j).
+  const int64_t nearest = a.rel_offset - (a.k_len - 1), farthest = a.rel_offset + a.q_len - 1;
+  const int64_t lo = row == 0 ? nearest : larger(nearest, a.rel_min + row);
+  const int64_t hi = row == rows - 1 ? farthest : smaller(farthest, a.rel_min + row);
+  T total = 0;
+  for (int64_t delta = lo; delta <= hi; ++delta) {
+    // Diagonal t's band starts at kTile t + rel_offset - (kTile - 1): δ is its row x - kTile t,
+    // held when 0 <= x - kTile t <= 2 kTile - 2.
+    const int64_t x = delta - a.rel_offset + kTile - 1;
+    const int64_t t_first = larger(floor_div(x - (kTile - 1), kTile), -(key_tiles_count - 1));
+    const int64_t t_last = smaller(floor_div(x, kTile), query_tiles - 1);
+    for (int64_t t = t_first; t <= t_last; ++t)
+      total +=
+          part[((bh * diagonals + t + key_tiles_count - 1) * R + e) * 2 * kTile + (x - kTile * t)];
+  }
+  d_rel_key[at] = total * static_cast<T>(a.scale);
+}
+
+// ---------------------------------------------------------------- launches
+// The kernels of a call in their order, each started by launcher(kernel, shared bytes, grid,
+// threads, arguments...): a CUDA stream in attention_kernels.cu, the CPU emulator in the tests.
+
+// The head size the kernels are instantiated for: the smallest of 32, 64, 128 >= every head size
+// (0: none). With the position term only 32 and 64 are instantiated (its tiles at 128 would
+// exceed any GPU's shared memory).
+inline int tile_dim(int64_t dim, int64_t value_dim, int64_t rel_dim) {
+  const int64_t need = std::max({dim, value_dim, rel_dim});
+  for (int d : {32, 64, kMaxDim})
+    if (need <= d) return rel_dim > 0 && d == kMaxDim ? 0 : d;
+  return 0;
+}
+
+// Calls f.template operator()<T, kDim, kRel>() for the dtype, the head size and the position term.
+template <typename F>
+cudaError_t dispatch(DType dtype, const AttentionArgs& a, F f) {
+  const int dim = tile_dim(a.dim, a.value_dim, a.rel_dim);
+  if (a.rel_dim > 0) {
+    if (dtype == DType::f64 && dim == 32) return f.template operator()<double, 32, true>();
+    if (dtype == DType::f32 && dim == 32) return f.template operator()<float, 32, true>();
+    if (dtype == DType::f32 && dim == 64) return f.template operator()<float, 64, true>();
+  } else if (dtype == DType::f64) {
+    if (dim == 32) return f.template operator()<double, 32, false>();
+    if (dim == 64) return f.template operator()<double, 64, false>();
+  } else if (dtype == DType::f32) {
+    if (dim == 32) return f.template operator()<float, 32, false>();
+    if (dim == 64) return f.template operator()<float, 64, false>();
+    if (dim == kMaxDim) return f.template operator()<float, kMaxDim, false>();
+  }
+  return cudaErrorInvalidValue;  // tiled_attention_fits said no
+}
+
+// A grid of (batch·heads, row tiles) blocks.
+inline dim3 grid_of(const AttentionArgs& a, int64_t row_tiles) {
+  return dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>(row_tiles));
+}
+inline int64_t tiles_of_rows(int64_t rows) {
+  return (rows + kTile - 1) / kTile;
+}
+inline int64_t diagonals_of(const AttentionArgs& a) {
+  return tiles_of_rows(a.q_len) + tiles_of_rows(a.k_len) - 1;
+}
+
+template <typename T, int kDim, bool kRel, typename Launcher>
+cudaError_t forward(const Launcher& launch, const AttentionArgs& a, const void* q, const void* k,
+                    const void* v, void* out, void* lse) {
+  return launch(forward_kernel<T, kDim, kRel>, shared_bytes<ForwardTiles<T, kDim>, kRel, T, kDim>(),
+                grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, keep_threshold(a.dropout),
+                static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                static_cast<T*>(out), static_cast<T*>(lse));
+}
+
+template <typename T, int kDim, bool kRel, typename Launcher>
+cudaError_t backward(const Launcher& launch, const AttentionArgs& a, const void* q, const void* k,
+                     const void* v, const void* gout, const void* lse, const void* row_dot,
+                     const AttentionGradBuffers& grads) {
+  const uint64_t threshold = keep_threshold(a.dropout);
+  const auto* qt = static_cast<const T*>(q);
+  const auto* kt = static_cast<const T*>(k);
+  const auto* vt = static_cast<const T*>(v);
+  const auto* gt = static_cast<const T*>(gout);
+  const auto* lt = static_cast<const T*>(lse);
+  const auto* dt = static_cast<const T*>(row_dot);
+  cudaError_t status =
+      launch(key_grad_kernel<T, kDim, kRel>, shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim>(),
+             grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
+             static_cast<T*>(grads.dk), static_cast<T*>(grads.dv));
+  if (status != cudaSuccess) return status;
+  status =
+      launch(query_grad_kernel<T, kDim, kRel>, shared_bytes<QueryTiles<T, kDim>, kRel, T, kDim>(),
+             grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
+             static_cast<T*>(grads.dq), static_cast<T*>(grads.d_rel_query));
+  if constexpr (kRel) {  // d rel_key: the band sums of every tile diagonal, then per table row
+    if (status != cudaSuccess) return status;
+    T* part = static_cast<T*>(grads.scratch);
+    const int64_t diagonals = diagonals_of(a);
+    status = launch(rel_key_band_kernel<T, kDim>, sizeof(DiagonalTiles<T, kDim>),
+                    grid_of(a, diagonals), kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
+    if (status != cudaSuccess) return status;
+    constexpr unsigned kSumThreads = 256;
+    const int64_t outputs = a.batch * a.heads * (a.rel_max - a.rel_min + 1) * a.rel_dim;
+    status =
+        launch(rel_key_sum_kernel<T>, size_t{0},
+               dim3(static_cast<unsigned>((outputs + kSumThreads - 1) / kSumThreads)), kSumThreads,
+               a, static_cast<const T*>(part), diagonals, static_cast<T*>(grads.d_rel_key));
+  }
+  return status;
+}
+
+// The elements of AttentionGradBuffers::scratch (attention_kernels.h).
+inline int64_t rel_key_scratch_of(const AttentionArgs& a) {
+  return a.batch * a.heads * diagonals_of(a) * a.rel_dim * 2 * kTile;
+}
+
+}  // namespace relpos::cuda::tiled_attention
