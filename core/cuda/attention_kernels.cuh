@@ -13,11 +13,12 @@
 // timing. Causal tiles past a tile's last visible pair are never visited. Dropout draws the
 // Philox word of pair ((b H + h) Lq + i) Lk + j, as dropout_mask and the CPU kernel do.
 // With the position term (kRel), S gains scale rel_query_i·rel_key[rel_row(δ)] (Transformer-XL's
-// (b) + (d), Dai et al. 2019 §3.3), read per pair from the band of table rows a tile covers; the
-// dQ kernel also sums d rel_query += scale dS band, and d rel_key has a kernel of its own: one
-// block per diagonal of tiles (query tile - key tile fixed) sums scale dS rq into the 127 band
-// rows its tiles share, and a last pass adds the bands of neighbouring diagonals (and the
-// clamped distances) into table rows. Every sum has one owner, in a fixed order.
+// (b) + (d), Dai et al. 2019 §3.3): per tile one product G = rq·bandᵀ against the 2 kTile - 1
+// table rows the tile's distances read, each pair picking its column (attention_tiles.cuh); the
+// dQ kernel also sums d rel_query += scale dG band, and d rel_key has a kernel of its own: one
+// block per diagonal of tiles (query tile - key tile fixed) sums scale dS rq into the band rows
+// its tiles share, and a last pass adds the bands of neighbouring diagonals (and the clamped
+// distances) into table rows. Every sum has one owner, in a fixed order.
 #pragma once
 
 #include <algorithm>
@@ -61,26 +62,30 @@ struct QueryTiles {     // dQ kernel: the block's queries, one key tile at a tim
   bool key_ok[kTile];
 };
 
-// After a kernel's tiles when it has the position term: the query rows' rel_query (pre-scaled
-// by scale·log2 e) and the band of table rows of the current tile.
+template <typename T, int kDim>
+struct DiagonalTiles {  // d rel_key kernel: one tile of a diagonal at a time
+  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
+  ColTile<T, kDim> kt;  // keys, transposed
+  RowTile<T, kDim> go;  // output gradients
+  ColTile<T, kDim> vt;  // values, transposed
+  ScoreTile<T> ds;      // dS [query][key]
+  T lse[kTile];         // base-2 log-sum-exp of each query
+  T row_dot[kTile];     // D of each query
+  bool key_ok[kTile];
+};
+
+// After a kernel's tiles when it has the position term: the query rows' rel_query (pre-scaled by
+// scale·log2 e, except in the d rel_key kernel, which pre-scales the band instead) and the band of
+// table rows of the current tile; then G's (or dG's) halves, except in the dK/dV kernel, whose P̃
+// and dS tiles are free when G is formed.
 template <typename T, int kDim>
 struct PositionTiles {
   RowTile<T, kDim> rq;
-  BandTile<T, kDim> band;
+  BandTiles<T, kDim> band;
 };
-
-template <typename T, int kDim>
-struct DiagonalTiles {     // d rel_key kernel: one tile of a diagonal at a time
-  RowTile<T, kDim> q;      // queries, pre-scaled by scale·log2 e
-  ColTile<T, kDim> kt;     // keys, transposed
-  RowTile<T, kDim> go;     // output gradients
-  ColTile<T, kDim> vt;     // values, transposed
-  RowTile<T, kDim> rq;     // rel_query (not scaled: its products with dS are the gradient)
-  BandTile<T, kDim> band;  // table rows, pre-scaled by scale·log2 e
-  ScoreTile<T> ds;         // dS [query][key]
-  T lse[kTile];            // base-2 log-sum-exp of each query
-  T row_dot[kTile];        // D of each query
-  bool key_ok[kTile];
+template <typename T>
+struct BandScores {
+  ScoreTile<T> low, high;
 };
 
 // Where a kernel's position tiles start: after its own, 16-byte aligned.
@@ -88,17 +93,31 @@ template <typename Tiles>
 constexpr size_t position_tiles_at() {
   return (sizeof(Tiles) + 15) / 16 * 16;
 }
-template <typename Tiles, bool kRel, typename T, int kDim>
+template <typename Tiles, bool kRel, typename T, int kDim, bool kOwnScores = true>
 constexpr size_t shared_bytes() {
-  return kRel ? position_tiles_at<Tiles>() + sizeof(PositionTiles<T, kDim>) : sizeof(Tiles);
+  return kRel ? position_tiles_at<Tiles>() + sizeof(PositionTiles<T, kDim>) +
+                    (kOwnScores ? sizeof(BandScores<T>) : 0)
+              : sizeof(Tiles);
 }
 
 // The dynamic shared memory of every kernel.
 extern __shared__ __align__(16) unsigned char smem[];
 
-template <typename Tiles, typename T, int kDim>
-__device__ PositionTiles<T, kDim>& position_tiles() {
-  return *reinterpret_cast<PositionTiles<T, kDim>*>(smem + position_tiles_at<Tiles>());
+// A kernel's position tiles and G's halves; nullptr without the term (kRel false).
+template <bool kRel, typename Tiles, typename T, int kDim>
+__device__ PositionTiles<T, kDim>* position_tiles() {
+  if constexpr (kRel)
+    return reinterpret_cast<PositionTiles<T, kDim>*>(smem + position_tiles_at<Tiles>());
+  else
+    return nullptr;
+}
+template <bool kRel, typename Tiles, typename T, int kDim>
+__device__ BandScores<T>* band_scores_tiles() {
+  if constexpr (kRel)
+    return reinterpret_cast<BandScores<T>*>(smem + position_tiles_at<Tiles>() +
+                                            sizeof(PositionTiles<T, kDim>));
+  else
+    return nullptr;
 }
 
 __device__ inline const uint8_t* mask_row(const AttentionArgs& a, int64_t bh) {
@@ -133,7 +152,10 @@ __global__ void __launch_bounds__(kThreads)
     forward_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v, T* out,
                    T* lse) {
   auto& s = *reinterpret_cast<ForwardTiles<T, kDim>*>(smem);
-  [[maybe_unused]] auto& pos = position_tiles<ForwardTiles<T, kDim>, T, kDim>();  // kRel only
+  [[maybe_unused]] PositionTiles<T, kDim>* const pos =
+      position_tiles<kRel, ForwardTiles<T, kDim>, T, kDim>();
+  [[maybe_unused]] BandScores<T>* const scores =
+      band_scores_tiles<kRel, ForwardTiles<T, kDim>, T, kDim>();
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
   const T* kb = k + bh * a.k_len * a.dim;
   const T* vb = v + bh * a.k_len * a.value_dim;
@@ -141,7 +163,7 @@ __global__ void __launch_bounds__(kThreads)
   const T log2_scale = static_cast<T>(a.scale * kLog2e);
   load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
   if constexpr (kRel)
-    load_rows<T, kDim>(pos.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+    load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
                        a.q_len, a.rel_dim, log2_scale);
   T o[kRowsPer][kDim / kLanes] = {};
   T m[kRowsPer], l[kRowsPer];
@@ -155,11 +177,15 @@ __global__ void __launch_bounds__(kThreads)
     load_cols<T, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     if constexpr (kRel)
-      load_band<T, kDim>(pos.band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+      load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
     __syncthreads();
+    if constexpr (kRel) {
+      band_scores<T, kDim>(pos->rq, pos->band, scores->low, scores->high);
+      __syncthreads();
+    }
     T sc[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.q, s.kt, sc);
-    if constexpr (kRel) add_band_product<true, T, kDim>(pos.rq, pos.band, sc);
+    if constexpr (kRel) add_band_scores<true>(scores->low, scores->high, sc);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
       const int64_t i = i0 + row_of(r);
@@ -227,7 +253,8 @@ __global__ void __launch_bounds__(kThreads)
     key_grad_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
                     const T* gout, const T* lse, const T* row_dot, T* dk, T* dv) {
   auto& s = *reinterpret_cast<KeyTiles<T, kDim>*>(smem);
-  [[maybe_unused]] auto& pos = position_tiles<KeyTiles<T, kDim>, T, kDim>();  // kRel only
+  [[maybe_unused]] PositionTiles<T, kDim>* const pos =
+      position_tiles<kRel, KeyTiles<T, kDim>, T, kDim>();
   const int64_t bh = blockIdx.x, j0 = block_tile() * kTile;
   const T* qb = q + bh * a.q_len * a.dim;
   const T* gb = gout + bh * a.q_len * a.value_dim;
@@ -250,14 +277,18 @@ __global__ void __launch_bounds__(kThreads)
     load_cols<T, kDim>(s.got, gb, i0, a.q_len, a.value_dim);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
     if constexpr (kRel) {
-      load_rows<T, kDim>(pos.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+      load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
                          a.q_len, a.rel_dim, log2_scale);
-      load_band<T, kDim>(pos.band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+      load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
     }
     __syncthreads();
+    if constexpr (kRel) {  // G's halves in the P̃ and dS tiles until the pairs have read them
+      band_scores<T, kDim>(pos->rq, pos->band, s.p, s.ds);
+      __syncthreads();
+    }
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.k, s.qt, sc);
-    if constexpr (kRel) add_band_product<false, T, kDim>(pos.rq, pos.band, sc);
+    if constexpr (kRel) add_band_scores<false>(s.p, s.ds, sc);
     tile_product<T, kDim>(s.v, s.got, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
@@ -273,6 +304,7 @@ __global__ void __launch_bounds__(kThreads)
         dp[r][c] = g.ds;
       }
     }
+    if constexpr (kRel) __syncthreads();  // every pair has read G
     store_scores(s.p, sc);
     store_scores(s.ds, dp);
     __syncthreads();
@@ -289,7 +321,10 @@ __global__ void __launch_bounds__(kThreads)
     query_grad_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
                       const T* gout, const T* lse, const T* row_dot, T* dq, T* d_rel_query) {
   auto& s = *reinterpret_cast<QueryTiles<T, kDim>*>(smem);
-  [[maybe_unused]] auto& pos = position_tiles<QueryTiles<T, kDim>, T, kDim>();  // kRel only
+  [[maybe_unused]] PositionTiles<T, kDim>* const pos =
+      position_tiles<kRel, QueryTiles<T, kDim>, T, kDim>();
+  [[maybe_unused]] BandScores<T>* const scores =
+      band_scores_tiles<kRel, QueryTiles<T, kDim>, T, kDim>();
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
   const T* kb = k + bh * a.k_len * a.dim;
   const T* vb = v + bh * a.k_len * a.value_dim;
@@ -298,7 +333,7 @@ __global__ void __launch_bounds__(kThreads)
   load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
   load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
   if constexpr (kRel)
-    load_rows<T, kDim>(pos.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+    load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
                        a.q_len, a.rel_dim, log2_scale);
   T lse2[kRowsPer], dot[kRowsPer];
 #pragma unroll
@@ -316,11 +351,15 @@ __global__ void __launch_bounds__(kThreads)
     load_cols<T, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     if constexpr (kRel)
-      load_band<T, kDim>(pos.band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+      load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
     __syncthreads();
+    if constexpr (kRel) {
+      band_scores<T, kDim>(pos->rq, pos->band, scores->low, scores->high);
+      __syncthreads();
+    }
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.q, s.kt, sc);
-    if constexpr (kRel) add_band_product<true, T, kDim>(pos.rq, pos.band, sc);
+    if constexpr (kRel) add_band_scores<true>(scores->low, scores->high, sc);
     tile_product<T, kDim>(s.go, s.vt, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
@@ -336,7 +375,12 @@ __global__ void __launch_bounds__(kThreads)
     store_scores(s.ds, dp);
     __syncthreads();
     accumulate_rows<T, kDim>(s.ds, s.kt, dq_acc);
-    if constexpr (kRel) accumulate_band<T, kDim>(s.ds, pos.band, drq_acc);
+    if constexpr (kRel) {  // d rel_query += dG band, dG in G's tiles (read before the barrier)
+      band_grads(s.ds, scores->low, scores->high);
+      __syncthreads();
+      accumulate_rows<T, kDim>(scores->low, pos->band[0], drq_acc);
+      accumulate_rows<T, kDim>(scores->high, pos->band[1], drq_acc);
+    }
   }
   store_rows<T, kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim,
                       static_cast<T>(a.scale));
@@ -353,6 +397,8 @@ __global__ void __launch_bounds__(kThreads)
     rel_key_band_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
                         const T* gout, const T* lse, const T* row_dot, T* part) {
   auto& s = *reinterpret_cast<DiagonalTiles<T, kDim>*>(smem);
+  PositionTiles<T, kDim>* const pos = position_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
+  BandScores<T>* const scores = band_scores_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
   const int64_t bh = blockIdx.x;
   const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
   const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
@@ -373,15 +419,17 @@ __global__ void __launch_bounds__(kThreads)
     load_cols<T, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
     load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
     load_cols<T, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
-    load_rows<T, kDim>(s.rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
+    load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
                        a.q_len, a.rel_dim, T(1));
-    load_band<T, kDim>(s.band, a, table_of<T>(a, bh), band_start(a, i0, j0), log2_scale);
+    load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), log2_scale);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
     __syncthreads();
+    band_scores<T, kDim>(pos->rq, pos->band, scores->low, scores->high);
+    __syncthreads();
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.q, s.kt, sc);
-    add_band_product<true, T, kDim>(s.rq, s.band, sc);
+    add_band_scores<true>(scores->low, scores->high, sc);
     tile_product<T, kDim>(s.go, s.vt, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
@@ -406,7 +454,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int x = x_first; x < x_end; ++x) {
           const T d = s.ds[x][x - g + kTile - 1];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] = fma(d, s.rq[x][e0 + e], acc[e]);
+          for (int e = 0; e < 8; ++e) acc[e] = fma(d, pos->rq[x][e0 + e], acc[e]);
         }
 #pragma unroll
         for (int e = 0; e < 8; ++e)
@@ -514,10 +562,10 @@ cudaError_t backward(const Launcher& launch, const AttentionArgs& a, const void*
   const auto* gt = static_cast<const T*>(gout);
   const auto* lt = static_cast<const T*>(lse);
   const auto* dt = static_cast<const T*>(row_dot);
-  cudaError_t status =
-      launch(key_grad_kernel<T, kDim, kRel>, shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim>(),
-             grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
-             static_cast<T*>(grads.dk), static_cast<T*>(grads.dv));
+  cudaError_t status = launch(key_grad_kernel<T, kDim, kRel>,
+                              shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, false>(),
+                              grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt,
+                              vt, gt, lt, dt, static_cast<T*>(grads.dk), static_cast<T*>(grads.dv));
   if (status != cudaSuccess) return status;
   status =
       launch(query_grad_kernel<T, kDim, kRel>, shared_bytes<QueryTiles<T, kDim>, kRel, T, kDim>(),
@@ -527,8 +575,9 @@ cudaError_t backward(const Launcher& launch, const AttentionArgs& a, const void*
     if (status != cudaSuccess) return status;
     T* part = static_cast<T*>(grads.scratch);
     const int64_t diagonals = diagonals_of(a);
-    status = launch(rel_key_band_kernel<T, kDim>, sizeof(DiagonalTiles<T, kDim>),
-                    grid_of(a, diagonals), kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
+    status =
+        launch(rel_key_band_kernel<T, kDim>, shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim>(),
+               grid_of(a, diagonals), kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
     if (status != cudaSuccess) return status;
     constexpr unsigned kSumThreads = 256;
     const int64_t outputs = a.batch * a.heads * (a.rel_max - a.rel_min + 1) * a.rel_dim;

@@ -245,9 +245,14 @@ __device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], T* x, int64_
 // Pair (query i, key j) reads table row rel_row(δ), δ = i + rel_offset - j (core/ops.h
 // AttentionSpec::rel_key). The pairs of query rows [i0, i0 + kTile) x keys [j0, j0 + kTile) read
 // the 2 kTile - 1 distances from band_start(i0, j0): pair (i0 + x, j0 + y) reads band row
-// x - y + kTile - 1, whose table row was loaded into the band (the rel-shift as index arithmetic).
+// g = x - y + kTile - 1. A tile's term is one dense product G = rq·bandᵀ [kTile, 2 kTile] in two
+// halves of kTile columns, from which each pair picks its column (the rel-shift as index
+// arithmetic); its gradients are products with dG, the pairs' dS placed at their columns.
+
+// The band's table rows, transposed as the keys are: band[h][d][x] holds band row h kTile + x
+// (row 2 kTile - 1 stays zero).
 template <typename T, int kDim>
-using BandTile = T[2 * kTile][kDim + kPad];  // the last row stays zero
+using BandTiles = ColTile<T, kDim>[2];
 
 __device__ __forceinline__ int64_t rel_row(const AttentionArgs& a, int64_t delta) {
   return smaller(larger(delta, a.rel_min), a.rel_max) - a.rel_min;
@@ -262,59 +267,52 @@ __device__ const T* table_of(const AttentionArgs& a, int64_t bh) {
   return static_cast<const T*>(a.rel_key) + (a.rel_one_table ? 0 : bh % a.heads) * rows * a.rel_dim;
 }
 
-// band[g] = table[rel_row(delta0 + g)] * factor; zero in the last row and past R.
+// Band row g = table[rel_row(delta0 + g)] * factor; zero in the last row and past R.
 template <typename T, int kDim>
-__device__ void load_band(BandTile<T, kDim>& band, const AttentionArgs& a, const T* table,
+__device__ void load_band(BandTiles<T, kDim>& band, const AttentionArgs& a, const T* table,
                           int64_t delta0, T factor) {
   for (int e = threadIdx.x; e < 2 * kTile * kDim; e += kThreads) {
     const int g = e / kDim, d = e % kDim;
-    band[g][d] = g < 2 * kTile - 1 && d < a.rel_dim
-                     ? table[rel_row(a, delta0 + g) * a.rel_dim + d] * factor
-                     : T(0);
+    band[g / kTile][d][g % kTile] = g < 2 * kTile - 1 && d < a.rel_dim
+                                        ? table[rel_row(a, delta0 + g) * a.rel_dim + d] * factor
+                                        : T(0);
   }
 }
 
-// acc[r][c] += rq[query]·band[query - key + kTile - 1] over this thread's pairs of the tile, whose
-// rows are queries and columns keys (kQueryRows) or the other way round.
-template <bool kQueryRows, typename T, int kDim>
-__device__ __forceinline__ void add_band_product(const RowTile<T, kDim>& rq,
-                                                 const BandTile<T, kDim>& band,
-                                                 T (&acc)[kRowsPer][kColsPer]) {
-#pragma unroll 2
-  for (int d0 = 0; d0 < kDim; d0 += 4) {
-#pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {
-        const int query = kQueryRows ? row_of(r) : col_of(c);
-        const int key = kQueryRows ? col_of(c) : row_of(r);
-        T x[4], y[4];
-        load4(&rq[query][d0], x);
-        load4(&band[query - key + kTile - 1][d0], y);
-#pragma unroll
-        for (int dd = 0; dd < 4; ++dd) acc[r][c] = fma(x[dd], y[dd], acc[r][c]);
-      }
-  }
-}
-
-// acc[r][e] += Σ_c ds[row_of(r)][c] band[row_of(r) - c + kTile - 1][dim_of(e)]: the gradient of
-// the tile's query rows of rel_query (rows of ds are queries, columns keys).
+// low, high = the two halves of G = rq·bandᵀ: G[x][g] = rq[x]·(band row g).
 template <typename T, int kDim>
-__device__ __forceinline__ void accumulate_band(const ScoreTile<T>& ds,
-                                                const BandTile<T, kDim>& band,
-                                                T (&acc)[kRowsPer][kDim / kLanes]) {
-#pragma unroll 2
-  for (int c0 = 0; c0 < kTile; c0 += 4) {
-    T w[kRowsPer][4];
+__device__ __forceinline__ void band_scores(const RowTile<T, kDim>& rq,
+                                            const BandTiles<T, kDim>& band, ScoreTile<T>& low,
+                                            ScoreTile<T>& high) {
+  T g[kRowsPer][kColsPer];
+  tile_product<T, kDim>(rq, band[0], g);
+  store_scores(low, g);
+  tile_product<T, kDim>(rq, band[1], g);
+  store_scores(high, g);
+}
+
+// acc[r][c] += G[query][query - key + kTile - 1] over this thread's pairs of the tile, whose rows
+// are queries and columns keys (kQueryRows) or the other way round.
+template <bool kQueryRows, typename T>
+__device__ __forceinline__ void add_band_scores(const ScoreTile<T>& low, const ScoreTile<T>& high,
+                                                T (&acc)[kRowsPer][kColsPer]) {
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) load4(&ds[row_of(r)][c0], w[r]);
+  for (int r = 0; r < kRowsPer; ++r)
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-      for (int cc = 0; cc < 4; ++cc)
-#pragma unroll
-        for (int e = 0; e < kDim / kLanes; ++e)
-          acc[r][e] = fma(w[r][cc], band[row_of(r) - (c0 + cc) + kTile - 1][dim_of(e)], acc[r][e]);
+    for (int c = 0; c < kColsPer; ++c) {
+      const int query = kQueryRows ? row_of(r) : col_of(c);
+      const int g = query - (kQueryRows ? col_of(c) : row_of(r)) + kTile - 1;
+      acc[r][c] += g < kTile ? low[query][g] : high[query][g - kTile];
+    }
+}
+
+// dG from dS [query][key]: low, high = dG's halves, dG[x][g] = dS[x][x - g + kTile - 1] where that
+// key is in the tile, else 0.
+template <typename T>
+__device__ void band_grads(const ScoreTile<T>& ds, ScoreTile<T>& low, ScoreTile<T>& high) {
+  for (int e = threadIdx.x; e < 2 * kTile * kTile; e += kThreads) {
+    const int x = e / (2 * kTile), g = e % (2 * kTile), key = x - g + kTile - 1;
+    (g < kTile ? low[x][g] : high[x][g - kTile]) = key >= 0 && key < kTile ? ds[x][key] : T(0);
   }
 }
 

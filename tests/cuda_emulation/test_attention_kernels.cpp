@@ -268,9 +268,13 @@ TEST_CASE("CUDA's composed attention (where the tiles do not fit) equals the CPU
 
 TEST_CASE("CUDA attention kernels: the instantiations' shared memory fits a block") {
   using namespace cuda::tiled_attention;
-  CHECK(shared_bytes<KeyTiles<double, 32>, true, double, 32>() <= cuda_emulation::kMaxSharedBytes);
-  CHECK(shared_bytes<KeyTiles<float, 64>, true, float, 64>() <= cuda_emulation::kMaxSharedBytes);
-  CHECK(sizeof(DiagonalTiles<double, 32>) <= cuda_emulation::kMaxSharedBytes);
-  CHECK(sizeof(DiagonalTiles<float, 64>) <= cuda_emulation::kMaxSharedBytes);
-  CHECK(shared_bytes<KeyTiles<float, 128>, false, float, 128>() <= cuda_emulation::kMaxSharedBytes);
+  const auto fits = [](size_t bytes) { return bytes <= cuda_emulation::kMaxSharedBytes; };
+  CHECK(fits(shared_bytes<ForwardTiles<double, 32>, true, double, 32>()));
+  CHECK(fits(shared_bytes<KeyTiles<double, 32>, true, double, 32, false>()));
+  CHECK(fits(shared_bytes<QueryTiles<double, 32>, true, double, 32>()));
+  CHECK(fits(shared_bytes<DiagonalTiles<double, 32>, true, double, 32>()));
+  CHECK(fits(shared_bytes<KeyTiles<float, 64>, true, float, 64, false>()));
+  CHECK(fits(shared_bytes<QueryTiles<float, 64>, true, float, 64>()));
+  CHECK(fits(shared_bytes<DiagonalTiles<float, 64>, true, float, 64>()));
+  CHECK(fits(shared_bytes<KeyTiles<float, 128>, false, float, 128>()));
 }
