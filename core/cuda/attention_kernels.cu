@@ -24,9 +24,10 @@ int max_shared_bytes() {
 template <typename T, int kDim, bool kRel>
 size_t largest_tiles() {
   const size_t kernels = std::max({shared_bytes<ForwardTiles<T, kDim>, kRel, T, kDim>(),
-                                   shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, false>(),
+                                   shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, 0>(),
                                    shared_bytes<QueryTiles<T, kDim>, kRel, T, kDim>()});
-  return kRel ? std::max(kernels, shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim>()) : kernels;
+  return kRel ? std::max(kernels, shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim, 1>())
+              : kernels;
 }
 
 template <typename T, bool kRel>

@@ -63,29 +63,27 @@ struct QueryTiles {     // dQ kernel: the block's queries, one key tile at a tim
 };
 
 template <typename T, int kDim>
-struct DiagonalTiles {  // d rel_key kernel: one tile of a diagonal at a time
-  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
-  ColTile<T, kDim> kt;  // keys, transposed
-  RowTile<T, kDim> go;  // output gradients
-  ColTile<T, kDim> vt;  // values, transposed
-  ScoreTile<T> ds;      // dS [query][key]
-  T lse[kTile];         // base-2 log-sum-exp of each query
-  T row_dot[kTile];     // D of each query
+struct DiagonalTiles {   // d rel_key kernel: one tile of a diagonal at a time
+  RowTile<T, kDim> q;    // queries, pre-scaled by scale·log2 e
+  ColTile<T, kDim> kt;   // keys, transposed
+  RowTile<T, kDim> go;   // output gradients
+  ColTile<T, kDim> vt;   // values, transposed
+  ColTile<T, kDim> rqt;  // rel_query, transposed (not scaled): dGᵀ·rq is the band's gradient
+  ScoreTile<T> ds;       // dS [query][key]
+  T lse[kTile];          // base-2 log-sum-exp of each query
+  T row_dot[kTile];      // D of each query
   bool key_ok[kTile];
 };
 
 // After a kernel's tiles when it has the position term: the query rows' rel_query (pre-scaled by
 // scale·log2 e, except in the d rel_key kernel, which pre-scales the band instead) and the band of
-// table rows of the current tile; then G's (or dG's) halves, except in the dK/dV kernel, whose P̃
-// and dS tiles are free when G is formed.
+// table rows of the current tile; then the score tiles for G's (or dG's) halves that the kernel
+// lacks: two, but none in the dK/dV kernel (its P̃ and dS tiles are free when G is formed) and
+// one in the d rel_key kernel (its dS tile holds the low half).
 template <typename T, int kDim>
 struct PositionTiles {
   RowTile<T, kDim> rq;
   BandTiles<T, kDim> band;
-};
-template <typename T>
-struct BandScores {
-  ScoreTile<T> low, high;
 };
 
 // Where a kernel's position tiles start: after its own, 16-byte aligned.
@@ -93,10 +91,10 @@ template <typename Tiles>
 constexpr size_t position_tiles_at() {
   return (sizeof(Tiles) + 15) / 16 * 16;
 }
-template <typename Tiles, bool kRel, typename T, int kDim, bool kOwnScores = true>
+template <typename Tiles, bool kRel, typename T, int kDim, int kScoreTiles = 2>
 constexpr size_t shared_bytes() {
   return kRel ? position_tiles_at<Tiles>() + sizeof(PositionTiles<T, kDim>) +
-                    (kOwnScores ? sizeof(BandScores<T>) : 0)
+                    kScoreTiles * sizeof(ScoreTile<T>)
               : sizeof(Tiles);
 }
 
@@ -112,10 +110,10 @@ __device__ PositionTiles<T, kDim>* position_tiles() {
     return nullptr;
 }
 template <bool kRel, typename Tiles, typename T, int kDim>
-__device__ BandScores<T>* band_scores_tiles() {
+__device__ ScoreTile<T>* score_tiles() {
   if constexpr (kRel)
-    return reinterpret_cast<BandScores<T>*>(smem + position_tiles_at<Tiles>() +
-                                            sizeof(PositionTiles<T, kDim>));
+    return reinterpret_cast<ScoreTile<T>*>(smem + position_tiles_at<Tiles>() +
+                                           sizeof(PositionTiles<T, kDim>));
   else
     return nullptr;
 }
@@ -154,8 +152,7 @@ __global__ void __launch_bounds__(kThreads)
   auto& s = *reinterpret_cast<ForwardTiles<T, kDim>*>(smem);
   [[maybe_unused]] PositionTiles<T, kDim>* const pos =
       position_tiles<kRel, ForwardTiles<T, kDim>, T, kDim>();
-  [[maybe_unused]] BandScores<T>* const scores =
-      band_scores_tiles<kRel, ForwardTiles<T, kDim>, T, kDim>();
+  [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, ForwardTiles<T, kDim>, T, kDim>();
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
   const T* kb = k + bh * a.k_len * a.dim;
   const T* vb = v + bh * a.k_len * a.value_dim;
@@ -180,12 +177,12 @@ __global__ void __launch_bounds__(kThreads)
       load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
     __syncthreads();
     if constexpr (kRel) {
-      band_scores<T, kDim>(pos->rq, pos->band, scores->low, scores->high);
+      band_scores<T, kDim>(pos->rq, pos->band, scores[0], scores[1]);
       __syncthreads();
     }
     T sc[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.q, s.kt, sc);
-    if constexpr (kRel) add_band_scores<true>(scores->low, scores->high, sc);
+    if constexpr (kRel) add_band_scores<true>(scores[0], scores[1], sc);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
       const int64_t i = i0 + row_of(r);
@@ -323,8 +320,7 @@ __global__ void __launch_bounds__(kThreads)
   auto& s = *reinterpret_cast<QueryTiles<T, kDim>*>(smem);
   [[maybe_unused]] PositionTiles<T, kDim>* const pos =
       position_tiles<kRel, QueryTiles<T, kDim>, T, kDim>();
-  [[maybe_unused]] BandScores<T>* const scores =
-      band_scores_tiles<kRel, QueryTiles<T, kDim>, T, kDim>();
+  [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, QueryTiles<T, kDim>, T, kDim>();
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
   const T* kb = k + bh * a.k_len * a.dim;
   const T* vb = v + bh * a.k_len * a.value_dim;
@@ -354,12 +350,12 @@ __global__ void __launch_bounds__(kThreads)
       load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
     __syncthreads();
     if constexpr (kRel) {
-      band_scores<T, kDim>(pos->rq, pos->band, scores->low, scores->high);
+      band_scores<T, kDim>(pos->rq, pos->band, scores[0], scores[1]);
       __syncthreads();
     }
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.q, s.kt, sc);
-    if constexpr (kRel) add_band_scores<true>(scores->low, scores->high, sc);
+    if constexpr (kRel) add_band_scores<true>(scores[0], scores[1], sc);
     tile_product<T, kDim>(s.go, s.vt, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
@@ -376,10 +372,10 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     accumulate_rows<T, kDim>(s.ds, s.kt, dq_acc);
     if constexpr (kRel) {  // d rel_query += dG band, dG in G's tiles (read before the barrier)
-      band_grads(s.ds, scores->low, scores->high);
+      band_grads(s.ds, scores[0], scores[1]);
       __syncthreads();
-      accumulate_rows<T, kDim>(scores->low, pos->band[0], drq_acc);
-      accumulate_rows<T, kDim>(scores->high, pos->band[1], drq_acc);
+      accumulate_rows<T, kDim>(scores[0], pos->band[0], drq_acc);
+      accumulate_rows<T, kDim>(scores[1], pos->band[1], drq_acc);
     }
   }
   store_rows<T, kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim,
@@ -391,21 +387,20 @@ __global__ void __launch_bounds__(kThreads)
 
 // d rel_key, step 1. Block (bh, y) owns tile diagonal y - (key tiles - 1) (query tile - key
 // tile) and writes, for each of the 2 kTile - 1 distances its tiles read, Σ dS rq over the pairs
-// at that distance: part[(bh · diagonals + y)][e][g], g the band row. Thread g owns band row g.
+// at that distance, dGᵀ·rq summed over its tiles in registers: part[bh · diagonals + y][g][e],
+// g the band row.
 template <typename T, int kDim>
 __global__ void __launch_bounds__(kThreads)
     rel_key_band_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
                         const T* gout, const T* lse, const T* row_dot, T* part) {
   auto& s = *reinterpret_cast<DiagonalTiles<T, kDim>*>(smem);
   PositionTiles<T, kDim>* const pos = position_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
-  BandScores<T>* const scores = band_scores_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
+  ScoreTile<T>& high = *score_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
   const int64_t bh = blockIdx.x;
   const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
   const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
   const int64_t diagonal = static_cast<int64_t>(blockIdx.y) - (key_tiles_count - 1);
-  T* band_sums = part + (bh * gridDim.y + blockIdx.y) * a.rel_dim * (2 * kTile);  // [R][2 kTile]
-  const int g = threadIdx.x;  // kThreads == 2 kTile
-  for (int e = 0; e < a.rel_dim; ++e) band_sums[e * 2 * kTile + g] = 0;
+  T sums_low[kRowsPer][kDim / kLanes] = {}, sums_high[kRowsPer][kDim / kLanes] = {};
   const uint8_t* mask = mask_row(a, bh);
   const T log2_scale = static_cast<T>(a.scale * kLog2e);
   const int64_t first = larger(int64_t{0}, diagonal);
@@ -419,17 +414,18 @@ __global__ void __launch_bounds__(kThreads)
     load_cols<T, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
     load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
     load_cols<T, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
-    load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
-                       a.q_len, a.rel_dim, T(1));
+    const T* rel_query = static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim;
+    load_rows<T, kDim>(pos->rq, rel_query, i0, a.q_len, a.rel_dim, T(1));
+    load_cols<T, kDim>(s.rqt, rel_query, i0, a.q_len, a.rel_dim);
     load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), log2_scale);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
     __syncthreads();
-    band_scores<T, kDim>(pos->rq, pos->band, scores->low, scores->high);
+    band_scores<T, kDim>(pos->rq, pos->band, s.ds, high);  // G's low half in the dS tile
     __syncthreads();
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
     tile_product<T, kDim>(s.q, s.kt, sc);
-    add_band_scores<true>(scores->low, scores->high, sc);
+    add_band_scores<true>(s.ds, high, sc);
     tile_product<T, kDim>(s.go, s.vt, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
@@ -444,24 +440,15 @@ __global__ void __launch_bounds__(kThreads)
                        .ds;
       }
     }
+    __syncthreads();  // every pair has read G
     store_scores(s.ds, dp);
     __syncthreads();
-    if (g < 2 * kTile - 1) {
-      // Pairs (x, x - g + kTile - 1) of the tile are at band row g.
-      const int x_first = g < kTile ? 0 : g - (kTile - 1), x_end = g < kTile ? g + 1 : kTile;
-      for (int e0 = 0; e0 < a.rel_dim; e0 += 8) {
-        T acc[8] = {};
-        for (int x = x_first; x < x_end; ++x) {
-          const T d = s.ds[x][x - g + kTile - 1];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] = fma(d, pos->rq[x][e0 + e], acc[e]);
-        }
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (e0 + e < a.rel_dim) band_sums[(e0 + e) * 2 * kTile + g] += acc[e];
-      }
-    }
+    accumulate_diagonals<T, kDim>(s.ds, 0, s.rqt, sums_low);
+    accumulate_diagonals<T, kDim>(s.ds, kTile, s.rqt, sums_high);
   }
+  T* band_sums = part + (bh * gridDim.y + blockIdx.y) * (2 * kTile) * a.rel_dim;  // [2 kTile][R]
+  store_rows<T, kDim>(sums_low, band_sums, 0, kTile, a.rel_dim, T(1));
+  store_rows<T, kDim>(sums_high, band_sums + kTile * a.rel_dim, 0, kTile, a.rel_dim, T(1));
 }
 
 __device__ __forceinline__ int64_t floor_div(int64_t x, int64_t y) {
@@ -493,7 +480,7 @@ __global__ void rel_key_sum_kernel(AttentionArgs a, const T* part, int64_t diago
     const int64_t t_last = smaller(floor_div(x, kTile), query_tiles - 1);
     for (int64_t t = t_first; t <= t_last; ++t)
       total +=
-          part[((bh * diagonals + t + key_tiles_count - 1) * R + e) * 2 * kTile + (x - kTile * t)];
+          part[((bh * diagonals + t + key_tiles_count - 1) * 2 * kTile + (x - kTile * t)) * R + e];
   }
   d_rel_key[at] = total * static_cast<T>(a.scale);
 }
@@ -562,10 +549,10 @@ cudaError_t backward(const Launcher& launch, const AttentionArgs& a, const void*
   const auto* gt = static_cast<const T*>(gout);
   const auto* lt = static_cast<const T*>(lse);
   const auto* dt = static_cast<const T*>(row_dot);
-  cudaError_t status = launch(key_grad_kernel<T, kDim, kRel>,
-                              shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, false>(),
-                              grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt,
-                              vt, gt, lt, dt, static_cast<T*>(grads.dk), static_cast<T*>(grads.dv));
+  cudaError_t status =
+      launch(key_grad_kernel<T, kDim, kRel>, shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, 0>(),
+             grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
+             static_cast<T*>(grads.dk), static_cast<T*>(grads.dv));
   if (status != cudaSuccess) return status;
   status =
       launch(query_grad_kernel<T, kDim, kRel>, shared_bytes<QueryTiles<T, kDim>, kRel, T, kDim>(),
@@ -575,9 +562,9 @@ cudaError_t backward(const Launcher& launch, const AttentionArgs& a, const void*
     if (status != cudaSuccess) return status;
     T* part = static_cast<T*>(grads.scratch);
     const int64_t diagonals = diagonals_of(a);
-    status =
-        launch(rel_key_band_kernel<T, kDim>, shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim>(),
-               grid_of(a, diagonals), kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
+    status = launch(rel_key_band_kernel<T, kDim>,
+                    shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim, 1>(), grid_of(a, diagonals),
+                    kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
     if (status != cudaSuccess) return status;
     constexpr unsigned kSumThreads = 256;
     const int64_t outputs = a.batch * a.heads * (a.rel_max - a.rel_min + 1) * a.rel_dim;

@@ -316,4 +316,32 @@ __device__ void band_grads(const ScoreTile<T>& ds, ScoreTile<T>& low, ScoreTile<
   }
 }
 
+// acc[r][e] += Σ_x dG[x][g] values[dim_of(e)][x] for band rows g = g0 + row_of(r): rows of dGᵀ·rq
+// (values = rqᵀ), dG read from dS along its diagonals (dG[x][g] = dS[x][x - g + kTile - 1]).
+template <typename T, int kDim>
+__device__ __forceinline__ void accumulate_diagonals(const ScoreTile<T>& ds, int g0,
+                                                     const ColTile<T, kDim>& values,
+                                                     T (&acc)[kRowsPer][kDim / kLanes]) {
+#pragma unroll 2
+  for (int x0 = 0; x0 < kTile; x0 += 4) {
+    T w[kRowsPer][4];
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+      for (int xx = 0; xx < 4; ++xx) {
+        const int key = x0 + xx - (g0 + row_of(r)) + kTile - 1;
+        w[r][xx] = key >= 0 && key < kTile ? ds[x0 + xx][key] : T(0);
+      }
+#pragma unroll
+    for (int e = 0; e < kDim / kLanes; ++e) {
+      T v[4];
+      load4(&values[dim_of(e)][x0], v);
+#pragma unroll
+      for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+        for (int xx = 0; xx < 4; ++xx) acc[r][e] = fma(w[r][xx], v[xx], acc[r][e]);
+    }
+  }
+}
+
 }  // namespace relpos::cuda::attention_tiles

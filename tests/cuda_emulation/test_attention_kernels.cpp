@@ -270,11 +270,11 @@ TEST_CASE("CUDA attention kernels: the instantiations' shared memory fits a bloc
   using namespace cuda::tiled_attention;
   const auto fits = [](size_t bytes) { return bytes <= cuda_emulation::kMaxSharedBytes; };
   CHECK(fits(shared_bytes<ForwardTiles<double, 32>, true, double, 32>()));
-  CHECK(fits(shared_bytes<KeyTiles<double, 32>, true, double, 32, false>()));
+  CHECK(fits(shared_bytes<KeyTiles<double, 32>, true, double, 32, 0>()));
   CHECK(fits(shared_bytes<QueryTiles<double, 32>, true, double, 32>()));
-  CHECK(fits(shared_bytes<DiagonalTiles<double, 32>, true, double, 32>()));
-  CHECK(fits(shared_bytes<KeyTiles<float, 64>, true, float, 64, false>()));
+  CHECK(fits(shared_bytes<DiagonalTiles<double, 32>, true, double, 32, 1>()));
+  CHECK(fits(shared_bytes<KeyTiles<float, 64>, true, float, 64, 0>()));
   CHECK(fits(shared_bytes<QueryTiles<float, 64>, true, float, 64>()));
-  CHECK(fits(shared_bytes<DiagonalTiles<float, 64>, true, float, 64>()));
+  CHECK(fits(shared_bytes<DiagonalTiles<float, 64>, true, float, 64, 1>()));
   CHECK(fits(shared_bytes<KeyTiles<float, 128>, false, float, 128>()));
 }
