@@ -251,6 +251,12 @@ TEST_CASE("CUDA attention kernels, emulated, equal the CPU kernel: the position 
     check_matches_cpu({2, 1, 70, 70, 20, 30}, DType::f32, true, window, 0.0, term, 1.0);
 }
 
+TEST_CASE("CUDA attention kernels, emulated, equal the CPU kernel: Transformer-XL base's shape") {
+  // A 512-token segment over 512 tokens of memory, heads of 64, dropout 0.1; one head.
+  const Sizes s{1, 1, 512, 1024, 64, 64};
+  check_matches_cpu(s, DType::f32, false, 0, 0.1, {512, 0, 1023, 1, 64}, 1.0);
+}
+
 TEST_CASE("CUDA's composed attention (where the tiles do not fit) equals the CPU kernel, f64") {
   const std::vector<Sizes> sizes = {
       {1, 1, 1, 1, 1, 1}, {2, 3, 37, 37, 5, 7}, {2, 1, 70, 130, 6, 2}};
