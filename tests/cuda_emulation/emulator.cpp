@@ -123,10 +123,15 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
           f.context.uc_link = &block.scheduler;
           makecontext(&f.context, run_thread, 0);
         }
+        // Every other block runs its threads from the last: a read of shared memory that another
+        // thread writes in the same phase (no barrier between) then sees stale bytes in some
+        // block whichever of the two threads is the lower.
+        const bool from_last = (x + y + z) % 2 == 1;
         for (bool alive = true; alive;) {
           alive = false;
           block.progressed = false;
-          for (Fiber& f : block.fibers) {
+          for (unsigned k = 0; k < threads; ++k) {
+            Fiber& f = block.fibers[from_last ? threads - 1 - k : k];
             if (f.done) continue;
             block.running = &f;
             thread_index = f.index;
