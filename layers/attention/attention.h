@@ -85,7 +85,7 @@ struct AttentionCaps {
   // Runs as the fused attention op (memory linear in L) unless `fused: false` asks for its naive
   // twin, which builds the [Lq, Lk] weights.
   bool fused = false;
-  // Fused: takes an encoding's Positional::position_table inside the op's tiles (CPU), so that
+  // Fused: takes an encoding's Positional::position_table inside the op's tiles, so that
   // score bias costs no [Lq, Lk] memory either.
   bool takes_position_table = false;
 };
