@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/cuda/attention_kernels.cuh"
 #include "core/cuda/attention_kernels.h"
+#include "core/cuda/attention_launches.cuh"
 
 namespace relpos::cuda {
 
@@ -41,7 +41,7 @@ size_t largest_tiles(int dim) {
 }
 
 // Launches a kernel on the stream with `bytes` of dynamic shared memory (raising its limit past
-// 48 KB): the Launcher of attention_kernels.cuh's orchestration.
+// 48 KB): the launcher of attention_launches.cuh.
 struct StreamLauncher {
   cudaStream_t stream;
   template <typename... Params, typename... Args>

@@ -15,13 +15,10 @@
 // With the position term (kRel), S gains scale rel_query_i·rel_key[rel_row(δ)] (Transformer-XL's
 // (b) + (d), Dai et al. 2019 §3.3): per tile one product G = rq·bandᵀ against the 2 kTile - 1
 // table rows the tile's distances read, each pair picking its column (attention_tiles.cuh); the
-// dQ kernel also sums d rel_query += scale dG band, and d rel_key has a kernel of its own: one
-// block per diagonal of tiles (query tile - key tile fixed) sums scale dS rq into the band rows
-// its tiles share, and a last pass adds the bands of neighbouring diagonals (and the clamped
-// distances) into table rows. Every sum has one owner, in a fixed order.
+// dQ kernel also sums d rel_query += scale dG band; d rel_key has kernels of its own
+// (attention_rel_key_kernels.cuh). The launch order is attention_launches.cuh.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #include "core/cuda/attention_kernels.h"
@@ -59,19 +56,6 @@ struct QueryTiles {     // dQ kernel: the block's queries, one key tile at a tim
   ColTile<T, kDim> kt;  // keys, transposed
   ColTile<T, kDim> vt;  // values, transposed
   ScoreTile<T> ds;      // dS [query][key]
-  bool key_ok[kTile];
-};
-
-template <typename T, int kDim>
-struct DiagonalTiles {   // d rel_key kernel: one tile of a diagonal at a time
-  RowTile<T, kDim> q;    // queries, pre-scaled by scale·log2 e
-  ColTile<T, kDim> kt;   // keys, transposed
-  RowTile<T, kDim> go;   // output gradients
-  ColTile<T, kDim> vt;   // values, transposed
-  ColTile<T, kDim> rqt;  // rel_query, transposed (not scaled): dGᵀ·rq is the band's gradient
-  ScoreTile<T> ds;       // dS [query][key]
-  T lse[kTile];          // base-2 log-sum-exp of each query
-  T row_dot[kTile];      // D of each query
   bool key_ok[kTile];
 };
 
@@ -140,6 +124,12 @@ __device__ void load_query_stats(T* lse2, T* dot, const AttentionArgs& a, const 
   }
 }
 
+// Head bh's rel_query, [Lq, R].
+template <typename T>
+__device__ const T* rel_query_of(const AttentionArgs& a, int64_t bh) {
+  return static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim;
+}
+
 // Tiles are visited from the last: causal blocks with the most work start first.
 __device__ inline int64_t block_tile() {
   return static_cast<int64_t>(gridDim.y - 1 - blockIdx.y);
@@ -160,8 +150,7 @@ __global__ void __launch_bounds__(kThreads)
   const T log2_scale = static_cast<T>(a.scale * kLog2e);
   load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
   if constexpr (kRel)
-    load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
-                       a.q_len, a.rel_dim, log2_scale);
+    load_rows<T, kDim>(pos->rq, rel_query_of<T>(a, bh), i0, a.q_len, a.rel_dim, log2_scale);
   T o[kRowsPer][kDim / kLanes] = {};
   T m[kRowsPer], l[kRowsPer];
 #pragma unroll
@@ -274,8 +263,7 @@ __global__ void __launch_bounds__(kThreads)
     load_cols<T, kDim>(s.got, gb, i0, a.q_len, a.value_dim);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
     if constexpr (kRel) {
-      load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
-                         a.q_len, a.rel_dim, log2_scale);
+      load_rows<T, kDim>(pos->rq, rel_query_of<T>(a, bh), i0, a.q_len, a.rel_dim, log2_scale);
       load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
     }
     __syncthreads();
@@ -329,8 +317,7 @@ __global__ void __launch_bounds__(kThreads)
   load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
   load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
   if constexpr (kRel)
-    load_rows<T, kDim>(pos->rq, static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim, i0,
-                       a.q_len, a.rel_dim, log2_scale);
+    load_rows<T, kDim>(pos->rq, rel_query_of<T>(a, bh), i0, a.q_len, a.rel_dim, log2_scale);
   T lse2[kRowsPer], dot[kRowsPer];
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
@@ -383,202 +370,6 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (kRel)
     store_rows<T, kDim>(drq_acc, d_rel_query + bh * a.q_len * a.rel_dim, i0, a.q_len, a.rel_dim,
                         static_cast<T>(a.scale));
-}
-
-// d rel_key, step 1. Block (bh, y) owns tile diagonal y - (key tiles - 1) (query tile - key
-// tile) and writes, for each of the 2 kTile - 1 distances its tiles read, Σ dS rq over the pairs
-// at that distance, dGᵀ·rq summed over its tiles in registers: part[bh · diagonals + y][g][e],
-// g the band row.
-template <typename T, int kDim>
-__global__ void __launch_bounds__(kThreads)
-    rel_key_band_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
-                        const T* gout, const T* lse, const T* row_dot, T* part) {
-  auto& s = *reinterpret_cast<DiagonalTiles<T, kDim>*>(smem);
-  PositionTiles<T, kDim>* const pos = position_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
-  ScoreTile<T>& high = *score_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
-  const int64_t bh = blockIdx.x;
-  const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
-  const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
-  const int64_t diagonal = static_cast<int64_t>(blockIdx.y) - (key_tiles_count - 1);
-  T sums_low[kRowsPer][kDim / kLanes] = {}, sums_high[kRowsPer][kDim / kLanes] = {};
-  const uint8_t* mask = mask_row(a, bh);
-  const T log2_scale = static_cast<T>(a.scale * kLog2e);
-  const int64_t first = larger(int64_t{0}, diagonal);
-  const int64_t last = smaller(query_tiles - 1, key_tiles_count - 1 + diagonal);
-  for (int64_t ti = first; ti <= last; ++ti) {
-    const int64_t i0 = ti * kTile, j0 = (ti - diagonal) * kTile;
-    const TileRange visible_keys = key_tiles(a, i0);
-    if (ti - diagonal < visible_keys.first || ti - diagonal >= visible_keys.end) continue;
-    __syncthreads();
-    load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
-    load_cols<T, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
-    load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
-    load_cols<T, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
-    const T* rel_query = static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim;
-    load_rows<T, kDim>(pos->rq, rel_query, i0, a.q_len, a.rel_dim, T(1));
-    load_cols<T, kDim>(s.rqt, rel_query, i0, a.q_len, a.rel_dim);
-    load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), log2_scale);
-    load_key_ok(s.key_ok, mask, j0, a.k_len);
-    load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
-    __syncthreads();
-    band_scores<T, kDim>(pos->rq, pos->band, s.ds, high);  // G's low half in the dS tile
-    __syncthreads();
-    T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
-    tile_product<T, kDim>(s.q, s.kt, sc);
-    add_band_scores<true>(s.ds, high, sc);
-    tile_product<T, kDim>(s.go, s.vt, dp);
-#pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) {
-      const int row = row_of(r);
-      const int64_t i = i0 + row;
-#pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {  // dp becomes dS
-        const int64_t j = j0 + col_of(c);
-        const bool visible = s.key_ok[col_of(c)] && i < a.q_len && causal_visible(a, i, j);
-        dp[r][c] = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], s.lse[row], dp[r][c],
-                                 s.row_dot[row])
-                       .ds;
-      }
-    }
-    __syncthreads();  // every pair has read G
-    store_scores(s.ds, dp);
-    __syncthreads();
-    accumulate_diagonals<T, kDim>(s.ds, 0, s.rqt, sums_low);
-    accumulate_diagonals<T, kDim>(s.ds, kTile, s.rqt, sums_high);
-  }
-  T* band_sums = part + (bh * gridDim.y + blockIdx.y) * (2 * kTile) * a.rel_dim;  // [2 kTile][R]
-  store_rows<T, kDim>(sums_low, band_sums, 0, kTile, a.rel_dim, T(1));
-  store_rows<T, kDim>(sums_high, band_sums + kTile * a.rel_dim, 0, kTile, a.rel_dim, T(1));
-}
-
-__device__ __forceinline__ int64_t floor_div(int64_t x, int64_t y) {
-  return x >= 0 ? x / y : -((-x + y - 1) / y);
-}
-
-// d rel_key, step 2: table row `row` of head bh gets scale Σ over the distances it serves (one,
-// or every clamped one at the ends) of the band sums of the (at most two) diagonals whose bands
-// hold that distance. One thread per (bh, row, e); d_rel_key is [B, H, T, R].
-template <typename T>
-__global__ void rel_key_sum_kernel(AttentionArgs a, const T* part, int64_t diagonals,
-                                   T* d_rel_key) {
-  const int64_t rows = a.rel_max - a.rel_min + 1, R = a.rel_dim;
-  const int64_t at = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (at >= a.batch * a.heads * rows * R) return;
-  const int64_t e = at % R, row = at / R % rows, bh = at / (R * rows);
-  const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
-  const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
-  // The distances of the pairs: δ = i + rel_offset - j over every (i, j).
-  const int64_t nearest = a.rel_offset - (a.k_len - 1), farthest = a.rel_offset + a.q_len - 1;
-  const int64_t lo = row == 0 ? nearest : larger(nearest, a.rel_min + row);
-  const int64_t hi = row == rows - 1 ? farthest : smaller(farthest, a.rel_min + row);
-  T total = 0;
-  for (int64_t delta = lo; delta <= hi; ++delta) {
-    // Diagonal t's band starts at kTile t + rel_offset - (kTile - 1): δ is its row x - kTile t,
-    // held when 0 <= x - kTile t <= 2 kTile - 2.
-    const int64_t x = delta - a.rel_offset + kTile - 1;
-    const int64_t t_first = larger(floor_div(x - (kTile - 1), kTile), -(key_tiles_count - 1));
-    const int64_t t_last = smaller(floor_div(x, kTile), query_tiles - 1);
-    for (int64_t t = t_first; t <= t_last; ++t)
-      total +=
-          part[((bh * diagonals + t + key_tiles_count - 1) * 2 * kTile + (x - kTile * t)) * R + e];
-  }
-  d_rel_key[at] = total * static_cast<T>(a.scale);
-}
-
-// ---------------------------------------------------------------- launches
-// The kernels of a call in their order, each started by launcher(kernel, shared bytes, grid,
-// threads, arguments...): a CUDA stream in attention_kernels.cu, the CPU emulator in the tests.
-
-// The head size the kernels are instantiated for: the smallest of 32, 64, 128 >= every head size
-// (0: none). With the position term only 32 and 64 are instantiated (its tiles at 128 would
-// exceed any GPU's shared memory).
-inline int tile_dim(int64_t dim, int64_t value_dim, int64_t rel_dim) {
-  const int64_t need = std::max({dim, value_dim, rel_dim});
-  for (int d : {32, 64, kMaxDim})
-    if (need <= d) return rel_dim > 0 && d == kMaxDim ? 0 : d;
-  return 0;
-}
-
-// Calls f.template operator()<T, kDim, kRel>() for the dtype, the head size and the position term.
-template <typename F>
-cudaError_t dispatch(DType dtype, const AttentionArgs& a, F f) {
-  const int dim = tile_dim(a.dim, a.value_dim, a.rel_dim);
-  if (a.rel_dim > 0) {
-    if (dtype == DType::f64 && dim == 32) return f.template operator()<double, 32, true>();
-    if (dtype == DType::f32 && dim == 32) return f.template operator()<float, 32, true>();
-    if (dtype == DType::f32 && dim == 64) return f.template operator()<float, 64, true>();
-  } else if (dtype == DType::f64) {
-    if (dim == 32) return f.template operator()<double, 32, false>();
-    if (dim == 64) return f.template operator()<double, 64, false>();
-  } else if (dtype == DType::f32) {
-    if (dim == 32) return f.template operator()<float, 32, false>();
-    if (dim == 64) return f.template operator()<float, 64, false>();
-    if (dim == kMaxDim) return f.template operator()<float, kMaxDim, false>();
-  }
-  return cudaErrorInvalidValue;  // tiled_attention_fits said no
-}
-
-// A grid of (batch·heads, row tiles) blocks.
-inline dim3 grid_of(const AttentionArgs& a, int64_t row_tiles) {
-  return dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>(row_tiles));
-}
-inline int64_t tiles_of_rows(int64_t rows) {
-  return (rows + kTile - 1) / kTile;
-}
-inline int64_t diagonals_of(const AttentionArgs& a) {
-  return tiles_of_rows(a.q_len) + tiles_of_rows(a.k_len) - 1;
-}
-
-template <typename T, int kDim, bool kRel, typename Launcher>
-cudaError_t forward(const Launcher& launch, const AttentionArgs& a, const void* q, const void* k,
-                    const void* v, void* out, void* lse) {
-  return launch(forward_kernel<T, kDim, kRel>, shared_bytes<ForwardTiles<T, kDim>, kRel, T, kDim>(),
-                grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, keep_threshold(a.dropout),
-                static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                static_cast<T*>(out), static_cast<T*>(lse));
-}
-
-template <typename T, int kDim, bool kRel, typename Launcher>
-cudaError_t backward(const Launcher& launch, const AttentionArgs& a, const void* q, const void* k,
-                     const void* v, const void* gout, const void* lse, const void* row_dot,
-                     const AttentionGradBuffers& grads) {
-  const uint64_t threshold = keep_threshold(a.dropout);
-  const auto* qt = static_cast<const T*>(q);
-  const auto* kt = static_cast<const T*>(k);
-  const auto* vt = static_cast<const T*>(v);
-  const auto* gt = static_cast<const T*>(gout);
-  const auto* lt = static_cast<const T*>(lse);
-  const auto* dt = static_cast<const T*>(row_dot);
-  cudaError_t status =
-      launch(key_grad_kernel<T, kDim, kRel>, shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, 0>(),
-             grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
-             static_cast<T*>(grads.dk), static_cast<T*>(grads.dv));
-  if (status != cudaSuccess) return status;
-  status =
-      launch(query_grad_kernel<T, kDim, kRel>, shared_bytes<QueryTiles<T, kDim>, kRel, T, kDim>(),
-             grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
-             static_cast<T*>(grads.dq), static_cast<T*>(grads.d_rel_query));
-  if constexpr (kRel) {  // d rel_key: the band sums of every tile diagonal, then per table row
-    if (status != cudaSuccess) return status;
-    T* part = static_cast<T*>(grads.scratch);
-    const int64_t diagonals = diagonals_of(a);
-    status = launch(rel_key_band_kernel<T, kDim>,
-                    shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim, 1>(), grid_of(a, diagonals),
-                    kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
-    if (status != cudaSuccess) return status;
-    constexpr unsigned kSumThreads = 256;
-    const int64_t outputs = a.batch * a.heads * (a.rel_max - a.rel_min + 1) * a.rel_dim;
-    status =
-        launch(rel_key_sum_kernel<T>, size_t{0},
-               dim3(static_cast<unsigned>((outputs + kSumThreads - 1) / kSumThreads)), kSumThreads,
-               a, static_cast<const T*>(part), diagonals, static_cast<T*>(grads.d_rel_key));
-  }
-  return status;
-}
-
-// The elements of AttentionGradBuffers::scratch (attention_kernels.h).
-inline int64_t rel_key_scratch_of(const AttentionArgs& a) {
-  return a.batch * a.heads * diagonals_of(a) * a.rel_dim * 2 * kTile;
 }
 
 }  // namespace relpos::cuda::tiled_attention

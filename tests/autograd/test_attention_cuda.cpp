@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/allocator.h"
+#include "tests/attention_cases.h"
 #include "tests/harness.h"
 
 using namespace relpos;
@@ -24,16 +25,6 @@ bool skip_without_gpu(const char* what) {
   if (cuda_available()) return false;
   MESSAGE("SKIPPED (no CUDA device): " << what);
   return true;
-}
-
-// u8 [B, Lk]: about a third of the keys padding, and every key of batch row 1 padding.
-Tensor padding_mask(int64_t batch, int64_t k_len) {
-  Tensor mask = test::random_indices({batch, k_len}, 3, 5, DType::u8);
-  uint8_t* m = mask.data<uint8_t>();
-  for (int64_t i = 0; i < batch * k_len; ++i) m[i] = m[i] == 0 ? 0 : 1;
-  if (batch > 1)
-    for (int64_t j = 0; j < k_len; ++j) m[k_len + j] = 0;
-  return mask;
 }
 
 // {out, lse, dq, dk, dv} of the core op on inputs {q, k, v, gout[, key_mask]}.
@@ -58,7 +49,7 @@ void check_matches_cpu(const Sizes& s, DType dtype, bool padding, int64_t window
       test::random_tensor({s.batch, s.heads, s.k_len, s.dim}, dtype, 2, -range, range),
       test::random_tensor({s.batch, s.heads, s.k_len, s.value_dim}, dtype, 3),
       test::random_tensor({s.batch, s.heads, s.q_len, s.value_dim}, dtype, 4)};
-  if (padding) in.push_back(padding_mask(s.batch, s.k_len));
+  if (padding) in.push_back(test::attention_padding_mask(s.batch, s.k_len, 5));
   const std::string what = fmt::format(
       "attention {} B {} H {} Lq {} Lk {} D {} Dv {}, padding {}, causal {}, window {}, dropout "
       "{}, inputs in ±{}",
@@ -69,11 +60,6 @@ void check_matches_cpu(const Sizes& s, DType dtype, bool padding, int64_t window
       what, [&spec](const std::vector<Tensor>& x) { return forward_backward(x, spec); }, in, tol,
       tol / 10);
 }
-
-// The position term's placement (core/ops.h AttentionSpec::rel_*).
-struct RelTerm {
-  int64_t offset, min, max, tables, dim;
-};
 
 // {out, lse, dq, dk, dv, d rel_query, d rel_key} of the core op on inputs {q, k, v, gout,
 // rel_query, rel_key[, key_mask]}.
@@ -87,7 +73,7 @@ std::vector<Tensor> with_position_term(const std::vector<Tensor>& in, AttentionS
 }
 
 void check_position_term_matches_cpu(const Sizes& s, DType dtype, bool padding, int64_t window,
-                                     const RelTerm& t, double range) {
+                                     const test::RelPlacement& t, double range) {
   AttentionSpec spec;
   spec.scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
   spec.causal = window >= 0;
@@ -105,7 +91,7 @@ void check_position_term_matches_cpu(const Sizes& s, DType dtype, bool padding, 
       test::random_tensor({s.batch, s.heads, s.q_len, s.value_dim}, dtype, 4),
       test::random_tensor({s.batch, s.heads, s.q_len, t.dim}, dtype, 5, -range, range),
       test::random_tensor({t.tables, t.max - t.min + 1, t.dim}, dtype, 6, -range, range)};
-  if (padding) in.push_back(padding_mask(s.batch, s.k_len));
+  if (padding) in.push_back(test::attention_padding_mask(s.batch, s.k_len, 5));
   const std::string what = fmt::format(
       "attention with the position term {} B {} H {} Lq {} Lk {} D {} Dv {}, padding and dropout "
       "{}, window {} (-1: not causal), offset {} rows [{}, {}] x {} tables of width {}",
@@ -115,16 +101,6 @@ void check_position_term_matches_cpu(const Sizes& s, DType dtype, bool padding, 
   test::check_cuda_matches_cpu(
       what, [&spec](const std::vector<Tensor>& x) { return with_position_term(x, spec); }, in, tol,
       tol / 10);
-}
-
-// Transformer-XL's placement (causal, a table per head over the distances 0..Lk-1), Shaw's (one
-// table, distances clipped to [-3, 3]) and skew's (one table over every distance).
-std::vector<std::pair<RelTerm, int64_t>> placements(const Sizes& s, int64_t rel_dim) {
-  const int64_t shift = s.k_len - s.q_len;
-  return {{{shift, 0, s.k_len - 1, s.heads, rel_dim}, 0},  // {term, window (-1: not causal)}
-          {{shift, -3, 3, 1, rel_dim}, -1},
-          {{shift, -3, 3, 1, rel_dim}, 17},
-          {{0, -(s.k_len - 1), s.q_len - 1, 1, rel_dim}, -1}};
 }
 
 }  // namespace
@@ -139,7 +115,8 @@ TEST_CASE("attention on CUDA equals the CPU kernel: the position term, tiled and
       {{1, 1, 40, 90, 100, 20}, DType::f32},
   };
   for (const auto& [s, dtype] : cases)
-    for (const auto& [term, window] : placements(s, std::min<int64_t>(s.dim + 2, 64)))
+    for (const auto& [term, window] :
+         test::rel_placements(s.q_len, s.k_len, s.heads, std::min<int64_t>(s.dim + 2, 64)))
       for (const bool padding : {false, true})
         for (const double range : {1.0, 4.0})
           check_position_term_matches_cpu(s, dtype, padding, window, term, range);

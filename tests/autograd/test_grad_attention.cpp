@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/allocator.h"
+#include "tests/attention_cases.h"
 #include "tests/autograd/grad_checks.h"
 
 using namespace relpos;
@@ -26,17 +27,6 @@ struct Masking {
   int64_t window = 0;
   double dropout = 0;
 };
-
-// u8 [B, Lk]: about a third of the keys padding, and every key of batch row 1 padding (its
-// queries see nothing and must output zeros).
-Tensor padding_mask(int64_t batch, int64_t k_len, uint64_t seed) {
-  Tensor mask = test::random_indices({batch, k_len}, 3, seed, DType::u8);
-  uint8_t* m = mask.data<uint8_t>();
-  for (int64_t i = 0; i < batch * k_len; ++i) m[i] = m[i] == 0 ? 0 : 1;
-  if (batch > 1)
-    for (int64_t j = 0; j < k_len; ++j) m[k_len + j] = 0;
-  return mask;
-}
 
 // u8 [B, 1, Lq, Lk], 1 where the pair is blocked, written from the rules of core/ops.h
 // AttentionSpec: padding keys; causal keys after the query (ends aligned); keys `window` or more
@@ -74,7 +64,7 @@ Var naive_attention(const Var& q, const Var& k, const Var& v, const AttentionSpe
 AttentionSpec spec_of(const Sizes& s, const Masking& m, uint64_t seed) {
   AttentionSpec spec;
   spec.scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
-  if (m.padding) spec.key_mask = padding_mask(s.batch, s.k_len, seed);
+  if (m.padding) spec.key_mask = test::attention_padding_mask(s.batch, s.k_len, seed);
   spec.causal = m.causal;
   spec.window = m.window;
   spec.dropout = m.dropout;

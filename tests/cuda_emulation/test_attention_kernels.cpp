@@ -1,5 +1,5 @@
 // The CUDA backend's two attention paths on the CPU: its tiled kernels
-// (core/cuda/attention_kernels.cuh) compiled as host C++ and run by the emulator (emulator.h)
+// (core/cuda/attention_launches.cuh) compiled as host C++ and run by the emulator (emulator.h)
 // through the same dispatch and launch order as on a GPU, and its composed form
 // (core/ops/attention_composed.h), each against the CPU kernel, which
 // tests/autograd/test_grad_attention.cpp holds to the naive formula: output, log-sum-exp and every
@@ -9,11 +9,11 @@
 // maximum. It runs on every machine, so the kernels' index arithmetic is tested where no GPU is; on
 // a GPU, tests/autograd/test_attention_cuda.cpp compares the compiled kernels the same way.
 #include <cmath>
-#include <cstring>
 
-#include "core/cuda/attention_kernels.cuh"
+#include "core/cuda/attention_launches.cuh"
 #include "core/ops/attention_composed.h"
 #include "emulator.h"
+#include "tests/attention_cases.h"
 #include "tests/harness.h"
 
 namespace relpos::cuda::tiled_attention {
@@ -41,18 +41,13 @@ struct Sizes {
   int64_t batch, heads, q_len, k_len, dim, value_dim;
 };
 
-// The position term's placement (core/ops.h AttentionSpec::rel_*); tables 0: none.
-struct RelTerm {
-  int64_t offset = 0, min = 0, max = 0, tables = 0, dim = 0;
-};
-
 struct Inputs {
   Tensor q, k, v, gout, rel_query, rel_key;
   AttentionSpec spec;
 };
 
 Inputs make_inputs(const Sizes& s, DType dtype, bool padding, int64_t window, double dropout,
-                   const RelTerm& t, double range) {
+                   const test::RelPlacement& t, double range) {
   Inputs in;
   const auto input = [&](const Shape& shape, uint64_t seed) {
     return test::random_tensor(shape, dtype, seed, -range, range);
@@ -68,13 +63,7 @@ Inputs make_inputs(const Sizes& s, DType dtype, bool padding, int64_t window, do
   spec.dropout = dropout;
   spec.seed = 99;
   spec.offset = 7;
-  if (padding) {  // about a third of the keys, and every key of batch row 1
-    Tensor mask = test::random_indices({s.batch, s.k_len}, 3, 5, DType::u8);
-    uint8_t* m = mask.data<uint8_t>();
-    for (int64_t i = 0; i < s.batch * s.k_len; ++i) m[i] = m[i] == 0 ? 0 : 1;
-    if (s.batch > 1) std::memset(m + s.k_len, 0, static_cast<size_t>(s.k_len));
-    spec.key_mask = mask;
-  }
+  if (padding) spec.key_mask = test::attention_padding_mask(s.batch, s.k_len, 5);
   if (t.tables > 0) {
     spec.rel_query = in.rel_query = input({s.batch, s.heads, s.q_len, t.dim}, 6);
     spec.rel_key = in.rel_key = input({t.tables, t.max - t.min + 1, t.dim}, 7);
@@ -187,7 +176,7 @@ std::vector<Tensor> on_cpu(const Inputs& in) {
 using Path = std::vector<Tensor> (*)(const Inputs&);
 
 void check_matches_cpu(const Sizes& s, DType dtype, bool padding, int64_t window, double dropout,
-                       const RelTerm& t, double range, Path path = emulated) {
+                       const test::RelPlacement& t, double range, Path path = emulated) {
   RELPOS_INFO(
       "{} {} B {} H {} Lq {} Lk {} D {} Dv {}, padding {}, window {} (-1: not causal), dropout "
       "{}, inputs in ±{}, position term: offset {} rows [{}, {}] x {} tables of width {}",
@@ -205,14 +194,8 @@ void check_matches_cpu(const Sizes& s, DType dtype, bool padding, int64_t window
   }
 }
 
-// Transformer-XL's placement (causal, a table per head over the distances 0..Lk-1), Shaw's (one
-// table, distances clipped to [-3, 3]) and skew's (one table over every distance).
-std::vector<std::pair<RelTerm, int64_t>> placements(const Sizes& s, int64_t rel_dim) {
-  const int64_t shift = s.k_len - s.q_len;
-  return {{{shift, 0, s.k_len - 1, s.heads, rel_dim}, 0},  // {term, window (-1: not causal)}
-          {{shift, -3, 3, 1, rel_dim}, -1},
-          {{shift, -3, 3, 1, rel_dim}, 17},
-          {{0, -(s.k_len - 1), s.q_len - 1, 1, rel_dim}, -1}};
+std::vector<std::pair<test::RelPlacement, int64_t>> placements(const Sizes& s, int64_t rel_dim) {
+  return test::rel_placements(s.q_len, s.k_len, s.heads, rel_dim);
 }
 
 }  // namespace
