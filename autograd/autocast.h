@@ -2,8 +2,10 @@
 // list (train.precision: bf16). Inside an AutocastGuard(DType::bf16) scope the products of
 // autograd (matmul, bmm, the fused feed-forward's fc2) round their f32 operands to bf16, keep them
 // in bf16 for the backward, and sum in f32 into an f32 result; the backward's products round the
-// incoming gradient the same way. Everything else (softmax, LayerNorm, losses, the attention op,
-// FFTs, reductions, parameters, gradients, optimizer state) stays in f32. f64 is never rounded.
+// incoming gradient the same way. The fused attention op (autograd/functions/attention.cpp) takes
+// its operands rounded the same way and computes in f32 (its softmax and log-sum-exp included).
+// Everything else (softmax, LayerNorm, losses, FFTs, reductions, parameters, gradients, optimizer
+// state) stays in f32. f64 is never rounded.
 // Unlike PyTorch the products' results are not rounded to bf16: the activations between
 // products stay in f32, so only the operands saved for the backward are held in half the bytes.
 #pragma once

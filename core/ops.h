@@ -161,7 +161,9 @@ struct AttentionResult {
   Tensor out;  // [B, H, Lq, Dv]
   Tensor lse;  // [B, H, Lq], log sum_j exp(scale q_i·k_j) over visible j (-inf: none visible)
 };
-// q: [B, H, Lq, D], k: [B, H, Lk, D], v: [B, H, Lk, Dv], one floating dtype and device.
+// q: [B, H, Lq, D], k: [B, H, Lk, D], v: [B, H, Lk, Dv] (and the position term's tensors), one
+// dtype (f32, f64 or bf16) and device. bf16 operands are computed on in f32 and their results
+// (out and the gradients) rounded to bf16 once; lse is f32 for them.
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
                           const AttentionSpec& spec);
 struct AttentionGrads {

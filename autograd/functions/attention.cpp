@@ -1,6 +1,9 @@
 // The fused attention op as a differentiable function, with or without Transformer-XL's position
 // term: the backward recomputes the weights from the saved output and log-sum-exp
-// (core/ops/attention.cpp).
+// (core/ops/attention.cpp). In a bf16 autocast scope (autograd/autocast.h) its f32 operands are
+// rounded to bf16 and kept so for the backward, as PyTorch's autocast does for its fused
+// attention; the output and the gradients return to the operands' f32 (exactly), as a product's do.
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "core/philox.h"
 
@@ -19,32 +22,41 @@ void draw_dropout_stream(const Var& q, const Var& k, AttentionSpec& spec, Genera
   }
 }
 
+Tensor cast_to(const Tensor& x, DType dtype) {
+  return x.defined() && x.dtype() != dtype ? cast(x, dtype) : x;
+}
+
+// The op on the inputs' values (rounded in a bf16 scope); the output in the inputs' dtype.
+Var attention_of(const std::vector<Var>& inputs, AttentionSpec spec) {
+  const DType dtype = inputs[0].value().dtype();
+  std::vector<Tensor> x;
+  for (const Var& input : inputs) x.push_back(autocast_operand(input.value()));
+  if (x.size() == 5) spec.rel_query = x[3], spec.rel_key = x[4];
+  AttentionResult r = attention(x[0], x[1], x[2], spec);
+  const DType operands = x[0].dtype();
+  return make_result("attention", cast_to(r.out, dtype), inputs,
+                     [x, r, spec, dtype, operands](const Tensor& g) {
+                       const AttentionGrads d =
+                           attention_backward(cast_to(g, operands), x[0], x[1], x[2], r, spec);
+                       std::vector<Tensor> grads{d.dq, d.dk, d.dv};
+                       if (x.size() == 5) grads.insert(grads.end(), {d.drel_query, d.drel_key});
+                       for (Tensor& t : grads) t = cast_to(t, dtype);
+                       return grads;
+                     });
+}
+
 }  // namespace
 
 Var attention(const Var& q, const Var& k, const Var& v, AttentionSpec spec, Generator& gen,
               bool training) {
   draw_dropout_stream(q, k, spec, gen, training);
-  AttentionResult r = attention(q.value(), k.value(), v.value(), spec);
-  Tensor out = r.out;
-  return make_result("attention", out, {q, k, v},
-                     [qv = q.value(), kv = k.value(), vv = v.value(), r, spec](const Tensor& g) {
-                       AttentionGrads d = attention_backward(g, qv, kv, vv, r, spec);
-                       return std::vector<Tensor>{d.dq, d.dk, d.dv};
-                     });
+  return attention_of({q, k, v}, spec);
 }
 
 Var attention(const Var& q, const Var& k, const Var& v, const Var& rel_query, const Var& rel_key,
               AttentionSpec spec, Generator& gen, bool training) {
   draw_dropout_stream(q, k, spec, gen, training);
-  spec.rel_query = rel_query.value();
-  spec.rel_key = rel_key.value();
-  AttentionResult r = attention(q.value(), k.value(), v.value(), spec);
-  Tensor out = r.out;
-  return make_result("attention", out, {q, k, v, rel_query, rel_key},
-                     [qv = q.value(), kv = k.value(), vv = v.value(), r, spec](const Tensor& g) {
-                       AttentionGrads d = attention_backward(g, qv, kv, vv, r, spec);
-                       return std::vector<Tensor>{d.dq, d.dk, d.dv, d.drel_query, d.drel_key};
-                     });
+  return attention_of({q, k, v, rel_query, rel_key}, spec);
 }
 
 }  // namespace relpos

@@ -404,6 +404,10 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
 
 }  // namespace
 
+bool attention_takes_bf16(int64_t, int64_t, const AttentionSpec&) {
+  return false;  // the f32 kernels take their values (core/ops/attention.cpp)
+}
+
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec,
                const Tensor& out, const Tensor& lse) {
   dispatch_floating(q.dtype(), "attention", [&](auto tag) {

@@ -48,6 +48,10 @@ bool tiled(const Tensor& q, const Tensor& v, const AttentionSpec& s) {
 
 }  // namespace
 
+bool attention_takes_bf16(int64_t, int64_t, const AttentionSpec&) {
+  return false;
+}
+
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec,
                const Tensor& out, const Tensor& lse) {
   DeviceGuard guard(q.device());

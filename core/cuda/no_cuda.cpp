@@ -101,6 +101,9 @@ void softmax(const Tensor&, int, bool, const Tensor&) {
 void softmax_backward(const Tensor&, const Tensor&, int, bool, const Tensor&) {
   no_cuda("softmax_backward");
 }
+bool attention_takes_bf16(int64_t, int64_t, const AttentionSpec&) {
+  no_cuda("attention");
+}
 void attention(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, const Tensor&,
                const Tensor&) {
   no_cuda("attention");

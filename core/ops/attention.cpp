@@ -42,7 +42,8 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
   check_defined(kOp, q, "q");
   check_defined(kOp, k, "k");
   check_defined(kOp, v, "v");
-  check_floating(kOp, q);
+  RELPOS_CHECK(is_floating_or_bf16(q.dtype()), kOp, "expects f32, f64 or bf16 tensors, got q {}",
+               q.str());
   check_same_device(kOp, {&q, &k, &v});
   check_same_dtype(kOp, {&q, &k, &v});
   RELPOS_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, kOp,
@@ -73,14 +74,46 @@ AttentionSpec contiguous_spec(const AttentionSpec& spec) {
   return s;
 }
 
+// The log-sum-exp is computed and kept in f32 for bf16 operands.
+DType lse_dtype(DType dtype) {
+  return dtype == DType::bf16 ? DType::f32 : dtype;
+}
+
+// bf16 operands go through the f32 kernels (their f32 values are exact; results are rounded to
+// bf16 once) unless the backend has a bf16 kernel for them.
+bool through_f32(const Tensor& q, const Tensor& v, const AttentionSpec& spec) {
+  if (q.dtype() != DType::bf16) return false;
+  return q.device().is_cpu() ? !cpu::attention_takes_bf16(q.size(3), v.size(3), spec)
+                             : !cuda::attention_takes_bf16(q.size(3), v.size(3), spec);
+}
+
+Tensor to_f32(const Tensor& x) {
+  return x.defined() ? cast(x, DType::f32) : x;
+}
+
+AttentionSpec spec_in_f32(const AttentionSpec& spec) {
+  AttentionSpec s = spec;
+  s.rel_query = to_f32(s.rel_query);
+  s.rel_key = to_f32(s.rel_key);
+  return s;
+}
+
+Tensor to_bf16(const Tensor& x) {
+  return x.defined() ? cast(x, DType::bf16) : x;
+}
+
 }  // namespace
 
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
                           const AttentionSpec& spec) {
   check_inputs(q, k, v, spec);
+  if (through_f32(q, v, spec)) {
+    AttentionResult r = attention(to_f32(q), to_f32(k), to_f32(v), spec_in_f32(spec));
+    return {to_bf16(r.out), r.lse};
+  }
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Dv = v.size(3);
   AttentionResult r{Tensor::empty({B, H, Lq, Dv}, q.dtype(), q.device()),
-                    Tensor::empty({B, H, Lq}, q.dtype(), q.device())};
+                    Tensor::empty({B, H, Lq}, lse_dtype(q.dtype()), q.device())};
   if (r.lse.numel() == 0) return r;
   const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   const AttentionSpec s = contiguous_spec(spec);
@@ -98,12 +131,20 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
   const Tensor& out = forward.out;
   const Tensor& lse = forward.lse;
   check_same_device(kOp, {&q, &gout, &out, &lse});
-  check_same_dtype(kOp, {&q, &gout, &out, &lse});
+  check_same_dtype(kOp, {&q, &gout, &out});
+  RELPOS_CHECK(lse.dtype() == lse_dtype(q.dtype()), kOp, "lse must be {} for {} operands, got {}",
+               dtype_name(lse_dtype(q.dtype())), dtype_name(q.dtype()), lse.str());
   const Shape out_shape{q.size(0), q.size(1), q.size(2), v.size(3)};
   RELPOS_CHECK(gout.shape() == out_shape && out.shape() == out_shape &&
                    lse.shape() == Shape(out_shape.begin(), out_shape.end() - 1),
                kOp, "gradient {}, output {} and lse {} do not fit the output shape {}", gout.str(),
                out.str(), lse.str(), shape_str(out_shape));
+  if (through_f32(q, v, spec)) {
+    AttentionGrads g = attention_backward(to_f32(gout), to_f32(q), to_f32(k), to_f32(v),
+                                          {to_f32(out), lse}, spec_in_f32(spec));
+    for (Tensor* t : {&g.dq, &g.dk, &g.dv, &g.drel_query, &g.drel_key}) *t = to_bf16(*t);
+    return g;
+  }
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()),
                    Tensor::empty(k.shape(), k.dtype(), k.device()),
                    Tensor::empty(v.shape(), v.dtype(), v.device()),

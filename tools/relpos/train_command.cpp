@@ -28,9 +28,10 @@ constexpr const char* kTrainFooter =
     "continues the same course. --profile N trains 2 warm-up updates, N timed plainly and N under\n"
     "the profiler, prints the time and allocated bytes per op kind and per module, forward and\n"
     "backward (on CUDA also the device-to-host copies), and writes no run directory.\n"
-    "--set train.precision=bf16 rounds the operands of the model's matrix products to bfloat16\n"
-    "and sums them in f32 (autocast for products); parameters, gradients, optimizer state,\n"
-    "checkpoints, activations and everything else stay f32; eval and generate follow the run.";
+    "--set train.precision=bf16 rounds the operands of the model's matrix products and of its\n"
+    "fused attention to bfloat16 and computes in f32 (autocast); parameters, gradients,\n"
+    "optimizer state, checkpoints, activations and everything else stay f32; eval and generate\n"
+    "follow the run.";
 
 struct TrainArgs {
   std::string config_path, out, device, stop_at_step, profile;
