@@ -1,8 +1,9 @@
 // CUDA backend of the attention op (core/ops.h AttentionSpec). The tiled kernels
 // (attention_kernels.cuh) take f32 and f64 with head sizes up to 128 (f64: 64; with the position
-// term f32 up to 64 and f64 up to 32): memory linear in L. Other cases take the composed form
-// (core/ops/attention_composed.h) on relpos's CUDA kernels: the same results, through
-// [B, H, Lq, Lk] scores.
+// term f32 up to 64 and f64 up to 32) and bf16 up to 64 (on the tensor cores): memory linear in L.
+// Other f32 and f64 cases take the composed form (core/ops/attention_composed.h) on relpos's CUDA
+// kernels: the same results, through [B, H, Lq, Lk] scores; other bf16 cases, the f32 ones on
+// their values (core/ops/attention.cpp).
 #include "core/backend.h"
 #include "core/cuda/attention_kernels.h"
 #include "core/cuda/check.h"
@@ -48,8 +49,9 @@ bool tiled(const Tensor& q, const Tensor& v, const AttentionSpec& s) {
 
 }  // namespace
 
-bool attention_takes_bf16(int64_t, int64_t, const AttentionSpec&) {
-  return false;
+bool attention_takes_bf16(int64_t dim, int64_t value_dim, const AttentionSpec& spec) {
+  return tiled_attention_fits(DType::bf16, dim, value_dim,
+                              spec.rel_query.defined() ? spec.rel_query.size(3) : 0);
 }
 
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec,
@@ -71,10 +73,12 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
   DeviceGuard guard(q.device());
   const bool position = spec.rel_query.defined();
   if (tiled(q, v, spec)) {
-    const Tensor row_dot = sum(mul(gout, out), {-1});  // [B, H, Lq]: D_i = dO_i·O_i
+    const DType compute = lse.dtype();  // f32 for bf16 operands
+    // [B, H, Lq]: D_i = dO_i·O_i
+    const Tensor row_dot = sum(mul(cast(gout, compute), cast(out, compute)), {-1});
     const AttentionArgs a = args_of(q, v, spec);
     const Tensor scratch =
-        position ? Tensor::empty({rel_key_scratch_elements(a)}, q.dtype(), q.device()) : Tensor();
+        position ? Tensor::empty({rel_key_scratch_elements(a)}, compute, q.device()) : Tensor();
     AttentionGradBuffers buffers{grads.dq.raw_data(), grads.dk.raw_data(), grads.dv.raw_data()};
     if (position) {
       buffers.d_rel_query = grads.drel_query.raw_data();

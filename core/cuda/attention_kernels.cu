@@ -12,6 +12,14 @@ namespace {
 
 using namespace tiled_attention;
 
+// bf16 tiles need the tensor cores' bf16 WMMA: compute capability 8.0 or later.
+bool has_bf16_tensor_cores() {
+  int device = 0, major = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         major >= 8;
+}
+
 int max_shared_bytes() {
   int device = 0, bytes = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -21,23 +29,21 @@ int max_shared_bytes() {
   return bytes;
 }
 
-template <typename T, int kDim, bool kRel>
+template <typename S, int kDim, bool kRel>
 size_t largest_tiles() {
-  const size_t kernels = std::max({shared_bytes<ForwardTiles<T, kDim>, kRel, T, kDim>(),
-                                   shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, 0>(),
-                                   shared_bytes<QueryTiles<T, kDim>, kRel, T, kDim>()});
-  return kRel ? std::max(kernels, shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim, 1>())
-              : kernels;
+  const size_t kernels = std::max({forward_bytes<S, kDim, kRel>(), key_grad_bytes<S, kDim, kRel>(),
+                                   query_grad_bytes<S, kDim, kRel>()});
+  return kRel ? std::max(kernels, rel_key_band_bytes<S, kDim>()) : kernels;
 }
 
-template <typename T, bool kRel>
+template <typename S, bool kRel>
 size_t largest_tiles(int dim) {
-  if constexpr (kRel)
-    return dim == 32 ? largest_tiles<T, 32, true>() : largest_tiles<T, 64, true>();
+  if constexpr (kRel || kTensorCores<S>)
+    return dim == 32 ? largest_tiles<S, 32, kRel>() : largest_tiles<S, 64, kRel>();
   else
-    return dim == 32   ? largest_tiles<T, 32, false>()
-           : dim == 64 ? largest_tiles<T, 64, false>()
-                       : largest_tiles<T, kMaxDim, false>();
+    return dim == 32   ? largest_tiles<S, 32, false>()
+           : dim == 64 ? largest_tiles<S, 64, false>()
+                       : largest_tiles<S, kMaxDim, false>();
 }
 
 // Launches a kernel on the stream with `bytes` of dynamic shared memory (raising its limit past
@@ -59,12 +65,16 @@ struct StreamLauncher {
 
 bool tiled_attention_fits(DType dtype, int64_t dim, int64_t value_dim, int64_t rel_dim) {
   const int d = tile_dim(dim, value_dim, rel_dim);
-  if (d == 0 || (dtype != DType::f32 && dtype != DType::f64)) return false;
-  // 128-wide f64 tiles (64-wide with the position term) exceed any GPU's shared memory.
+  if (d == 0 || (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::bf16)) return false;
+  // 128-wide f64 tiles (64-wide with the position term) exceed any GPU's shared memory; bf16 is
+  // instantiated up to 64.
   if (dtype == DType::f64 && d > (rel_dim > 0 ? 32 : 64)) return false;
+  if (dtype == DType::bf16 && (d > 64 || !has_bf16_tensor_cores())) return false;
   size_t need = 0;
   if (dtype == DType::f64)
     need = rel_dim > 0 ? largest_tiles<double, true>(d) : largest_tiles<double, false>(d);
+  else if (dtype == DType::bf16)
+    need = rel_dim > 0 ? largest_tiles<bf16, true>(d) : largest_tiles<bf16, false>(d);
   else
     need = rel_dim > 0 ? largest_tiles<float, true>(d) : largest_tiles<float, false>(d);
   return need <= static_cast<size_t>(max_shared_bytes());
@@ -77,8 +87,8 @@ int64_t rel_key_scratch_elements(const AttentionArgs& a) {
 cudaError_t launch_attention_forward(DType dtype, const AttentionArgs& a, const void* q,
                                      const void* k, const void* v, void* out, void* lse,
                                      cudaStream_t stream) {
-  return dispatch(dtype, a, [&]<typename T, int kDim, bool kRel>() {
-    return forward<T, kDim, kRel>(StreamLauncher{stream}, a, q, k, v, out, lse);
+  return dispatch(dtype, a, [&]<typename S, int kDim, bool kRel>() {
+    return forward<S, kDim, kRel>(StreamLauncher{stream}, a, q, k, v, out, lse);
   });
 }
 
@@ -86,8 +96,8 @@ cudaError_t launch_attention_backward(DType dtype, const AttentionArgs& a, const
                                       const void* k, const void* v, const void* gout,
                                       const void* lse, const void* row_dot,
                                       const AttentionGradBuffers& grads, cudaStream_t stream) {
-  return dispatch(dtype, a, [&]<typename T, int kDim, bool kRel>() {
-    return backward<T, kDim, kRel>(StreamLauncher{stream}, a, q, k, v, gout, lse, row_dot, grads);
+  return dispatch(dtype, a, [&]<typename S, int kDim, bool kRel>() {
+    return backward<S, kDim, kRel>(StreamLauncher{stream}, a, q, k, v, gout, lse, row_dot, grads);
   });
 }
 

@@ -17,6 +17,10 @@
 // table rows the tile's distances read, each pair picking its column (attention_tiles.cuh); the
 // dQ kernel also sums d rel_query += scale dG band; d rel_key has kernels of its own
 // (attention_rel_key_kernels.cuh). The launch order is attention_launches.cuh.
+// bf16 operands (storage S) are computed on in f32 (T = Compute<S>): their products on the tensor
+// cores, the weights P̃ and dS rounded to bf16 as the products' operands (as FlashAttention-2 does
+// in bf16), and the scale applied to the products' f32 results rather than to the bf16 q (where it
+// would round q a second time); lse, D and d rel_key's sums stay f32.
 #pragma once
 
 #include <cstdint>
@@ -28,78 +32,99 @@ namespace relpos::cuda::tiled_attention {
 
 using namespace attention_tiles;  // the kernels are written in its terms
 
-template <typename T, int kDim>
+// "pre-scaled": by scale·log2 e for f32 and f64 (pre_scale); bf16 tiles are not, their products
+// are (post_scale).
+template <typename S, int kDim>
 struct ForwardTiles {
-  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
-  ColTile<T, kDim> kt;  // keys, transposed
-  ColTile<T, kDim> vt;  // values, transposed
-  ScoreTile<T> p;       // P̃ [query][key]
+  RowTile<S, kDim> q;   // queries, pre-scaled
+  ColTile<S, kDim> kt;  // keys, transposed
+  ColTile<S, kDim> vt;  // values, transposed
+  ScoreTile<S> p;       // P̃ [query][key]
   bool key_ok[kTile];   // the key exists and the mask keeps it
 };
 
-template <typename T, int kDim>
-struct KeyTiles {        // dK / dV kernel: the block's keys and values, one query tile at a time
-  RowTile<T, kDim> k;    // keys, pre-scaled by scale·log2 e
-  RowTile<T, kDim> v;    // values
-  ColTile<T, kDim> qt;   // queries, transposed
-  ColTile<T, kDim> got;  // output gradients, transposed
-  ScoreTile<T> p;        // P̃ [key][query]
-  ScoreTile<T> ds;       // dS [key][query]
-  T lse[kTile];          // base-2 log-sum-exp of each query
-  T row_dot[kTile];      // D of each query
+template <typename S, int kDim>
+struct KeyTiles {         // dK / dV kernel: the block's keys and values, one query tile at a time
+  RowTile<S, kDim> k;     // keys, pre-scaled
+  RowTile<S, kDim> v;     // values
+  ColTile<S, kDim> qt;    // queries, transposed
+  ColTile<S, kDim> got;   // output gradients, transposed
+  ScoreTile<S> p;         // P̃ [key][query]
+  ScoreTile<S> ds;        // dS [key][query]
+  Compute<S> lse[kTile];  // base-2 log-sum-exp of each query
+  Compute<S> row_dot[kTile];  // D of each query
 };
 
-template <typename T, int kDim>
+template <typename S, int kDim>
 struct QueryTiles {     // dQ kernel: the block's queries, one key tile at a time
-  RowTile<T, kDim> q;   // queries, pre-scaled by scale·log2 e
-  RowTile<T, kDim> go;  // output gradients
-  ColTile<T, kDim> kt;  // keys, transposed
-  ColTile<T, kDim> vt;  // values, transposed
-  ScoreTile<T> ds;      // dS [query][key]
+  RowTile<S, kDim> q;   // queries, pre-scaled
+  RowTile<S, kDim> go;  // output gradients
+  ColTile<S, kDim> kt;  // keys, transposed
+  ColTile<S, kDim> vt;  // values, transposed
+  ScoreTile<S> ds;      // dS [query][key]
   bool key_ok[kTile];
 };
 
-// After a kernel's tiles when it has the position term: the query rows' rel_query (pre-scaled by
-// scale·log2 e, except in the d rel_key kernel, which pre-scales the band instead) and the band of
-// table rows of the current tile; then the score tiles for G's (or dG's) halves that the kernel
-// lacks: two, but none in the dK/dV kernel (its P̃ and dS tiles are free when G is formed) and
-// one in the d rel_key kernel (its dS tile holds the low half).
-template <typename T, int kDim>
+template <typename S>
+__device__ Compute<S> pre_scale(const AttentionArgs& a) {
+  return kTensorCores<S> ? Compute<S>(1) : static_cast<Compute<S>>(a.scale * kLog2e);
+}
+template <typename S>
+__device__ Compute<S> post_scale(const AttentionArgs& a) {
+  return kTensorCores<S> ? static_cast<Compute<S>>(a.scale * kLog2e) : Compute<S>(1);
+}
+
+// After a kernel's tiles when it has the position term: the query rows' rel_query (pre-scaled,
+// except in the d rel_key kernel, which pre-scales the band instead) and the band of table rows
+// of the current tile; then the score tiles (in the compute type) for G's halves that the kernel
+// lacks: two, but with f32 and f64 none in the dK/dV kernel (its P̃ and dS tiles are free when G
+// is formed) and one in the d rel_key kernel (its dS tile holds the low half). The dQ kernel
+// writes dG's halves over G's (as bf16 for bf16, in the first half of each tile).
+template <typename S, int kDim>
 struct PositionTiles {
-  RowTile<T, kDim> rq;
-  BandTiles<T, kDim> band;
+  RowTile<S, kDim> rq;
+  BandTiles<S, kDim> band;
 };
 
-// Where a kernel's position tiles start: after its own, 16-byte aligned.
-template <typename Tiles>
+// A kernel's tiles (after the staging tile), then its position tiles, 128-byte aligned.
+template <typename S>
+__device__ unsigned char* kernel_tiles() {
+  return smem + tiles_at<S>();
+}
+template <typename Tiles, typename S>
 constexpr size_t position_tiles_at() {
-  return (sizeof(Tiles) + 15) / 16 * 16;
+  return (tiles_at<S>() + sizeof(Tiles) + 127) / 128 * 128;
 }
-template <typename Tiles, bool kRel, typename T, int kDim, int kScoreTiles = 2>
+template <typename Tiles, bool kRel, typename S, int kDim, int kScoreTiles = 2>
 constexpr size_t shared_bytes() {
-  return kRel ? position_tiles_at<Tiles>() + sizeof(PositionTiles<T, kDim>) +
-                    kScoreTiles * sizeof(ScoreTile<T>)
-              : sizeof(Tiles);
+  return kRel ? position_tiles_at<Tiles, S>() + sizeof(PositionTiles<S, kDim>) +
+                    kScoreTiles * sizeof(ScoreTile<Compute<S>>)
+              : tiles_at<S>() + sizeof(Tiles);
 }
-
-// The dynamic shared memory of every kernel.
-extern __shared__ __align__(16) unsigned char smem[];
 
 // A kernel's position tiles and G's halves; nullptr without the term (kRel false).
-template <bool kRel, typename Tiles, typename T, int kDim>
-__device__ PositionTiles<T, kDim>* position_tiles() {
+template <bool kRel, typename Tiles, typename S, int kDim>
+__device__ PositionTiles<S, kDim>* position_tiles() {
   if constexpr (kRel)
-    return reinterpret_cast<PositionTiles<T, kDim>*>(smem + position_tiles_at<Tiles>());
+    return reinterpret_cast<PositionTiles<S, kDim>*>(smem + position_tiles_at<Tiles, S>());
   else
     return nullptr;
 }
-template <bool kRel, typename Tiles, typename T, int kDim>
-__device__ ScoreTile<T>* score_tiles() {
+template <bool kRel, typename Tiles, typename S, int kDim>
+__device__ ScoreTile<Compute<S>>* score_tiles() {
   if constexpr (kRel)
-    return reinterpret_cast<ScoreTile<T>*>(smem + position_tiles_at<Tiles>() +
-                                           sizeof(PositionTiles<T, kDim>));
+    return reinterpret_cast<ScoreTile<Compute<S>>*>(smem + position_tiles_at<Tiles, S>() +
+                                                    sizeof(PositionTiles<S, kDim>));
   else
     return nullptr;
+}
+// The tile a kernel of f32 or f64 lends for a half of G (`own`), or for bf16 the extra score tile.
+template <typename S>
+__device__ ScoreTile<Compute<S>>& g_tile(ScoreTile<S>& own, ScoreTile<Compute<S>>& extra) {
+  if constexpr (kTensorCores<S>)
+    return extra;
+  else
+    return own;
 }
 
 __device__ inline const uint8_t* mask_row(const AttentionArgs& a, int64_t bh) {
@@ -125,9 +150,9 @@ __device__ void load_query_stats(T* lse2, T* dot, const AttentionArgs& a, const 
 }
 
 // Head bh's rel_query, [Lq, R].
-template <typename T>
-__device__ const T* rel_query_of(const AttentionArgs& a, int64_t bh) {
-  return static_cast<const T*>(a.rel_query) + bh * a.q_len * a.rel_dim;
+template <typename S>
+__device__ const S* rel_query_of(const AttentionArgs& a, int64_t bh) {
+  return static_cast<const S*>(a.rel_query) + bh * a.q_len * a.rel_dim;
 }
 
 // Tiles are visited from the last: causal blocks with the most work start first.
@@ -135,22 +160,23 @@ __device__ inline int64_t block_tile() {
   return static_cast<int64_t>(gridDim.y - 1 - blockIdx.y);
 }
 
-template <typename T, int kDim, bool kRel>
+template <typename S, int kDim, bool kRel>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v, T* out,
-                   T* lse) {
-  auto& s = *reinterpret_cast<ForwardTiles<T, kDim>*>(smem);
-  [[maybe_unused]] PositionTiles<T, kDim>* const pos =
-      position_tiles<kRel, ForwardTiles<T, kDim>, T, kDim>();
-  [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, ForwardTiles<T, kDim>, T, kDim>();
+    forward_kernel(AttentionArgs a, uint64_t threshold, const S* q, const S* k, const S* v, S* out,
+                   Compute<S>* lse) {
+  using T = Compute<S>;
+  auto& s = *reinterpret_cast<ForwardTiles<S, kDim>*>(kernel_tiles<S>());
+  [[maybe_unused]] PositionTiles<S, kDim>* const pos =
+      position_tiles<kRel, ForwardTiles<S, kDim>, S, kDim>();
+  [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, ForwardTiles<S, kDim>, S, kDim>();
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
-  const T* kb = k + bh * a.k_len * a.dim;
-  const T* vb = v + bh * a.k_len * a.value_dim;
+  const S* kb = k + bh * a.k_len * a.dim;
+  const S* vb = v + bh * a.k_len * a.value_dim;
   const uint8_t* mask = mask_row(a, bh);
-  const T log2_scale = static_cast<T>(a.scale * kLog2e);
-  load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
+  const T pre = pre_scale<S>(a), post = post_scale<S>(a);
+  load_rows<S, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, pre);
   if constexpr (kRel)
-    load_rows<T, kDim>(pos->rq, rel_query_of<T>(a, bh), i0, a.q_len, a.rel_dim, log2_scale);
+    load_rows<S, kDim>(pos->rq, rel_query_of<S>(a, bh), i0, a.q_len, a.rel_dim, pre);
   T o[kRowsPer][kDim / kLanes] = {};
   T m[kRowsPer], l[kRowsPer];
 #pragma unroll
@@ -159,18 +185,19 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t j0 = t * kTile;
     __syncthreads();  // the previous tile is no longer read
-    load_cols<T, kDim>(s.kt, kb, j0, a.k_len, a.dim);
-    load_cols<T, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
+    load_cols<S, kDim>(s.kt, kb, j0, a.k_len, a.dim);
+    load_cols<S, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     if constexpr (kRel)
-      load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+      load_band<S, kDim>(pos->band, a, table_of<S>(a, bh), band_start(a, i0, j0), 1);
     __syncthreads();
     if constexpr (kRel) {
-      band_scores<T, kDim>(pos->rq, pos->band, scores[0], scores[1]);
+      band_scores<S, kDim>(pos->rq, pos->band, scores[0], scores[1], post);
       __syncthreads();
     }
     T sc[kRowsPer][kColsPer];
-    tile_product<T, kDim>(s.q, s.kt, sc);
+    tile_product<S, kDim>(s.q, s.kt, sc);
+    if constexpr (kTensorCores<S>) scale_tile(sc, post);
     if constexpr (kRel) add_band_scores<true>(scores[0], scores[1], sc);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
@@ -198,9 +225,9 @@ __global__ void __launch_bounds__(kThreads)
         sc[r][c] = p;
       }
     }
-    store_scores(s.p, sc);
+    store_scores<S>(s.p, sc);
     __syncthreads();
-    accumulate_rows<T, kDim>(s.p, s.vt, o);
+    accumulate_rows<S, kDim>(s.p, s.vt, o);
   }
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
@@ -213,7 +240,7 @@ __global__ void __launch_bounds__(kThreads)
       lse[bh * a.q_len + i] =
           total > 0 ? (m[r] + log2(total)) * static_cast<T>(kLn2) : neg_inf<T>();
   }
-  store_rows<T, kDim>(o, out + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+  store_rows<kDim>(o, out + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
 }
 
 template <typename T>
@@ -234,20 +261,22 @@ __device__ __forceinline__ PairGradient<T> pair_gradient(const AttentionArgs& a,
   return {p * keep, p * (dp * keep - row_dot)};
 }
 
-template <typename T, int kDim, bool kRel>
+template <typename S, int kDim, bool kRel>
 __global__ void __launch_bounds__(kThreads)
-    key_grad_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
-                    const T* gout, const T* lse, const T* row_dot, T* dk, T* dv) {
-  auto& s = *reinterpret_cast<KeyTiles<T, kDim>*>(smem);
-  [[maybe_unused]] PositionTiles<T, kDim>* const pos =
-      position_tiles<kRel, KeyTiles<T, kDim>, T, kDim>();
+    key_grad_kernel(AttentionArgs a, uint64_t threshold, const S* q, const S* k, const S* v,
+                    const S* gout, const Compute<S>* lse, const Compute<S>* row_dot, S* dk, S* dv) {
+  using T = Compute<S>;
+  auto& s = *reinterpret_cast<KeyTiles<S, kDim>*>(kernel_tiles<S>());
+  [[maybe_unused]] PositionTiles<S, kDim>* const pos =
+      position_tiles<kRel, KeyTiles<S, kDim>, S, kDim>();
+  [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, KeyTiles<S, kDim>, S, kDim>();
   const int64_t bh = blockIdx.x, j0 = block_tile() * kTile;
-  const T* qb = q + bh * a.q_len * a.dim;
-  const T* gb = gout + bh * a.q_len * a.value_dim;
+  const S* qb = q + bh * a.q_len * a.dim;
+  const S* gb = gout + bh * a.q_len * a.value_dim;
   const uint8_t* mask = mask_row(a, bh);
-  const T log2_scale = static_cast<T>(a.scale * kLog2e);
-  load_rows<T, kDim>(s.k, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim, log2_scale);
-  load_rows<T, kDim>(s.v, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
+  const T pre = pre_scale<S>(a), post = post_scale<S>(a);
+  load_rows<S, kDim>(s.k, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim, pre);
+  load_rows<S, kDim>(s.v, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
   bool key_ok[kRowsPer];
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
@@ -259,22 +288,28 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t i0 = t * kTile;
     __syncthreads();
-    load_cols<T, kDim>(s.qt, qb, i0, a.q_len, a.dim);
-    load_cols<T, kDim>(s.got, gb, i0, a.q_len, a.value_dim);
+    load_cols<S, kDim>(s.qt, qb, i0, a.q_len, a.dim);
+    load_cols<S, kDim>(s.got, gb, i0, a.q_len, a.value_dim);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
     if constexpr (kRel) {
-      load_rows<T, kDim>(pos->rq, rel_query_of<T>(a, bh), i0, a.q_len, a.rel_dim, log2_scale);
-      load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+      load_rows<S, kDim>(pos->rq, rel_query_of<S>(a, bh), i0, a.q_len, a.rel_dim, pre);
+      load_band<S, kDim>(pos->band, a, table_of<S>(a, bh), band_start(a, i0, j0), 1);
     }
     __syncthreads();
-    if constexpr (kRel) {  // G's halves in the P̃ and dS tiles until the pairs have read them
-      band_scores<T, kDim>(pos->rq, pos->band, s.p, s.ds);
+    // G's halves (f32, f64: in the P̃ and dS tiles until the pairs have read them).
+    [[maybe_unused]] ScoreTile<T>* g_low = nullptr;
+    [[maybe_unused]] ScoreTile<T>* g_high = nullptr;
+    if constexpr (kRel) {
+      g_low = &g_tile<S>(s.p, scores[0]);
+      g_high = &g_tile<S>(s.ds, scores[1]);
+      band_scores<S, kDim>(pos->rq, pos->band, *g_low, *g_high, post);
       __syncthreads();
     }
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
-    tile_product<T, kDim>(s.k, s.qt, sc);
-    if constexpr (kRel) add_band_scores<false>(s.p, s.ds, sc);
-    tile_product<T, kDim>(s.v, s.got, dp);
+    tile_product<S, kDim>(s.k, s.qt, sc);
+    if constexpr (kTensorCores<S>) scale_tile(sc, post);
+    if constexpr (kRel) add_band_scores<false>(*g_low, *g_high, sc);
+    tile_product<S, kDim>(s.v, s.got, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
       const int64_t j = j0 + row_of(r);
@@ -290,34 +325,35 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if constexpr (kRel) __syncthreads();  // every pair has read G
-    store_scores(s.p, sc);
-    store_scores(s.ds, dp);
+    store_scores<S>(s.p, sc);
+    store_scores<S>(s.ds, dp);
     __syncthreads();
-    accumulate_rows<T, kDim>(s.p, s.got, dv_acc);
-    accumulate_rows<T, kDim>(s.ds, s.qt, dk_acc);
+    accumulate_rows<S, kDim>(s.p, s.got, dv_acc);
+    accumulate_rows<S, kDim>(s.ds, s.qt, dk_acc);
   }
-  store_rows<T, kDim>(dk_acc, dk + bh * a.k_len * a.dim, j0, a.k_len, a.dim,
-                      static_cast<T>(a.scale));
-  store_rows<T, kDim>(dv_acc, dv + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
+  store_rows<kDim>(dk_acc, dk + bh * a.k_len * a.dim, j0, a.k_len, a.dim, static_cast<T>(a.scale));
+  store_rows<kDim>(dv_acc, dv + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
 }
 
-template <typename T, int kDim, bool kRel>
+template <typename S, int kDim, bool kRel>
 __global__ void __launch_bounds__(kThreads)
-    query_grad_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
-                      const T* gout, const T* lse, const T* row_dot, T* dq, T* d_rel_query) {
-  auto& s = *reinterpret_cast<QueryTiles<T, kDim>*>(smem);
-  [[maybe_unused]] PositionTiles<T, kDim>* const pos =
-      position_tiles<kRel, QueryTiles<T, kDim>, T, kDim>();
-  [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, QueryTiles<T, kDim>, T, kDim>();
+    query_grad_kernel(AttentionArgs a, uint64_t threshold, const S* q, const S* k, const S* v,
+                      const S* gout, const Compute<S>* lse, const Compute<S>* row_dot, S* dq,
+                      S* d_rel_query) {
+  using T = Compute<S>;
+  auto& s = *reinterpret_cast<QueryTiles<S, kDim>*>(kernel_tiles<S>());
+  [[maybe_unused]] PositionTiles<S, kDim>* const pos =
+      position_tiles<kRel, QueryTiles<S, kDim>, S, kDim>();
+  [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, QueryTiles<S, kDim>, S, kDim>();
   const int64_t bh = blockIdx.x, i0 = block_tile() * kTile;
-  const T* kb = k + bh * a.k_len * a.dim;
-  const T* vb = v + bh * a.k_len * a.value_dim;
+  const S* kb = k + bh * a.k_len * a.dim;
+  const S* vb = v + bh * a.k_len * a.value_dim;
   const uint8_t* mask = mask_row(a, bh);
-  const T log2_scale = static_cast<T>(a.scale * kLog2e);
-  load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
-  load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+  const T pre = pre_scale<S>(a), post = post_scale<S>(a);
+  load_rows<S, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, pre);
+  load_rows<S, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
   if constexpr (kRel)
-    load_rows<T, kDim>(pos->rq, rel_query_of<T>(a, bh), i0, a.q_len, a.rel_dim, log2_scale);
+    load_rows<S, kDim>(pos->rq, rel_query_of<S>(a, bh), i0, a.q_len, a.rel_dim, pre);
   T lse2[kRowsPer], dot[kRowsPer];
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
@@ -330,20 +366,21 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t j0 = t * kTile;
     __syncthreads();
-    load_cols<T, kDim>(s.kt, kb, j0, a.k_len, a.dim);
-    load_cols<T, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
+    load_cols<S, kDim>(s.kt, kb, j0, a.k_len, a.dim);
+    load_cols<S, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     if constexpr (kRel)
-      load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), 1);
+      load_band<S, kDim>(pos->band, a, table_of<S>(a, bh), band_start(a, i0, j0), 1);
     __syncthreads();
     if constexpr (kRel) {
-      band_scores<T, kDim>(pos->rq, pos->band, scores[0], scores[1]);
+      band_scores<S, kDim>(pos->rq, pos->band, scores[0], scores[1], post);
       __syncthreads();
     }
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
-    tile_product<T, kDim>(s.q, s.kt, sc);
+    tile_product<S, kDim>(s.q, s.kt, sc);
+    if constexpr (kTensorCores<S>) scale_tile(sc, post);
     if constexpr (kRel) add_band_scores<true>(scores[0], scores[1], sc);
-    tile_product<T, kDim>(s.go, s.vt, dp);
+    tile_product<S, kDim>(s.go, s.vt, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
       const int64_t i = i0 + row_of(r);
@@ -355,21 +392,22 @@ __global__ void __launch_bounds__(kThreads)
             pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], lse2[r], dp[r][c], dot[r]).ds;
       }
     }
-    store_scores(s.ds, dp);
+    store_scores<S>(s.ds, dp);
     __syncthreads();
-    accumulate_rows<T, kDim>(s.ds, s.kt, dq_acc);
-    if constexpr (kRel) {  // d rel_query += dG band, dG in G's tiles (read before the barrier)
-      band_grads(s.ds, scores[0], scores[1]);
+    accumulate_rows<S, kDim>(s.ds, s.kt, dq_acc);
+    if constexpr (kRel) {  // d rel_query += dG band, dG over G's tiles (read before the barrier)
+      auto& dg_low = *reinterpret_cast<ScoreTile<S>*>(&scores[0]);
+      auto& dg_high = *reinterpret_cast<ScoreTile<S>*>(&scores[1]);
+      band_grads<S>(s.ds, dg_low, dg_high);
       __syncthreads();
-      accumulate_rows<T, kDim>(scores[0], pos->band[0], drq_acc);
-      accumulate_rows<T, kDim>(scores[1], pos->band[1], drq_acc);
+      accumulate_rows<S, kDim>(dg_low, pos->band[0], drq_acc);
+      accumulate_rows<S, kDim>(dg_high, pos->band[1], drq_acc);
     }
   }
-  store_rows<T, kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim,
-                      static_cast<T>(a.scale));
+  store_rows<kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim, static_cast<T>(a.scale));
   if constexpr (kRel)
-    store_rows<T, kDim>(drq_acc, d_rel_query + bh * a.q_len * a.rel_dim, i0, a.q_len, a.rel_dim,
-                        static_cast<T>(a.scale));
+    store_rows<kDim>(drq_acc, d_rel_query + bh * a.q_len * a.rel_dim, i0, a.q_len, a.rel_dim,
+                     static_cast<T>(a.scale));
 }
 
 }  // namespace relpos::cuda::tiled_attention

@@ -1,7 +1,9 @@
 // Launchers of the tiled attention kernels (attention_kernels.cuh; FlashAttention-2, Dao 2023);
 // the host glue is attention.cpp. Every buffer is contiguous: q [B, H, Lq, D], k [B, H, Lk, D],
 // v [B, H, Lk, Dv], out / gout [B, H, Lq, Dv], lse / row_dot [B, H, Lq]; with the position term
-// rel_query [B, H, Lq, R] and rel_key [H or 1, T, R], T = rel_max - rel_min + 1.
+// rel_query [B, H, Lq, R] and rel_key [H or 1, T, R], T = rel_max - rel_min + 1. The operands,
+// the output and their gradients have the dtype (f32, f64 or bf16); lse, row_dot, d_rel_key and
+// the scratch have its compute dtype (f32 for bf16).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,7 +34,7 @@ struct AttentionArgs {
 
 // The backward's outputs: dq, dk, dv; with the position term also d_rel_query [B, H, Lq, R],
 // d_rel_key [B, H, T, R] (each example's part) and scratch of
-// rel_key_scratch_elements(a) elements of the dtype.
+// rel_key_scratch_elements(a) elements of the compute dtype.
 struct AttentionGradBuffers {
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;
   void *d_rel_query = nullptr, *d_rel_key = nullptr, *scratch = nullptr;

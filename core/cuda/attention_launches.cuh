@@ -14,8 +14,8 @@ namespace relpos::cuda::tiled_attention {
 // Each kernel is started by launcher(kernel, shared bytes, grid, threads, arguments...).
 
 // The head size the kernels are instantiated for: the smallest of 32, 64, 128 >= every head size
-// (0: none). With the position term only 32 and 64 are instantiated (its tiles at 128 would
-// exceed any GPU's shared memory).
+// (0: none). With the position term, and for bf16, only 32 and 64 are instantiated (tiles with the
+// term at 128 would exceed any GPU's shared memory).
 inline int tile_dim(int64_t dim, int64_t value_dim, int64_t rel_dim) {
   const int64_t need = std::max({dim, value_dim, rel_dim});
   for (int d : {32, 64, kMaxDim})
@@ -23,11 +23,19 @@ inline int tile_dim(int64_t dim, int64_t value_dim, int64_t rel_dim) {
   return 0;
 }
 
-// Calls f.template operator()<T, kDim, kRel>() for the dtype, the head size and the position term.
+// Calls f.template operator()<S, kDim, kRel>() for the dtype, the head size and the position term.
 template <typename F>
 cudaError_t dispatch(DType dtype, const AttentionArgs& a, F f) {
   const int dim = tile_dim(a.dim, a.value_dim, a.rel_dim);
-  if (a.rel_dim > 0) {
+  if (dtype == DType::bf16) {
+    const bool rel = a.rel_dim > 0;
+    if (dim == 32)
+      return rel ? f.template operator()<bf16, 32, true>()
+                 : f.template operator()<bf16, 32, false>();
+    if (dim == 64)
+      return rel ? f.template operator()<bf16, 64, true>()
+                 : f.template operator()<bf16, 64, false>();
+  } else if (a.rel_dim > 0) {
     if (dtype == DType::f64 && dim == 32) return f.template operator()<double, 32, true>();
     if (dtype == DType::f32 && dim == 32) return f.template operator()<float, 32, true>();
     if (dtype == DType::f32 && dim == 64) return f.template operator()<float, 64, true>();
@@ -53,42 +61,59 @@ inline int64_t diagonals_of(const AttentionArgs& a) {
   return tiles_of_rows(a.q_len) + tiles_of_rows(a.k_len) - 1;
 }
 
-template <typename T, int kDim, bool kRel, typename Launcher>
-cudaError_t forward(const Launcher& launch, const AttentionArgs& a, const void* q, const void* k,
-                    const void* v, void* out, void* lse) {
-  return launch(forward_kernel<T, kDim, kRel>, shared_bytes<ForwardTiles<T, kDim>, kRel, T, kDim>(),
-                grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, keep_threshold(a.dropout),
-                static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                static_cast<T*>(out), static_cast<T*>(lse));
+// The shared memory of each kernel (the dK/dV kernel has G's halves in its own tiles, but for
+// bf16).
+template <typename S, int kDim, bool kRel>
+constexpr size_t forward_bytes() {
+  return shared_bytes<ForwardTiles<S, kDim>, kRel, S, kDim>();
+}
+template <typename S, int kDim, bool kRel>
+constexpr size_t key_grad_bytes() {
+  return shared_bytes < KeyTiles<S, kDim>, kRel, S, kDim, kTensorCores<S> ? 2 : 0 > ();
+}
+template <typename S, int kDim, bool kRel>
+constexpr size_t query_grad_bytes() {
+  return shared_bytes<QueryTiles<S, kDim>, kRel, S, kDim>();
+}
+template <typename S, int kDim>
+constexpr size_t rel_key_band_bytes() {
+  return shared_bytes<DiagonalTiles<S, kDim>, true, S, kDim, kDiagonalScoreTiles<S>>();
 }
 
-template <typename T, int kDim, bool kRel, typename Launcher>
+template <typename S, int kDim, bool kRel, typename Launcher>
+cudaError_t forward(const Launcher& launch, const AttentionArgs& a, const void* q, const void* k,
+                    const void* v, void* out, void* lse) {
+  return launch(forward_kernel<S, kDim, kRel>, forward_bytes<S, kDim, kRel>(),
+                grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, keep_threshold(a.dropout),
+                static_cast<const S*>(q), static_cast<const S*>(k), static_cast<const S*>(v),
+                static_cast<S*>(out), static_cast<Compute<S>*>(lse));
+}
+
+template <typename S, int kDim, bool kRel, typename Launcher>
 cudaError_t backward(const Launcher& launch, const AttentionArgs& a, const void* q, const void* k,
                      const void* v, const void* gout, const void* lse, const void* row_dot,
                      const AttentionGradBuffers& grads) {
+  using T = Compute<S>;
   const uint64_t threshold = keep_threshold(a.dropout);
-  const auto* qt = static_cast<const T*>(q);
-  const auto* kt = static_cast<const T*>(k);
-  const auto* vt = static_cast<const T*>(v);
-  const auto* gt = static_cast<const T*>(gout);
+  const auto* qt = static_cast<const S*>(q);
+  const auto* kt = static_cast<const S*>(k);
+  const auto* vt = static_cast<const S*>(v);
+  const auto* gt = static_cast<const S*>(gout);
   const auto* lt = static_cast<const T*>(lse);
   const auto* dt = static_cast<const T*>(row_dot);
-  cudaError_t status =
-      launch(key_grad_kernel<T, kDim, kRel>, shared_bytes<KeyTiles<T, kDim>, kRel, T, kDim, 0>(),
-             grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
-             static_cast<T*>(grads.dk), static_cast<T*>(grads.dv));
+  cudaError_t status = launch(key_grad_kernel<S, kDim, kRel>, key_grad_bytes<S, kDim, kRel>(),
+                              grid_of(a, tiles_of_rows(a.k_len)), kThreads, a, threshold, qt, kt,
+                              vt, gt, lt, dt, static_cast<S*>(grads.dk), static_cast<S*>(grads.dv));
   if (status != cudaSuccess) return status;
-  status =
-      launch(query_grad_kernel<T, kDim, kRel>, shared_bytes<QueryTiles<T, kDim>, kRel, T, kDim>(),
-             grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, threshold, qt, kt, vt, gt, lt, dt,
-             static_cast<T*>(grads.dq), static_cast<T*>(grads.d_rel_query));
+  status = launch(query_grad_kernel<S, kDim, kRel>, query_grad_bytes<S, kDim, kRel>(),
+                  grid_of(a, tiles_of_rows(a.q_len)), kThreads, a, threshold, qt, kt, vt, gt, lt,
+                  dt, static_cast<S*>(grads.dq), static_cast<S*>(grads.d_rel_query));
   if constexpr (kRel) {  // d rel_key: the band sums of every tile diagonal, then per table row
     if (status != cudaSuccess) return status;
     T* part = static_cast<T*>(grads.scratch);
     const int64_t diagonals = diagonals_of(a);
-    status = launch(rel_key_band_kernel<T, kDim>,
-                    shared_bytes<DiagonalTiles<T, kDim>, true, T, kDim, 1>(), grid_of(a, diagonals),
-                    kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
+    status = launch(rel_key_band_kernel<S, kDim>, rel_key_band_bytes<S, kDim>(),
+                    grid_of(a, diagonals), kThreads, a, threshold, qt, kt, vt, gt, lt, dt, part);
     if (status != cudaSuccess) return status;
     constexpr unsigned kSumThreads = 256;
     const int64_t outputs = a.batch * a.heads * (a.rel_max - a.rel_min + 1) * a.rel_dim;

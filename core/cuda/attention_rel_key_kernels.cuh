@@ -11,37 +11,46 @@
 
 namespace relpos::cuda::tiled_attention {
 
-template <typename T, int kDim>
-struct DiagonalTiles {   // d rel_key kernel: one tile of a diagonal at a time
-  RowTile<T, kDim> q;    // queries, pre-scaled by scale·log2 e
-  ColTile<T, kDim> kt;   // keys, transposed
-  RowTile<T, kDim> go;   // output gradients
-  ColTile<T, kDim> vt;   // values, transposed
-  ColTile<T, kDim> rqt;  // rel_query, transposed (not scaled): dGᵀ·rq is the band's gradient
-  ScoreTile<T> ds;       // dS [query][key]
-  T lse[kTile];          // base-2 log-sum-exp of each query
-  T row_dot[kTile];      // D of each query
+template <typename S, int kDim>
+struct DiagonalTiles {    // d rel_key kernel: one tile of a diagonal at a time
+  RowTile<S, kDim> q;     // queries, pre-scaled
+  ColTile<S, kDim> kt;    // keys, transposed
+  RowTile<S, kDim> go;    // output gradients
+  ColTile<S, kDim> vt;    // values, transposed
+  ColTile<S, kDim> rqt;   // rel_query, transposed (not scaled): dGᵀ·rq is the band's gradient
+  ScoreTile<S> ds;        // dS [query][key]
+  Compute<S> lse[kTile];  // base-2 log-sum-exp of each query
+  Compute<S> row_dot[kTile];  // D of each query
   bool key_ok[kTile];
 };
+
+// The extra score tiles of the d rel_key kernel: G's high half (f32, f64), both halves (bf16).
+template <typename S>
+constexpr int kDiagonalScoreTiles = kTensorCores<S> ? 2 : 1;
 
 // d rel_key, step 1. Block (bh, y) owns tile diagonal y - (key tiles - 1) (query tile - key
 // tile) and writes, for each of the 2 kTile - 1 distances its tiles read, Σ dS rq over the pairs
 // at that distance, dGᵀ·rq summed over its tiles in registers: part[bh · diagonals + y][g][e],
 // g the band row.
-template <typename T, int kDim>
+template <typename S, int kDim>
 __global__ void __launch_bounds__(kThreads)
-    rel_key_band_kernel(AttentionArgs a, uint64_t threshold, const T* q, const T* k, const T* v,
-                        const T* gout, const T* lse, const T* row_dot, T* part) {
-  auto& s = *reinterpret_cast<DiagonalTiles<T, kDim>*>(smem);
-  PositionTiles<T, kDim>* const pos = position_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
-  ScoreTile<T>& high = *score_tiles<true, DiagonalTiles<T, kDim>, T, kDim>();
+    rel_key_band_kernel(AttentionArgs a, uint64_t threshold, const S* q, const S* k, const S* v,
+                        const S* gout, const Compute<S>* lse, const Compute<S>* row_dot,
+                        Compute<S>* part) {
+  using T = Compute<S>;
+  auto& s = *reinterpret_cast<DiagonalTiles<S, kDim>*>(kernel_tiles<S>());
+  PositionTiles<S, kDim>* const pos = position_tiles<true, DiagonalTiles<S, kDim>, S, kDim>();
+  ScoreTile<T>* const scores = score_tiles<true, DiagonalTiles<S, kDim>, S, kDim>();
+  // G's halves: the low one in the dS tile (f32, f64) until the pairs have read it.
+  ScoreTile<T>& low = g_tile<S>(s.ds, scores[0]);
+  ScoreTile<T>& high = scores[kDiagonalScoreTiles<S> - 1];
   const int64_t bh = blockIdx.x;
   const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
   const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
   const int64_t diagonal = static_cast<int64_t>(blockIdx.y) - (key_tiles_count - 1);
   T sums_low[kRowsPer][kDim / kLanes] = {}, sums_high[kRowsPer][kDim / kLanes] = {};
   const uint8_t* mask = mask_row(a, bh);
-  const T log2_scale = static_cast<T>(a.scale * kLog2e);
+  const T pre = pre_scale<S>(a), post = post_scale<S>(a);
   const int64_t first = larger(int64_t{0}, diagonal);
   const int64_t last = smaller(query_tiles - 1, key_tiles_count - 1 + diagonal);
   for (int64_t ti = first; ti <= last; ++ti) {
@@ -49,23 +58,24 @@ __global__ void __launch_bounds__(kThreads)
     const TileRange visible_keys = key_tiles(a, i0);
     if (ti - diagonal < visible_keys.first || ti - diagonal >= visible_keys.end) continue;
     __syncthreads();
-    load_rows<T, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, log2_scale);
-    load_cols<T, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
-    load_rows<T, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
-    load_cols<T, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
-    const T* rel_query = rel_query_of<T>(a, bh);
-    load_rows<T, kDim>(pos->rq, rel_query, i0, a.q_len, a.rel_dim, T(1));
-    load_cols<T, kDim>(s.rqt, rel_query, i0, a.q_len, a.rel_dim);
-    load_band<T, kDim>(pos->band, a, table_of<T>(a, bh), band_start(a, i0, j0), log2_scale);
+    load_rows<S, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, pre);
+    load_cols<S, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
+    load_rows<S, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+    load_cols<S, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
+    const S* rel_query = rel_query_of<S>(a, bh);
+    load_rows<S, kDim>(pos->rq, rel_query, i0, a.q_len, a.rel_dim, T(1));
+    load_cols<S, kDim>(s.rqt, rel_query, i0, a.q_len, a.rel_dim);
+    load_band<S, kDim>(pos->band, a, table_of<S>(a, bh), band_start(a, i0, j0), pre);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
     __syncthreads();
-    band_scores<T, kDim>(pos->rq, pos->band, s.ds, high);  // G's low half in the dS tile
+    band_scores<S, kDim>(pos->rq, pos->band, low, high, post);
     __syncthreads();
     T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
-    tile_product<T, kDim>(s.q, s.kt, sc);
-    add_band_scores<true>(s.ds, high, sc);
-    tile_product<T, kDim>(s.go, s.vt, dp);
+    tile_product<S, kDim>(s.q, s.kt, sc);
+    if constexpr (kTensorCores<S>) scale_tile(sc, post);
+    add_band_scores<true>(low, high, sc);
+    tile_product<S, kDim>(s.go, s.vt, dp);
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) {
       const int row = row_of(r);
@@ -80,14 +90,14 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncthreads();  // every pair has read G
-    store_scores(s.ds, dp);
+    store_scores<S>(s.ds, dp);
     __syncthreads();
-    accumulate_diagonals<T, kDim>(s.ds, 0, s.rqt, sums_low);
-    accumulate_diagonals<T, kDim>(s.ds, kTile, s.rqt, sums_high);
+    accumulate_diagonals<S, kDim>(s.ds, 0, s.rqt, sums_low);
+    accumulate_diagonals<S, kDim>(s.ds, kTile, s.rqt, sums_high);
   }
   T* band_sums = part + (bh * gridDim.y + blockIdx.y) * (2 * kTile) * a.rel_dim;  // [2 kTile][R]
-  store_rows<T, kDim>(sums_low, band_sums, 0, kTile, a.rel_dim, T(1));
-  store_rows<T, kDim>(sums_high, band_sums + kTile * a.rel_dim, 0, kTile, a.rel_dim, T(1));
+  store_rows<kDim>(sums_low, band_sums, 0, kTile, a.rel_dim, T(1));
+  store_rows<kDim>(sums_high, band_sums + kTile * a.rel_dim, 0, kTile, a.rel_dim, T(1));
 }
 
 __device__ __forceinline__ int64_t floor_div(int64_t x, int64_t y) {

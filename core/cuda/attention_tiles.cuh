@@ -2,14 +2,22 @@
 // geometry, which pairs and tiles a row may see, the dropout keep test, and each thread's share of
 // the shared-memory tiles (row_of, col_of, dim_of) with their vector loads, products and stores;
 // and the band of position-table rows a tile reads, with the products that use it.
+// Storage S is f32, f64 or bf16; a kernel computes in Compute<S> (f32 for bf16). f32 and f64 tiles
+// multiply with FMAs into each thread's registers; bf16 tiles on the tensor cores (WMMA 16x16x16,
+// f32 sums), each warp 16 rows of a product, through an f32 staging tile at the start of shared
+// memory from which each thread takes its share.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
+#include "core/bf16.h"
 #include "core/cuda/attention_kernels.h"
 #include "core/philox.h"
 
@@ -21,7 +29,17 @@ constexpr int kRowsPer = 4;                          // rows per thread
 constexpr int kColsPer = kTile / kLanes;             // tile columns per thread
 constexpr int kThreads = kTile / kRowsPer * kLanes;  // 128
 constexpr int kMaxDim = 128;
-constexpr int kPad = 4;  // elements after each shared row
+constexpr int kMma = 16;  // a WMMA fragment is kMma x kMma
+
+// bf16 tiles go through the tensor cores, and their kernels compute in f32.
+template <typename S>
+constexpr bool kTensorCores = std::is_same_v<S, bf16>;
+template <typename S>
+using Compute = std::conditional_t<kTensorCores<S>, float, S>;
+// Elements after each shared row: 4 (f32 and f64 rows stay 16-byte aligned for vector loads), 8
+// for bf16 (WMMA wants a multiple of 8 elements per row and 32-byte aligned fragments).
+template <typename S>
+constexpr int kPad = kTensorCores<S> ? 8 : 4;
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
@@ -132,42 +150,95 @@ __device__ __forceinline__ void store4(double* p, double x0, double x1, double x
   *reinterpret_cast<double2*>(p) = make_double2(x0, x1);
   *reinterpret_cast<double2*>(p + 2) = make_double2(x2, x3);
 }
+__device__ __forceinline__ void load4(const bf16* p, float (&x)[4]) {
+  for (int i = 0; i < 4; ++i) x[i] = p[i];
+}
+__device__ __forceinline__ void store4(bf16* p, float x0, float x1, float x2, float x3) {
+  p[0] = bf16(x0), p[1] = bf16(x1), p[2] = bf16(x2), p[3] = bf16(x3);
+}
 
 // Shared tiles: rows [kTile][kDim + kPad] (a row per query or key) and columns
-// [kDim][kTile + kPad] (transposed); the padding keeps rows 16-byte aligned.
-template <typename T, int kDim>
-using RowTile = T[kTile][kDim + kPad];
-template <typename T, int kDim>
-using ColTile = T[kDim][kTile + kPad];
-template <typename T>
-using ScoreTile = T[kTile][kTile + kPad];
+// [kDim][kTile + kPad] (transposed).
+template <typename S, int kDim>
+using RowTile = S[kTile][kDim + kPad<S>];
+template <typename S, int kDim>
+using ColTile = S[kDim][kTile + kPad<S>];
+template <typename S>
+using ScoreTile = S[kTile][kTile + kPad<S>];
+
+// The dynamic shared memory of every kernel: with bf16 tiles an f32 staging tile for the tensor
+// cores' results first, then the kernel's own tiles (from tiles_at).
+extern __shared__ __align__(128) unsigned char smem[];
+template <typename S>
+constexpr size_t tiles_at() {
+  return kTensorCores<S> ? (sizeof(ScoreTile<float>) + 127) / 128 * 128 : 0;
+}
+__device__ inline ScoreTile<float>& staging_tile() {
+  return *reinterpret_cast<ScoreTile<float>*>(smem);
+}
 
 // rows[r][d] = x[row0 + r][d] * factor; zero past `len` rows or `dim`.
-template <typename T, int kDim>
-__device__ void load_rows(RowTile<T, kDim>& rows, const T* x, int64_t row0, int64_t len, int dim,
-                          T factor) {
+template <typename S, int kDim>
+__device__ void load_rows(RowTile<S, kDim>& rows, const S* x, int64_t row0, int64_t len, int dim,
+                          Compute<S> factor) {
   for (int e = threadIdx.x; e < kTile * kDim; e += kThreads) {
     const int r = e / kDim, d = e % kDim;
     const int64_t row = row0 + r;
-    rows[r][d] = row < len && d < dim ? x[row * dim + d] * factor : T(0);
+    rows[r][d] = row < len && d < dim ? S(Compute<S>(x[row * dim + d]) * factor) : S(0);
   }
 }
 
 // cols[d][c] = x[col0 + c][d]; zero past `len` or `dim`.
-template <typename T, int kDim>
-__device__ void load_cols(ColTile<T, kDim>& cols, const T* x, int64_t col0, int64_t len, int dim) {
+template <typename S, int kDim>
+__device__ void load_cols(ColTile<S, kDim>& cols, const S* x, int64_t col0, int64_t len, int dim) {
   for (int e = threadIdx.x; e < kTile * kDim; e += kThreads) {
     const int c = e / kDim, d = e % kDim;
     const int64_t col = col0 + c;
-    cols[d][c] = col < len && d < dim ? x[col * dim + d] : T(0);
+    cols[d][c] = col < len && d < dim ? x[col * dim + d] : S(0);
   }
 }
 
-// acc[r][c] = Σ_d rows[row_of(r)][d] cols[d][col_of(c)]: this thread's part of rows · colsᵀ.
+// Warp w forms rows [kMma w, kMma (w + 1)) of the [kTile, kN] product A·B on the tensor cores (A
+// [kTile][kK] row-major at a with row stride lda; B(k, n) at b[k ldb + n] when LayoutB is
+// row_major, b[n ldb + k] when col_major) and writes them to the staging tile, once every thread
+// has taken its share of the previous product from there.
+template <int kN, int kK, typename LayoutB>
+__device__ __forceinline__ void stage_product(const bf16* a, int lda, const bf16* b, int ldb) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // bf16 WMMA needs sm_80; tiled_attention_fits sends bf16 elsewhere on older GPUs
+#else
+  namespace wmma = nvcuda::wmma;
+  const int row0 = kMma * static_cast<int>(threadIdx.x / 32);
+  wmma::fragment<wmma::accumulator, kMma, kMma, kMma, float> acc[kN / kMma];
+#pragma unroll
+  for (int n = 0; n < kN / kMma; ++n) wmma::fill_fragment(acc[n], 0.0f);
+#pragma unroll
+  for (int k0 = 0; k0 < kK; k0 += kMma) {
+    wmma::fragment<wmma::matrix_a, kMma, kMma, kMma, __nv_bfloat16, wmma::row_major> fa;
+    wmma::load_matrix_sync(fa, reinterpret_cast<const __nv_bfloat16*>(a + row0 * lda + k0), lda);
+#pragma unroll
+    for (int n = 0; n < kN / kMma; ++n) {
+      wmma::fragment<wmma::matrix_b, kMma, kMma, kMma, __nv_bfloat16, LayoutB> fb;
+      const bf16* at = std::is_same_v<LayoutB, wmma::row_major> ? b + k0 * ldb + kMma * n
+                                                                : b + kMma * n * ldb + k0;
+      wmma::load_matrix_sync(fb, reinterpret_cast<const __nv_bfloat16*>(at), ldb);
+      wmma::mma_sync(acc[n], fa, fb, acc[n]);
+    }
+  }
+  __syncthreads();  // every thread has read the previous product
+  ScoreTile<float>& out = staging_tile();
+#pragma unroll
+  for (int n = 0; n < kN / kMma; ++n)
+    wmma::store_matrix_sync(&out[row0][kMma * n], acc[n], kTile + kPad<float>, wmma::mem_row_major);
+  __syncthreads();
+#endif
+}
+
+// acc[r][c] = Σ_d rows[row_of(r)][d] cols[d][col_of(c)] with FMAs (f32, f64).
 template <typename T, int kDim>
-__device__ __forceinline__ void tile_product(const RowTile<T, kDim>& rows,
-                                             const ColTile<T, kDim>& cols,
-                                             T (&acc)[kRowsPer][kColsPer]) {
+__device__ __forceinline__ void fma_tile_product(const RowTile<T, kDim>& rows,
+                                                 const ColTile<T, kDim>& cols,
+                                                 T (&acc)[kRowsPer][kColsPer]) {
   const int lane = threadIdx.x % kLanes;
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r)
@@ -191,11 +262,29 @@ __device__ __forceinline__ void tile_product(const RowTile<T, kDim>& rows,
   }
 }
 
-// acc[r][e] += Σ_c weights[row_of(r)][c] values[dim_of(e)][c] over the tile's kTile columns.
+// acc[r][c] = Σ_d rows[row_of(r)][d] cols[d][col_of(c)]: this thread's part of rows · colsᵀ.
+template <typename S, int kDim>
+__device__ __forceinline__ void tile_product(const RowTile<S, kDim>& rows,
+                                             const ColTile<S, kDim>& cols,
+                                             Compute<S> (&acc)[kRowsPer][kColsPer]) {
+  if constexpr (kTensorCores<S>) {
+    stage_product<kTile, kDim, nvcuda::wmma::row_major>(&rows[0][0], kDim + kPad<S>, &cols[0][0],
+                                                        kTile + kPad<S>);
+    const ScoreTile<float>& out = staging_tile();
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+      for (int c = 0; c < kColsPer; ++c) acc[r][c] = out[row_of(r)][col_of(c)];
+  } else {
+    fma_tile_product<S, kDim>(rows, cols, acc);
+  }
+}
+
+// acc[r][e] += Σ_c weights[row_of(r)][c] values[dim_of(e)][c] with FMAs (f32, f64).
 template <typename T, int kDim>
-__device__ __forceinline__ void accumulate_rows(const ScoreTile<T>& weights,
-                                                const ColTile<T, kDim>& values,
-                                                T (&acc)[kRowsPer][kDim / kLanes]) {
+__device__ __forceinline__ void fma_accumulate_rows(const ScoreTile<T>& weights,
+                                                    const ColTile<T, kDim>& values,
+                                                    T (&acc)[kRowsPer][kDim / kLanes]) {
 #pragma unroll 2
   for (int c0 = 0; c0 < kTile; c0 += 4) {
     T w[kRowsPer][4];
@@ -213,10 +302,28 @@ __device__ __forceinline__ void accumulate_rows(const ScoreTile<T>& weights,
   }
 }
 
+// acc[r][e] += Σ_c weights[row_of(r)][c] values[dim_of(e)][c] over the tile's kTile columns.
+template <typename S, int kDim>
+__device__ __forceinline__ void accumulate_rows(const ScoreTile<S>& weights,
+                                                const ColTile<S, kDim>& values,
+                                                Compute<S> (&acc)[kRowsPer][kDim / kLanes]) {
+  if constexpr (kTensorCores<S>) {
+    stage_product<kDim, kTile, nvcuda::wmma::col_major>(&weights[0][0], kTile + kPad<S>,
+                                                        &values[0][0], kTile + kPad<S>);
+    const ScoreTile<float>& out = staging_tile();
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+      for (int e = 0; e < kDim / kLanes; ++e) acc[r][e] += out[row_of(r)][dim_of(e)];
+  } else {
+    fma_accumulate_rows<S, kDim>(weights, values, acc);
+  }
+}
+
 // weights[row_of(r)][col_of(c)] = w[r][c], as vector stores.
-template <typename T>
-__device__ __forceinline__ void store_scores(ScoreTile<T>& weights,
-                                             const T (&w)[kRowsPer][kColsPer]) {
+template <typename S>
+__device__ __forceinline__ void store_scores(ScoreTile<S>& weights,
+                                             const Compute<S> (&w)[kRowsPer][kColsPer]) {
   const int lane = threadIdx.x % kLanes;
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r)
@@ -228,8 +335,8 @@ __device__ __forceinline__ void store_scores(ScoreTile<T>& weights,
 
 // Writes acc (rows row_of(r), columns dim_of(e)) times `factor` to x [len, dim] from row0,
 // skipping rows past len and columns past dim.
-template <typename T, int kDim>
-__device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], T* x, int64_t row0, int64_t len,
+template <int kDim, typename T, typename O>
+__device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], O* x, int64_t row0, int64_t len,
                            int dim, T factor) {
 #pragma unroll
   for (int r = 0; r < kRowsPer; ++r) {
@@ -237,7 +344,7 @@ __device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], T* x, int64_
     if (row >= len) continue;
 #pragma unroll
     for (int e = 0; e < kDim / kLanes; ++e)
-      if (dim_of(e) < dim) x[row * dim + dim_of(e)] = acc[r][e] * factor;
+      if (dim_of(e) < dim) x[row * dim + dim_of(e)] = O(acc[r][e] * factor);
   }
 }
 
@@ -268,27 +375,41 @@ __device__ const T* table_of(const AttentionArgs& a, int64_t bh) {
 }
 
 // Band row g = table[rel_row(delta0 + g)] * factor; zero in the last row and past R.
-template <typename T, int kDim>
-__device__ void load_band(BandTiles<T, kDim>& band, const AttentionArgs& a, const T* table,
-                          int64_t delta0, T factor) {
+template <typename S, int kDim>
+__device__ void load_band(BandTiles<S, kDim>& band, const AttentionArgs& a, const S* table,
+                          int64_t delta0, Compute<S> factor) {
   for (int e = threadIdx.x; e < 2 * kTile * kDim; e += kThreads) {
     const int g = e / kDim, d = e % kDim;
-    band[g / kTile][d][g % kTile] = g < 2 * kTile - 1 && d < a.rel_dim
-                                        ? table[rel_row(a, delta0 + g) * a.rel_dim + d] * factor
-                                        : T(0);
+    band[g / kTile][d][g % kTile] =
+        g < 2 * kTile - 1 && d < a.rel_dim
+            ? S(Compute<S>(table[rel_row(a, delta0 + g) * a.rel_dim + d]) * factor)
+            : S(0);
   }
 }
 
-// low, high = the two halves of G = rq·bandᵀ: G[x][g] = rq[x]·(band row g).
-template <typename T, int kDim>
-__device__ __forceinline__ void band_scores(const RowTile<T, kDim>& rq,
-                                            const BandTiles<T, kDim>& band, ScoreTile<T>& low,
-                                            ScoreTile<T>& high) {
-  T g[kRowsPer][kColsPer];
-  tile_product<T, kDim>(rq, band[0], g);
-  store_scores(low, g);
-  tile_product<T, kDim>(rq, band[1], g);
-  store_scores(high, g);
+// acc *= factor.
+template <typename T>
+__device__ __forceinline__ void scale_tile(T (&acc)[kRowsPer][kColsPer], T factor) {
+#pragma unroll
+  for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+    for (int c = 0; c < kColsPer; ++c) acc[r][c] *= factor;
+}
+
+// low, high = the two halves of G = factor rq·bandᵀ: G[x][g] = factor rq[x]·(band row g), kept in
+// the compute type.
+template <typename S, int kDim>
+__device__ __forceinline__ void band_scores(const RowTile<S, kDim>& rq,
+                                            const BandTiles<S, kDim>& band,
+                                            ScoreTile<Compute<S>>& low, ScoreTile<Compute<S>>& high,
+                                            Compute<S> factor) {
+  Compute<S> g[kRowsPer][kColsPer];
+  tile_product<S, kDim>(rq, band[0], g);
+  scale_tile(g, factor);
+  store_scores<Compute<S>>(low, g);
+  tile_product<S, kDim>(rq, band[1], g);
+  scale_tile(g, factor);
+  store_scores<Compute<S>>(high, g);
 }
 
 // acc[r][c] += G[query][query - key + kTile - 1] over this thread's pairs of the tile, whose rows
@@ -308,20 +429,21 @@ __device__ __forceinline__ void add_band_scores(const ScoreTile<T>& low, const S
 
 // dG from dS [query][key]: low, high = dG's halves, dG[x][g] = dS[x][x - g + kTile - 1] where that
 // key is in the tile, else 0.
-template <typename T>
-__device__ void band_grads(const ScoreTile<T>& ds, ScoreTile<T>& low, ScoreTile<T>& high) {
+template <typename S>
+__device__ void band_grads(const ScoreTile<S>& ds, ScoreTile<S>& low, ScoreTile<S>& high) {
   for (int e = threadIdx.x; e < 2 * kTile * kTile; e += kThreads) {
     const int x = e / (2 * kTile), g = e % (2 * kTile), key = x - g + kTile - 1;
-    (g < kTile ? low[x][g] : high[x][g - kTile]) = key >= 0 && key < kTile ? ds[x][key] : T(0);
+    (g < kTile ? low[x][g] : high[x][g - kTile]) = key >= 0 && key < kTile ? ds[x][key] : S(0);
   }
 }
 
 // acc[r][e] += Σ_x dG[x][g] values[dim_of(e)][x] for band rows g = g0 + row_of(r): rows of dGᵀ·rq
 // (values = rqᵀ), dG read from dS along its diagonals (dG[x][g] = dS[x][x - g + kTile - 1]).
-template <typename T, int kDim>
-__device__ __forceinline__ void accumulate_diagonals(const ScoreTile<T>& ds, int g0,
-                                                     const ColTile<T, kDim>& values,
-                                                     T (&acc)[kRowsPer][kDim / kLanes]) {
+template <typename S, int kDim>
+__device__ __forceinline__ void accumulate_diagonals(const ScoreTile<S>& ds, int g0,
+                                                     const ColTile<S, kDim>& values,
+                                                     Compute<S> (&acc)[kRowsPer][kDim / kLanes]) {
+  using T = Compute<S>;
 #pragma unroll 2
   for (int x0 = 0; x0 < kTile; x0 += 4) {
     T w[kRowsPer][4];
@@ -330,7 +452,7 @@ __device__ __forceinline__ void accumulate_diagonals(const ScoreTile<T>& ds, int
 #pragma unroll
       for (int xx = 0; xx < 4; ++xx) {
         const int key = x0 + xx - (g0 + row_of(r)) + kTile - 1;
-        w[r][xx] = key >= 0 && key < kTile ? ds[x0 + xx][key] : T(0);
+        w[r][xx] = key >= 0 && key < kTile ? T(ds[x0 + xx][key]) : T(0);
       }
 #pragma unroll
     for (int e = 0; e < kDim / kLanes; ++e) {

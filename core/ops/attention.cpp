@@ -152,10 +152,10 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
                    {}};
   const bool position = has_position_term(spec);
   if (position) {
-    const Tensor& rk = spec.rel_key;  // the kernels write each (example, head)'s part
+    const Tensor& rk = spec.rel_key;  // each (example, head)'s part, in f32 for bf16
     g.drel_query = Tensor::empty(spec.rel_query.shape(), q.dtype(), q.device());
-    g.drel_key =
-        Tensor::empty({q.size(0), q.size(1), rk.size(1), rk.size(2)}, q.dtype(), q.device());
+    g.drel_key = Tensor::empty({q.size(0), q.size(1), rk.size(1), rk.size(2)}, lse_dtype(q.dtype()),
+                               q.device());
   }
   if (lse.numel() == 0 || k.size(2) == 0) {  // no query or no key: every gradient is 0
     for (Tensor* t : {&g.dq, &g.dk, &g.dv, &g.drel_query, &g.drel_key})
@@ -170,8 +170,9 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
       cuda::attention_backward(gc, qc, kc, vc, oc, lc, s, g);
   }
   if (position)  // rel_key serves every example (and, when [1, T, R], every head)
-    g.drel_key =
-        spec.rel_key.size(0) == 1 ? sum(g.drel_key, {0, 1}).unsqueeze(0) : sum(g.drel_key, {0});
+    g.drel_key = cast(
+        spec.rel_key.size(0) == 1 ? sum(g.drel_key, {0, 1}).unsqueeze(0) : sum(g.drel_key, {0}),
+        q.dtype());
   return g;
 }
 

@@ -31,7 +31,8 @@ Case make_case(int64_t batch, int64_t heads, int64_t q_len, int64_t k_len, int64
                const test::RelPlacement& rel, int64_t window, bool padding, double dropout,
                double range) {
   Case c;
-  c.x = {rounded({batch, heads, q_len, dim}, 1, range), rounded({batch, heads, k_len, dim}, 2, range),
+  c.x = {rounded({batch, heads, q_len, dim}, 1, range),
+         rounded({batch, heads, k_len, dim}, 2, range),
          rounded({batch, heads, k_len, dim + 3}, 3, 1)};
   if (rel.tables > 0)
     c.x.insert(c.x.end(), {rounded({batch, heads, q_len, rel.dim}, 4, range),
@@ -67,7 +68,8 @@ std::vector<Tensor> forward_backward(const std::vector<Tensor>& x, AttentionSpec
   return out;
 }
 
-const std::vector<const char*> kNames = {"out", "lse", "dq", "dk", "dv", "d rel_query", "d rel_key"};
+const std::vector<const char*> kNames = {"out", "lse",         "dq",       "dk",
+                                         "dv",  "d rel_query", "d rel_key"};
 
 // |actual - expected| <= frac (|expected| + max |expected|): bf16's rounding of each result (2^-9
 // relative) and of the values an f32 sum adds up.
@@ -108,7 +110,8 @@ void check_all_cases(Device device) {
   struct Sizes {
     int64_t batch, heads, q_len, k_len, dim;
   };
-  for (const Sizes& s : {Sizes{2, 2, 37, 37, 5}, Sizes{1, 2, 70, 131, 64}, Sizes{2, 1, 130, 45, 32}}) {
+  for (const Sizes& s :
+       {Sizes{2, 2, 37, 37, 5}, Sizes{1, 2, 70, 131, 64}, Sizes{2, 1, 130, 45, 32}}) {
     std::vector<std::pair<test::RelPlacement, int64_t>> placements = {{{}, -1}, {{}, 0}, {{}, 17}};
     for (const auto& p : test::rel_placements(s.q_len, s.k_len, s.heads, s.dim))
       placements.push_back(p);
@@ -116,10 +119,11 @@ void check_all_cases(Device device) {
       for (const bool padding : {false, true})
         for (const double range : {1.0, 8.0}) {
           const double dropout = padding ? 0.25 : 0;
-          RELPOS_INFO("B {} H {} Lq {} Lk {} D {}, rel rows [{}, {}] x {}, window {}, padding {}, "
-                      "range {}",
-                      s.batch, s.heads, s.q_len, s.k_len, s.dim, rel.min, rel.max, rel.tables,
-                      window, padding, range);
+          RELPOS_INFO(
+              "B {} H {} Lq {} Lk {} D {}, rel rows [{}, {}] x {}, window {}, padding {}, "
+              "range {}",
+              s.batch, s.heads, s.q_len, s.k_len, s.dim, rel.min, rel.max, rel.tables, window,
+              padding, range);
           check_case(make_case(s.batch, s.heads, s.q_len, s.k_len, s.dim, rel, window, padding,
                                dropout, range),
                      device);
@@ -142,8 +146,8 @@ TEST_CASE("attention bf16 on CUDA: results within bf16 rounding of f64") {
 }
 
 TEST_CASE("attention bf16: an autocast scope rounds f32 operands and returns f32 results") {
-  const Case c = make_case(2, 2, 29, 40, 6, test::rel_placements(29, 40, 2, 5)[0].first, 0, true,
-                           0.2, 4.0);
+  const Case c =
+      make_case(2, 2, 29, 40, 6, test::rel_placements(29, 40, 2, 5)[0].first, 0, true, 0.2, 4.0);
   const std::vector<Tensor> x = {test::random_tensor(c.x[0].shape(), DType::f32, 21, -3, 3),
                                  test::random_tensor(c.x[1].shape(), DType::f32, 22, -3, 3),
                                  test::random_tensor(c.x[2].shape(), DType::f32, 23),
@@ -174,8 +178,8 @@ TEST_CASE("attention bf16: an autocast scope rounds f32 operands and returns f32
   }
   // Outside the scope nothing is rounded: the f32 op itself.
   Generator again(3);
-  const Var plain = attention(Var(x[0]), Var(x[1]), Var(x[2]), Var(x[3]), Var(x[4]), c.spec, again,
-                              true);
+  const Var plain =
+      attention(Var(x[0]), Var(x[1]), Var(x[2]), Var(x[3]), Var(x[4]), c.spec, again, true);
   AttentionSpec s32 = spec;
   s32.rel_query = x[3], s32.rel_key = x[4];
   CHECK(test::same_bits(plain.value(), attention(x[0], x[1], x[2], s32).out));

@@ -1,8 +1,8 @@
 // Stands in for the CUDA runtime header when relpos's kernel sources are compiled as host C++ by
 // the tests of tests/cuda_emulation (and only there: it is first on their include path). The
 // keywords become plain C++, the vector types and built-in indices are host values that the
-// emulator (emulator.h) sets for each thread, and __syncthreads and __shfl_xor_sync wait for the
-// other threads of the block or warp, which run as fibers.
+// emulator (emulator.h) sets for each thread, and __syncthreads and __shfl_xor_sync (and the WMMA
+// calls of mma.h here) wait for the other threads of the block or warp, which run as fibers.
 #pragma once
 
 #include <algorithm>
@@ -55,6 +55,7 @@ extern uint3 thread_index, block_index;  // of the running thread
 extern dim3 grid_size, block_size;
 
 void sync_block();
+void sync_warp();  // waits for the other threads of the running thread's warp
 // This thread's `bytes` at `value` swapped with those of lane (lane ^ lane_mask) of its warp.
 void shuffle_xor(const void* value, void* out, size_t bytes, int lane_mask);
 

@@ -1,9 +1,13 @@
-// The fiber scheduler of emulator.h: ucontext fibers, round robin; a barrier counts arrivals
-// and releases its waiters by bumping a generation, which they check each time they are resumed.
+// The fiber scheduler of emulator.h: ucontext fibers, a warp at a time; a barrier counts arrivals
+// and releases its waiters by bumping a generation. A warp's threads run (round robin, through
+// its warp barriers) until each has reached the block barrier or ended, then the next warp's: so
+// one warp's writes between two block barriers land before another warp reads, whichever the
+// order of warps, which alternates between blocks.
 #include "emulator.h"
 
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -20,16 +24,18 @@ namespace {
 constexpr size_t kStackBytes = size_t{256} << 10;
 constexpr int kWarp = 32;
 
+struct Barrier {
+  int arrived = 0;
+  unsigned generation = 0;
+};
+
 struct Fiber {
   ucontext_t context{};
   std::unique_ptr<char[]> stack;
   uint3 index;
   bool done = false;
-};
-
-struct Barrier {
-  int arrived = 0;
-  unsigned generation = 0;
+  const Barrier* waiting_on = nullptr;  // and the generation that has not yet opened
+  unsigned waiting_generation = 0;
 };
 
 struct Block {
@@ -40,7 +46,6 @@ struct Block {
   Barrier block_barrier;
   std::vector<Barrier> warp_barriers;
   std::vector<unsigned char> lanes;  // [warps][kWarp][8]: the values a shuffle exchanges
-  bool progressed = false;           // since the last round: a barrier opened or a thread ended
 };
 
 Block block;
@@ -55,16 +60,21 @@ void wait_at(Barrier& b, int participants) {
   if (++b.arrived == participants) {
     b.arrived = 0;
     ++b.generation;
-    block.progressed = true;
     return;
   }
-  while (b.generation == generation) yield();
+  block.running->waiting_on = &b;
+  block.running->waiting_generation = generation;
+  yield();  // resumed once b has opened
+  block.running->waiting_on = nullptr;
+}
+
+bool runnable(const Fiber& f) {
+  return !f.done && (f.waiting_on == nullptr || f.waiting_on->generation != f.waiting_generation);
 }
 
 void run_thread() {
   (*block.kernel)();
   block.running->done = true;
-  block.progressed = true;
 }  // returns to the scheduler (uc_link)
 
 int warp_of_running() {
@@ -80,6 +90,11 @@ int warp_size_of(int warp) {
 
 void sync_block() {
   wait_at(block.block_barrier, static_cast<int>(block.fibers.size()));
+}
+
+void sync_warp() {
+  const int warp = warp_of_running();
+  wait_at(block.warp_barriers[warp], warp_size_of(warp));
 }
 
 void shuffle_xor(const void* value, void* out, size_t bytes, int lane_mask) {
@@ -116,6 +131,7 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
         for (unsigned t = 0; t < threads; ++t) {
           Fiber& f = block.fibers[t];
           f.done = false;
+          f.waiting_on = nullptr;
           f.index = {t, 0, 0};
           getcontext(&f.context);
           f.context.uc_stack.ss_sp = f.stack.get();
@@ -123,22 +139,31 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
           f.context.uc_link = &block.scheduler;
           makecontext(&f.context, run_thread, 0);
         }
-        // Every other block runs its threads from the last: a read of shared memory that another
-        // thread writes in the same phase (no barrier between) then sees stale bytes in some
-        // block whichever of the two threads is the lower.
+        // Every other block runs its warps, and their threads, from the last: a read of shared
+        // memory that another thread writes in the same phase (no barrier between) then sees
+        // stale bytes in some block whichever of the two threads is the lower.
         const bool from_last = (x + y + z) % 2 == 1;
+        const unsigned warps = (threads + kWarp - 1) / kWarp;
         for (bool alive = true; alive;) {
-          alive = false;
-          block.progressed = false;
-          for (unsigned k = 0; k < threads; ++k) {
-            Fiber& f = block.fibers[from_last ? threads - 1 - k : k];
-            if (f.done) continue;
-            block.running = &f;
-            thread_index = f.index;
-            swapcontext(&block.scheduler, &f.context);
-            alive = alive || !f.done;
+          bool ran = false;
+          for (unsigned w = 0; w < warps; ++w) {
+            const unsigned warp = from_last ? warps - 1 - w : w;
+            const unsigned first = warp * kWarp, size = std::min<unsigned>(kWarp, threads - first);
+            for (bool again = true; again;) {  // until the warp waits at the block barrier
+              again = false;
+              for (unsigned k = 0; k < size; ++k) {
+                Fiber& f = block.fibers[first + (from_last ? size - 1 - k : k)];
+                if (!runnable(f)) continue;
+                block.running = &f;
+                thread_index = f.index;
+                swapcontext(&block.scheduler, &f.context);
+                again = ran = true;
+              }
+            }
           }
-          if (alive && !block.progressed)
+          alive = std::any_of(block.fibers.begin(), block.fibers.end(),
+                              [](const Fiber& f) { return !f.done; });
+          if (alive && !ran)
             throw std::runtime_error("cuda emulation: the threads of block (" + std::to_string(x) +
                                      ", " + std::to_string(y) + ") wait for each other forever");
         }

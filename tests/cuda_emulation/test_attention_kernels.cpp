@@ -6,8 +6,9 @@
 // input gradient, with and without the position term (Transformer-XL's per-head table, Shaw's
 // clipped distances, skew's every distance), over padding x causal x window x dropout, at sizes on
 // both sides of the 64-row tiles, Lq != Lk both ways, and logits large enough to stress the running
-// maximum. It runs on every machine, so the kernels' index arithmetic is tested where no GPU is; on
-// a GPU, tests/autograd/test_attention_cuda.cpp compares the compiled kernels the same way.
+// maximum; and the bf16 kernels (tensor cores, WMMA) to bf16's precision. It runs on every machine,
+// so the kernels' index arithmetic is tested where no GPU is; on a GPU,
+// tests/autograd/test_attention_cuda.cpp and test_attention_bf16.cpp compare the compiled kernels.
 #include <cmath>
 
 #include "core/cuda/attention_launches.cuh"
@@ -16,9 +17,9 @@
 #include "tests/attention_cases.h"
 #include "tests/harness.h"
 
-namespace relpos::cuda::tiled_attention {
-alignas(16) unsigned char smem[cuda_emulation::kMaxSharedBytes];
-}  // namespace relpos::cuda::tiled_attention
+namespace relpos::cuda::attention_tiles {
+alignas(128) unsigned char smem[cuda_emulation::kMaxSharedBytes];
+}  // namespace relpos::cuda::attention_tiles
 
 using namespace relpos;
 
@@ -31,7 +32,7 @@ struct EmulatedLauncher {
   template <typename... Params, typename... Args>
   cudaError_t operator()(void (*kernel)(Params...), size_t bytes, dim3 grid, unsigned threads,
                          Args... args) const {
-    cuda_emulation::launch(grid, threads, cuda::tiled_attention::smem, bytes,
+    cuda_emulation::launch(grid, threads, cuda::attention_tiles::smem, bytes,
                            [&] { kernel(args...); });
     return cudaSuccess;
   }
@@ -49,13 +50,14 @@ struct Inputs {
 Inputs make_inputs(const Sizes& s, DType dtype, bool padding, int64_t window, double dropout,
                    const test::RelPlacement& t, double range) {
   Inputs in;
-  const auto input = [&](const Shape& shape, uint64_t seed) {
-    return test::random_tensor(shape, dtype, seed, -range, range);
+  const DType drawn = dtype == DType::bf16 ? DType::f32 : dtype;  // bf16: rounded from f32
+  const auto input = [&](const Shape& shape, uint64_t seed, double bound) {
+    return cast(test::random_tensor(shape, drawn, seed, -bound, bound), dtype);
   };
-  in.q = input({s.batch, s.heads, s.q_len, s.dim}, 1);
-  in.k = input({s.batch, s.heads, s.k_len, s.dim}, 2);
-  in.v = test::random_tensor({s.batch, s.heads, s.k_len, s.value_dim}, dtype, 3);
-  in.gout = test::random_tensor({s.batch, s.heads, s.q_len, s.value_dim}, dtype, 4);
+  in.q = input({s.batch, s.heads, s.q_len, s.dim}, 1, range);
+  in.k = input({s.batch, s.heads, s.k_len, s.dim}, 2, range);
+  in.v = input({s.batch, s.heads, s.k_len, s.value_dim}, 3, 1);
+  in.gout = input({s.batch, s.heads, s.q_len, s.value_dim}, 4, 1);
   AttentionSpec& spec = in.spec;
   spec.scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
   spec.causal = window >= 0;
@@ -65,8 +67,8 @@ Inputs make_inputs(const Sizes& s, DType dtype, bool padding, int64_t window, do
   spec.offset = 7;
   if (padding) spec.key_mask = test::attention_padding_mask(s.batch, s.k_len, 5);
   if (t.tables > 0) {
-    spec.rel_query = in.rel_query = input({s.batch, s.heads, s.q_len, t.dim}, 6);
-    spec.rel_key = in.rel_key = input({t.tables, t.max - t.min + 1, t.dim}, 7);
+    spec.rel_query = in.rel_query = input({s.batch, s.heads, s.q_len, t.dim}, 6, range);
+    spec.rel_key = in.rel_key = input({t.tables, t.max - t.min + 1, t.dim}, 7, range);
     spec.rel_offset = t.offset;
     spec.rel_min = t.min;
     spec.rel_max = t.max;
@@ -102,39 +104,42 @@ AttentionArgs args_of(const Inputs& in) {
   return a;
 }
 
-// {out, lse, dq, dk, dv[, d rel_query, d rel_key]} of the emulated kernels.
+// {out, lse, dq, dk, dv[, d rel_query, d rel_key]} of the emulated kernels, with the buffers and
+// the steps core/cuda/attention.cpp and core/ops/attention.cpp give them.
 std::vector<Tensor> emulated(const Inputs& in) {
   const AttentionArgs a = args_of(in);
   const DType dtype = in.q.dtype();
+  const DType compute = dtype == DType::bf16 ? DType::f32 : dtype;
   const bool position = in.rel_query.defined();
   const Tensor out = Tensor::empty(in.gout.shape(), dtype);
-  const Tensor lse = Tensor::empty({a.batch, a.heads, a.q_len}, dtype);
-  REQUIRE(cuda::tiled_attention::dispatch(dtype, a, [&]<typename T, int kDim, bool kRel>() {
-            return cuda::tiled_attention::forward<T, kDim, kRel>(
+  const Tensor lse = Tensor::empty({a.batch, a.heads, a.q_len}, compute);
+  REQUIRE(cuda::tiled_attention::dispatch(dtype, a, [&]<typename S, int kDim, bool kRel>() {
+            return cuda::tiled_attention::forward<S, kDim, kRel>(
                 EmulatedLauncher{}, a, in.q.raw_data(), in.k.raw_data(), in.v.raw_data(),
                 out.raw_data(), lse.raw_data());
           }) == cudaSuccess);
-  const Tensor row_dot = sum(mul(in.gout, out), {-1});
+  const Tensor row_dot = sum(mul(cast(in.gout, compute), cast(out, compute)), {-1});
   std::vector<Tensor> r = {out, lse, Tensor::empty(in.q.shape(), dtype),
                            Tensor::empty(in.k.shape(), dtype), Tensor::empty(in.v.shape(), dtype)};
   AttentionGradBuffers g{r[2].raw_data(), r[3].raw_data(), r[4].raw_data()};
   Tensor scratch, d_rel_key;
   if (position) {
     r.push_back(Tensor::empty(in.rel_query.shape(), dtype));
-    d_rel_key = Tensor::empty({a.batch, a.heads, in.rel_key.size(1), a.rel_dim}, dtype);
-    scratch = Tensor::empty({cuda::tiled_attention::rel_key_scratch_of(a)}, dtype);
+    d_rel_key = Tensor::empty({a.batch, a.heads, in.rel_key.size(1), a.rel_dim}, compute);
+    scratch = Tensor::empty({cuda::tiled_attention::rel_key_scratch_of(a)}, compute);
     g.d_rel_query = r[5].raw_data();
     g.d_rel_key = d_rel_key.raw_data();
     g.scratch = scratch.raw_data();
   }
-  REQUIRE(cuda::tiled_attention::dispatch(dtype, a, [&]<typename T, int kDim, bool kRel>() {
-            return cuda::tiled_attention::backward<T, kDim, kRel>(
+  REQUIRE(cuda::tiled_attention::dispatch(dtype, a, [&]<typename S, int kDim, bool kRel>() {
+            return cuda::tiled_attention::backward<S, kDim, kRel>(
                 EmulatedLauncher{}, a, in.q.raw_data(), in.k.raw_data(), in.v.raw_data(),
                 in.gout.raw_data(), lse.raw_data(), row_dot.raw_data(), g);
           }) == cudaSuccess);
   if (position)  // as core/ops/attention.cpp: each example's part summed
-    r.push_back(in.rel_key.size(0) == 1 ? sum(d_rel_key, {0, 1}).unsqueeze(0)
-                                        : sum(d_rel_key, {0}));
+    r.push_back(
+        cast(in.rel_key.size(0) == 1 ? sum(d_rel_key, {0, 1}).unsqueeze(0) : sum(d_rel_key, {0}),
+             dtype));
   return r;
 }
 
@@ -180,17 +185,28 @@ void check_matches_cpu(const Sizes& s, DType dtype, bool padding, int64_t window
   RELPOS_INFO(
       "{} {} B {} H {} Lq {} Lk {} D {} Dv {}, padding {}, window {} (-1: not causal), dropout "
       "{}, inputs in ±{}, position term: offset {} rows [{}, {}] x {} tables of width {}",
-      path == emulated ? "emulated kernels" : "composed form", dtype == DType::f64 ? "f64" : "f32",
-      s.batch, s.heads, s.q_len, s.k_len, s.dim, s.value_dim, padding, window, dropout, range,
-      t.offset, t.min, t.max, t.tables, t.dim);
+      path == emulated ? "emulated kernels" : "composed form", dtype_name(dtype), s.batch, s.heads,
+      s.q_len, s.k_len, s.dim, s.value_dim, padding, window, dropout, range, t.offset, t.min, t.max,
+      t.tables, t.dim);
   const Inputs in = make_inputs(s, dtype, padding, window, dropout, t, range);
   const std::vector<Tensor> got = path(in), want = on_cpu(in);
   const char* names[] = {"out", "lse", "dq", "dk", "dv", "d rel_query", "d rel_key"};
   REQUIRE(got.size() == want.size());
-  const double tol = dtype == DType::f64 ? 1e-10 : 2e-5;
   for (size_t i = 0; i < got.size(); ++i) {
     INFO(names[i]);
-    CHECK_CLOSE(got[i], want[i], tol, tol / 10);
+    REQUIRE(got[i].dtype() == want[i].dtype());
+    if (dtype != DType::bf16) {
+      const double tol = dtype == DType::f64 ? 1e-10 : 2e-5;
+      CHECK_CLOSE(got[i], want[i], tol, tol / 10);
+      continue;
+    }
+    // bf16: the tensor cores' products round P̃ and dS to bf16 where the CPU's f32 kernels do
+    // not: agreement to bf16's precision, relative to the result's largest value.
+    const Tensor w = cast(want[i], DType::f64);
+    double largest = 0;
+    for (const double x : w.to_vector<double>())
+      if (std::isfinite(x)) largest = std::max(largest, std::abs(x));
+    CHECK_CLOSE(cast(got[i], DType::f64), w, 1e-2, 1e-2 * largest);
   }
 }
 
@@ -258,12 +274,28 @@ TEST_CASE("CUDA's composed attention (where the tiles do not fit) equals the CPU
 TEST_CASE("CUDA attention kernels: the instantiations' shared memory fits a block") {
   using namespace cuda::tiled_attention;
   const auto fits = [](size_t bytes) { return bytes <= cuda_emulation::kMaxSharedBytes; };
-  CHECK(fits(shared_bytes<ForwardTiles<double, 32>, true, double, 32>()));
-  CHECK(fits(shared_bytes<KeyTiles<double, 32>, true, double, 32, 0>()));
-  CHECK(fits(shared_bytes<QueryTiles<double, 32>, true, double, 32>()));
-  CHECK(fits(shared_bytes<DiagonalTiles<double, 32>, true, double, 32, 1>()));
-  CHECK(fits(shared_bytes<KeyTiles<float, 64>, true, float, 64, 0>()));
-  CHECK(fits(shared_bytes<QueryTiles<float, 64>, true, float, 64>()));
-  CHECK(fits(shared_bytes<DiagonalTiles<float, 64>, true, float, 64, 1>()));
-  CHECK(fits(shared_bytes<KeyTiles<float, 128>, false, float, 128>()));
+  const auto all_fit = [&]<typename S, int kDim, bool kRel>() {
+    CHECK(fits(forward_bytes<S, kDim, kRel>()));
+    CHECK(fits(key_grad_bytes<S, kDim, kRel>()));
+    CHECK(fits(query_grad_bytes<S, kDim, kRel>()));
+    if constexpr (kRel) CHECK(fits(rel_key_band_bytes<S, kDim>()));
+  };
+  all_fit.operator()<double, 32, true>();
+  all_fit.operator()<double, 64, false>();
+  all_fit.operator()<float, 64, true>();
+  all_fit.operator()<float, 128, false>();
+  all_fit.operator()<bf16, 64, true>();
+  all_fit.operator()<bf16, 64, false>();
+}
+
+TEST_CASE("CUDA attention kernels, emulated, on bf16 (tensor cores) agree with the CPU op") {
+  // Head sizes of both instantiations (32, 64), odd sizes both sides of the tiles, Lq != Lk, every
+  // placement of the position term, padding x dropout, logits in the tens.
+  for (const Sizes& s : {Sizes{2, 1, 70, 131, 20, 30}, Sizes{1, 2, 96, 160, 64, 64}}) {
+    for (const int64_t window : {int64_t{-1}, int64_t{0}, int64_t{17}})
+      check_matches_cpu(s, DType::bf16, window != 0, window, window != 0 ? 0.2 : 0.0, {}, 3.0);
+    for (const auto& [term, window] : placements(s, s.dim))
+      for (const bool padding : {false, true})
+        check_matches_cpu(s, DType::bf16, padding, window, padding ? 0.2 : 0.0, term, 2.0);
+  }
 }

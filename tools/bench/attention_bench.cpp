@@ -10,6 +10,7 @@
 
 #include <fmt/ranges.h>
 
+#include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
@@ -99,6 +100,7 @@ AttentionResult measure(const AttentionVariant& variant, int64_t n, const Attent
   const Tensor v = randn({B, H, n, D}, gen, 0, 1, DType::f32, device);
   const Tensor grad = randn({B, H, n, D}, gen, 0, 1, DType::f32, device);  // d loss / d out
   const AttentionInputs inputs{Tensor(), variant.causal, nullptr};
+  const AutocastGuard precision(o.precision);
   const auto forward_backward = [&] {
     const Var qv(q, true), kv(k, true), vv(v, true);
     const Var out = attend(*attention, positional.get(), qv, kv, vv, inputs);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/dtype.h"
 #include "layers/attention/catalog.h"
 #include "tools/bench/bench_common.h"
 
@@ -39,7 +40,8 @@ struct AttentionBenchOptions {
   std::vector<int64_t> lengths{1024, 2048, 4096, 8192, 16384};
   int64_t batch = 1, heads = 8, dim = 32;
   Device device = Device::cpu();
-  double min_seconds = 0.5;  // per timing (forward, forward+backward), after two warm-up calls
+  DType precision = DType::f32;  // bf16: the variant runs in a bf16 autocast scope
+  double min_seconds = 0.5;      // per timing (forward, forward+backward), after two warm-up calls
   int64_t min_runs = 3;
   bool time_forward = true;  // also time the forward pass alone (no graph recorded)
   // 0: no limit. Otherwise a variant counts as out of memory at a length when its peak, predicted

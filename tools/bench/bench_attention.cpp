@@ -25,11 +25,11 @@ void run(const bench::AttentionBenchOptions& o,
          const std::vector<const bench::AttentionVariant*>& variants, bool json) {
   if (!json)
     std::printf(
-        "relpos attention fwd+bwd on %s: B %lld, H %lld, D %lld, f32, %d threads\n%-22s %7s %11s "
+        "relpos attention fwd+bwd on %s: B %lld, H %lld, D %lld, %s, %d threads\n%-22s %7s %11s "
         "%10s %6s %10s\n",
         o.device.str().c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.heads),
-        static_cast<long long>(o.dim), omp_get_max_threads(), "variant", "N", "median ms", "min ms",
-        "runs", "peak MB");
+        static_cast<long long>(o.dim), dtype_name(o.precision), omp_get_max_threads(), "variant",
+        "N", "median ms", "min ms", "runs", "peak MB");
   bench::run_attention_bench(o, variants, [&](const bench::AttentionResult& r) {
     const char* name = r.variant->name.c_str();
     const auto n = static_cast<long long>(r.length);
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   bench::AttentionBenchOptions o;
   o.max_quadratic_n = 8192;
   bool list = false, json = false;
-  std::string device = "cpu", filter, lengths = "1024,2048,4096,8192,16384";
+  std::string device = "cpu", filter, lengths = "1024,2048,4096,8192,16384", precision = "f32";
   int64_t limit_mb = 0;
   app.add_flag("--list", list, "the variant names, one per line");
   app.add_flag("--json", json, "one JSON object per measured (variant, N) per line");
@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--memory-limit-mb", limit_mb, "a peak above M MB counts as out of memory")
       ->check(bench::non_negative);
+  app.add_option("--precision", precision,
+                 "f32, or bf16: products and the fused attention on bf16 operands (autocast)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   return bench::run_cli(app, argc, argv, [&] {
     if (list) {
       for (const bench::AttentionVariant& v : bench::attention_variants())
@@ -94,6 +98,7 @@ int main(int argc, char** argv) {
     o.device = Device::parse(device);
     bench::check_device(o.device);
     o.lengths = bench::parse_lengths(lengths);
+    o.precision = precision == "bf16" ? DType::bf16 : DType::f32;
     o.memory_limit_bytes = limit_mb << 20;
     o.time_forward = false;  // run_attention_bench.sh compares forward+backward only
     o.min_runs = 3;

@@ -137,6 +137,8 @@ def main():
     p.add_argument("--min-time", type=float, default=0.5)
     p.add_argument("--max-quadratic-n", type=int, default=8192)
     p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
+    p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                   help="bf16: under torch.autocast(dtype=torch.bfloat16)")
     args = p.parse_args()
     if args.list:
         print("\n".join(VARIANTS))
@@ -150,7 +152,7 @@ def main():
     torch.manual_seed(0)
     if not args.json:
         print(f"torch {torch.__version__} attention fwd+bwd on {args.device}: B {args.batch}, "
-              f"H {args.heads}, D {args.dim}, f32, {torch.get_num_threads()} threads")
+              f"H {args.heads}, D {args.dim}, {args.precision}, {torch.get_num_threads()} threads")
     b, h, d = args.batch, args.heads, args.dim
     for name in VARIANTS:
         if names and name not in names:
@@ -166,8 +168,10 @@ def main():
 
             def call():
                 qq, kk, vv = (x.detach().requires_grad_() for x in (q, k, v))
-                out = fn(qq, kk, vv)
-                out.backward(g)
+                with torch.autocast(args.device, dtype=torch.bfloat16,
+                                    enabled=args.precision == "bf16"):
+                    out = fn(qq, kk, vv)
+                out.backward(g.to(out.dtype))
                 for x in params:
                     x.grad = None
                 return out.detach()

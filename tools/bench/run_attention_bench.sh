@@ -4,12 +4,14 @@
 # markdown table: forward+backward median ms, the ratio relpos / PyTorch, and peak memory.
 # Usage: tools/bench/run_attention_bench.sh [--device cpu|cuda] [--filter NAME[,...]]
 #          [--lengths 1024,...] [--min-time S] [--max-quadratic-n N] [--json-out DIR]
+#          [--precision f32|bf16]  (bf16: relpos under bf16 autocast, PyTorch under torch.autocast)
 # Environment: BUILD_DIR (default build/cpu for the CPU, build/cuda for CUDA; built if absent),
 # PYTHON (default /usr/bin/python3, Debian's python3-torch; on a GPU machine a CUDA PyTorch).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 device=cpu filter="" lengths="1024,2048,4096,8192,16384" min_time=0.5 max_quadratic_n=8192
+precision=f32
 json_out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -19,7 +21,8 @@ while [[ $# -gt 0 ]]; do
     --min-time) min_time=$2; shift 2 ;;
     --max-quadratic-n) max_quadratic_n=$2; shift 2 ;;
     --json-out) json_out=$2; shift 2 ;;
-    -h | --help) sed -n '2,8p' "$0"; exit 0 ;;
+    --precision) precision=$2; shift 2 ;;
+    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "run_attention_bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -38,8 +41,8 @@ bench="$build_dir/tools/bench/relpos_bench_attention"
 # torch (whose default may differ).
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(env -u OMP_NUM_THREADS nproc)}
 common=(--device "$device" --lengths "$lengths" --min-time "$min_time"
-        --max-quadratic-n "$max_quadratic_n" --json)
-echo "device: $device; OMP_NUM_THREADS $OMP_NUM_THREADS; $(date -u +%F)"
+        --max-quadratic-n "$max_quadratic_n" --precision "$precision" --json)
+echo "device: $device; precision $precision; OMP_NUM_THREADS $OMP_NUM_THREADS; $(date -u +%F)"
 for variant in ${filter//,/ }; do
   "$bench" "${common[@]}" --filter "$variant" >>"$out/relpos.jsonl"
   if "$python" tools/bench/bench_attention_torch.py --list | grep -qx "$variant"; then
