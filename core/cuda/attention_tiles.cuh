@@ -119,10 +119,13 @@ inline __device__ TileRange query_tiles(const AttentionArgs& a, int64_t j0) {
   return tiles_of(larger(int64_t{0}, j0 - shift), end);
 }
 
-// Thread (group g, lane l) holds tile rows g + 16 r (r < 4): the four groups of a warp read
+// Thread (warp w, group g of the warp, lane l) holds tile rows 16 w + g + 4 r (r < 4): a warp owns
+// 16 consecutive rows, the rows its tensor-core products form (bf16), and its four groups read
 // neighbouring rows, so a vector load of each row's next four values is free of bank conflicts.
 __device__ __forceinline__ int row_of(int r) {
-  return threadIdx.x / kLanes + kTile / kRowsPer * r;
+  constexpr int kWarpRows = kTile / (kThreads / 32), kGroups = 32 / kLanes;
+  return kWarpRows * static_cast<int>(threadIdx.x / 32) +
+         static_cast<int>(threadIdx.x % 32) / kLanes + kGroups * r;
 }
 // ... and tile columns 32 (c / 4) + 4 l + c % 4 (c < 8): two runs of four, read as vectors.
 __device__ __forceinline__ int col_of(int c) {
@@ -200,14 +203,16 @@ __device__ void load_cols(ColTile<S, kDim>& cols, const S* x, int64_t col0, int6
 
 // Warp w forms rows [kMma w, kMma (w + 1)) of the [kTile, kN] product A·B on the tensor cores (A
 // [kTile][kK] row-major at a with row stride lda; B(k, n) at b[k ldb + n] when LayoutB is
-// row_major, b[n ldb + k] when col_major) and writes them to the staging tile, once every thread
-// has taken its share of the previous product from there.
+// row_major, b[n ldb + k] when col_major) and writes them to the staging tile, once each of its
+// threads has taken its share of the previous product from there. Those rows are the warp's own
+// (row_of), so warp barriers order the staging tile's writes and reads.
 template <int kN, int kK, typename LayoutB>
 __device__ __forceinline__ void stage_product(const bf16* a, int lda, const bf16* b, int ldb) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // bf16 WMMA needs sm_80; tiled_attention_fits sends bf16 elsewhere on older GPUs
 #else
   namespace wmma = nvcuda::wmma;
+  static_assert(kTile / (kThreads / 32) == kMma, "a warp's rows are one fragment's");
   const int row0 = kMma * static_cast<int>(threadIdx.x / 32);
   wmma::fragment<wmma::accumulator, kMma, kMma, kMma, float> acc[kN / kMma];
 #pragma unroll
@@ -225,12 +230,12 @@ __device__ __forceinline__ void stage_product(const bf16* a, int lda, const bf16
       wmma::mma_sync(acc[n], fa, fb, acc[n]);
     }
   }
-  __syncthreads();  // every thread has read the previous product
+  __syncwarp();  // the warp's threads have read the previous product
   ScoreTile<float>& out = staging_tile();
 #pragma unroll
   for (int n = 0; n < kN / kMma; ++n)
     wmma::store_matrix_sync(&out[row0][kMma * n], acc[n], kTile + kPad<float>, wmma::mem_row_major);
-  __syncthreads();
+  __syncwarp();
 #endif
 }
 

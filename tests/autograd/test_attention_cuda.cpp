@@ -179,8 +179,8 @@ TEST_CASE("attention on CUDA: peak device memory of forward + backward grows lin
   };
   for (const auto& [causal, position] : {std::pair{false, false}, {true, false}, {true, true}}) {
     const int64_t small = peak_at(1024, causal, position), large = peak_at(16384, causal, position);
-    INFO(fmt::format("causal {}, position term {}: peak {} bytes at L 1024, {} at 16384", causal,
-                     position, small, large));
+    RELPOS_INFO("causal {}, position term {}: peak {} bytes at L 1024, {} at 16384", causal,
+                position, small, large);
     CHECK(static_cast<double>(large) / static_cast<double>(small) < 17);
     CHECK(large < (int64_t{320} << 20));  // the scores alone would be 8 x 16384² x 4 bytes = 8 GiB
   }

@@ -1,8 +1,9 @@
 // Stands in for the CUDA runtime header when relpos's kernel sources are compiled as host C++ by
 // the tests of tests/cuda_emulation (and only there: it is first on their include path). The
 // keywords become plain C++, the vector types and built-in indices are host values that the
-// emulator (emulator.h) sets for each thread, and __syncthreads and __shfl_xor_sync (and the WMMA
-// calls of mma.h here) wait for the other threads of the block or warp, which run as fibers.
+// emulator (emulator.h) sets for each thread, and __syncthreads, __syncwarp and __shfl_xor_sync
+// (and the WMMA calls of mma.h here) wait for the other threads of the block or warp, which run as
+// fibers.
 #pragma once
 
 #include <algorithm>
@@ -68,6 +69,10 @@ void shuffle_xor(const void* value, void* out, size_t bytes, int lane_mask);
 
 inline void __syncthreads() {
   relpos::cuda_emulation::sync_block();
+}
+
+inline void __syncwarp(unsigned /*mask: every lane takes part*/ = 0xffffffffu) {
+  relpos::cuda_emulation::sync_warp();
 }
 
 template <typename T>

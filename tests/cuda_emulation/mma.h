@@ -1,9 +1,10 @@
 // Stands in for the toolkit's mma.h in tests/cuda_emulation: the WMMA operations the attention
 // kernels use (fill, load, mma, store of 16x16x16 bf16 fragments with f32 sums). On a GPU they are
 // collective over a warp and a fragment's elements are spread over its lanes in an unspecified
-// order; here every operation first waits for the warp's 32 threads (so a lane reads what its warp
-// wrote before the call, and nothing more), and lane 0 holds whole matrices and does the work,
-// which is all the kernels can observe: they only load, multiply and store fragments.
+// order; here lane 0 holds whole matrices and does the work when it reaches the call, which is
+// all the kernels can observe (they only load, multiply and store fragments). The calls do not
+// wait for the other lanes: the kernel's own barriers must order a fragment's loads and stores
+// with the other threads' shared-memory accesses, and a missing one shows.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -30,7 +31,6 @@ struct fragment {
 
 namespace detail {
 inline bool warp_leader() {
-  relpos::cuda_emulation::sync_warp();
   return threadIdx.x % 32 == 0;
 }
 }  // namespace detail
