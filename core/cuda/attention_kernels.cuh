@@ -118,13 +118,14 @@ __device__ ScoreTile<Compute<S>>* score_tiles() {
   else
     return nullptr;
 }
-// The tile a kernel of f32 or f64 lends for a half of G (`own`), or for bf16 the extra score tile.
+// The tile a kernel of f32 or f64 lends for a half of G (`own`), or for bf16 the extra score tile
+// (a pointer: with f32 and f64 the kernel may have no extra tiles).
 template <typename S>
-__device__ ScoreTile<Compute<S>>& g_tile(ScoreTile<S>& own, ScoreTile<Compute<S>>& extra) {
+__device__ ScoreTile<Compute<S>>* g_tile(ScoreTile<S>& own, ScoreTile<Compute<S>>* extra) {
   if constexpr (kTensorCores<S>)
     return extra;
   else
-    return own;
+    return &own;
 }
 
 __device__ inline const uint8_t* mask_row(const AttentionArgs& a, int64_t bh) {
@@ -300,8 +301,8 @@ __global__ void __launch_bounds__(kThreads)
     [[maybe_unused]] ScoreTile<T>* g_low = nullptr;
     [[maybe_unused]] ScoreTile<T>* g_high = nullptr;
     if constexpr (kRel) {
-      g_low = &g_tile<S>(s.p, scores[0]);
-      g_high = &g_tile<S>(s.ds, scores[1]);
+      g_low = g_tile<S>(s.p, scores);
+      g_high = g_tile<S>(s.ds, scores + 1);
       band_scores<S, kDim>(pos->rq, pos->band, *g_low, *g_high, post);
       __syncthreads();
     }

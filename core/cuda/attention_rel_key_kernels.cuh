@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(kThreads)
   PositionTiles<S, kDim>* const pos = position_tiles<true, DiagonalTiles<S, kDim>, S, kDim>();
   ScoreTile<T>* const scores = score_tiles<true, DiagonalTiles<S, kDim>, S, kDim>();
   // G's halves: the low one in the dS tile (f32, f64) until the pairs have read it.
-  ScoreTile<T>& low = g_tile<S>(s.ds, scores[0]);
+  ScoreTile<T>& low = *g_tile<S>(s.ds, scores);
   ScoreTile<T>& high = scores[kDiagonalScoreTiles<S> - 1];
   const int64_t bh = blockIdx.x;
   const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
