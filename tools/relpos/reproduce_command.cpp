@@ -38,7 +38,8 @@ constexpr const char* kFooter =
     "grid of the same scale). figure3 runs `relpos bench attention` and draws OUT/figure3.png\n"
     "with tools/plots.py. --jobs N trains table2's runs N at a time on the CPU, each a\n"
     "`relpos train` process with 1/N of the threads (the same results: a run does not depend\n"
-    "on its thread count); its console goes to RUN_DIR.log, kept when the run fails. Tables\n"
+    "on its thread count), each cell's first run first, then the longest cells' runs first;\n"
+    "its console goes to RUN_DIR.log, kept when the run fails. Tables\n"
     "that report training time (table1, whose runs table3 times; table3; lm) run one at a time.\n"
     "Scales (configs/paper/scales.yaml, under --configs):\n";
 

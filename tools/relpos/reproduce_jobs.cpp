@@ -88,17 +88,43 @@ std::pair<pid_t, int> wait_child() {
 
 }  // namespace
 
+size_t next_pending(const std::vector<PendingRun>& pending, const std::vector<bool>& started,
+                    const std::map<const Cell*, double>& seconds) {
+  std::map<const Cell*, bool> cell_started;
+  for (size_t i = 0; i < pending.size(); ++i) cell_started[pending[i].cell] |= started[i];
+  // (tier, -seconds): tier 0 a cell not started, 1 a cell still on its first run, 2 measured.
+  size_t best = pending.size();
+  std::pair<int, double> best_key;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (started[i]) continue;
+    const Cell* cell = pending[i].cell;
+    const auto measured = seconds.find(cell);
+    const std::pair<int, double> key = !cell_started[cell] ? std::pair{0, 0.0}
+                                       : measured == seconds.end()
+                                           ? std::pair{1, 0.0}
+                                           : std::pair{2, -measured->second};
+    if (best == pending.size() || key < best_key) best = i, best_key = key;
+  }
+  return best;
+}
+
 void Grid::run_in_processes(const std::vector<PendingRun>& pending, std::vector<Row>& rows,
                             TableReport& report) const {
   const fs::path program = self_program();
   const int threads = std::max(1, omp_get_max_threads() / static_cast<int>(o.jobs));
   const std::vector<std::string> env = child_environment(threads);
-  std::map<pid_t, const PendingRun*> running;
-  size_t next = 0;
+  std::map<pid_t, std::pair<const PendingRun*, std::chrono::steady_clock::time_point>> running;
+  std::vector<bool> started(pending.size(), false);
+  std::map<const Cell*, std::vector<double>> times;  // each cell's finished runs, in seconds
+  std::map<const Cell*, double> seconds;             // their means
+  size_t unstarted = pending.size();
   int64_t left = static_cast<int64_t>(pending.size());  // runs not yet finished
-  while (next < pending.size() || !running.empty()) {
-    while (next < pending.size() && static_cast<int64_t>(running.size()) < o.jobs) {
-      const PendingRun& run = pending[next++];
+  while (unstarted > 0 || !running.empty()) {
+    while (unstarted > 0 && static_cast<int64_t>(running.size()) < o.jobs) {
+      const size_t next = next_pending(pending, started, seconds);
+      started[next] = true;
+      --unstarted;
+      const PendingRun& run = pending[next];
       progress(run.number, *run.cell, run.seed, false, report, left);
       std::vector<std::string> args{program.string(), "train", run.cell->config, "--quiet",
                                     "--overwrite"};
@@ -114,12 +140,20 @@ void Grid::run_in_processes(const std::vector<PendingRun>& pending, std::vector<
         args.push_back(last.string());
       }
       fs::create_directories(run.dir.parent_path());
-      running[spawn(args, env, run.dir.string() + ".log")] = &run;
+      running[spawn(args, env, run.dir.string() + ".log")] = {&run,
+                                                              std::chrono::steady_clock::now()};
     }
     const auto [pid, status] = wait_child();
     const auto it = running.find(pid);
     if (it == running.end()) continue;  // not one of the runs
-    const PendingRun& run = *it->second;
+    const PendingRun& run = *it->second.first;
+    std::vector<double>& cell_times = times[run.cell];
+    cell_times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second)
+            .count());
+    double total = 0;
+    for (const double t : cell_times) total += t;
+    seconds[run.cell] = total / static_cast<double>(cell_times.size());
     running.erase(it);
     --left;
     const fs::path console = run.dir.string() + ".log";

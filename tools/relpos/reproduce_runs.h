@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,15 @@ struct PendingRun {
   int64_t number = 0;  // its place in the grid, from 0
   std::filesystem::path dir;
 };
+
+// The run of `pending` that --jobs starts next: the longest first, as far as is known, so a grid
+// does not end with one long run alone on the machine. Runs of cells none of whose runs has
+// started come first (grid order), so each cell's time is learnt early; then runs of cells whose
+// first run is still going (the long ones are those still running); then by their cell's measured
+// seconds, longest first. started[i]: pending[i] has started; seconds: the mean wall time of each
+// cell's finished runs. pending.size() when every run has started.
+size_t next_pending(const std::vector<PendingRun>& pending, const std::vector<bool>& started,
+                    const std::map<const Cell*, double>& seconds);
 
 // One cell's runs, by seed.
 struct Row {
