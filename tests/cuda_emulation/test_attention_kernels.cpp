@@ -251,9 +251,11 @@ TEST_CASE("CUDA attention kernels, emulated, equal the CPU kernel: the position 
 }
 
 TEST_CASE("CUDA attention kernels, emulated, equal the CPU kernel: Transformer-XL base's shape") {
-  // A 512-token segment over 512 tokens of memory, heads of 64, dropout 0.1; one head.
+  // A 512-token segment over 512 tokens of memory, heads of 64, dropout 0.1; one head; f32 and
+  // bf16 (the tensor cores).
   const Sizes s{1, 1, 512, 1024, 64, 64};
   check_matches_cpu(s, DType::f32, false, 0, 0.1, {512, 0, 1023, 1, 64}, 1.0);
+  check_matches_cpu(s, DType::bf16, false, 0, 0.1, {512, 0, 1023, 1, 64}, 1.0);
 }
 
 TEST_CASE("CUDA's composed attention (where the tiles do not fit) equals the CPU kernel, f64") {
