@@ -213,6 +213,7 @@ __device__ __forceinline__ void stage_product(const bf16* a, int lda, const bf16
 #else
   namespace wmma = nvcuda::wmma;
   static_assert(kTile / (kThreads / 32) == kMma, "a warp's rows are one fragment's");
+  static_assert(kN <= kTile, "the staging tile holds kTile columns (bf16 heads up to 64)");
   const int row0 = kMma * static_cast<int>(threadIdx.x / 32);
   wmma::fragment<wmma::accumulator, kMma, kMma, kMma, float> acc[kN / kMma];
 #pragma unroll
