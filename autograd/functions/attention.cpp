@@ -22,10 +22,6 @@ void draw_dropout_stream(const Var& q, const Var& k, AttentionSpec& spec, Genera
   }
 }
 
-Tensor cast_to(const Tensor& x, DType dtype) {
-  return x.defined() && x.dtype() != dtype ? cast(x, dtype) : x;
-}
-
 // The op on the inputs' values (rounded in a bf16 scope); the output in the inputs' dtype.
 Var attention_of(const std::vector<Var>& inputs, AttentionSpec spec) {
   const DType dtype = inputs[0].value().dtype();
@@ -34,15 +30,14 @@ Var attention_of(const std::vector<Var>& inputs, AttentionSpec spec) {
   if (x.size() == 5) spec.rel_query = x[3], spec.rel_key = x[4];
   AttentionResult r = attention(x[0], x[1], x[2], spec);
   const DType operands = x[0].dtype();
-  return make_result("attention", cast_to(r.out, dtype), inputs,
-                     [x, r, spec, dtype, operands](const Tensor& g) {
-                       const AttentionGrads d =
-                           attention_backward(cast_to(g, operands), x[0], x[1], x[2], r, spec);
-                       std::vector<Tensor> grads{d.dq, d.dk, d.dv};
-                       if (x.size() == 5) grads.insert(grads.end(), {d.drel_query, d.drel_key});
-                       for (Tensor& t : grads) t = cast_to(t, dtype);
-                       return grads;
-                     });
+  return make_result(
+      "attention", cast(r.out, dtype), inputs, [x, r, spec, dtype, operands](const Tensor& g) {
+        const AttentionGrads d = attention_backward(cast(g, operands), x[0], x[1], x[2], r, spec);
+        std::vector<Tensor> grads{d.dq, d.dk, d.dv};
+        if (x.size() == 5) grads.insert(grads.end(), {d.drel_query, d.drel_key});
+        for (Tensor& t : grads) t = cast(t, dtype);
+        return grads;
+      });
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 // Philox word of pair ((b H + h) Lq + i) Lk + j, as dropout_mask and the CPU kernel do.
 // With the position term (kRel), S gains scale rel_query_i·rel_key[rel_row(δ)] (Transformer-XL's
 // (b) + (d), Dai et al. 2019 §3.3): per tile one product G = rq·bandᵀ against the 2 kTile - 1
-// table rows the tile's distances read, each pair picking its column (attention_tiles.cuh); the
+// table rows the tile's distances read, each pair picking its column (attention_band.cuh); the
 // dQ kernel also sums d rel_query += scale dG band; d rel_key has kernels of its own
 // (attention_rel_key_kernels.cuh). The launch order is attention_launches.cuh.
 // bf16 operands (storage S) are computed on in f32 (T = Compute<S>): their products on the tensor
@@ -25,8 +25,8 @@
 
 #include <cstdint>
 
+#include "core/cuda/attention_band.cuh"
 #include "core/cuda/attention_kernels.h"
-#include "core/cuda/attention_tiles.cuh"
 
 namespace relpos::cuda::tiled_attention {
 

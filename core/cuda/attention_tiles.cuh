@@ -1,7 +1,7 @@
 // The machinery of the tiled attention kernels (attention_kernels.cuh): the tile and thread
 // geometry, which pairs and tiles a row may see, the dropout keep test, and each thread's share of
-// the shared-memory tiles (row_of, col_of, dim_of) with their vector loads, products and stores;
-// and the band of position-table rows a tile reads, with the products that use it.
+// the shared-memory tiles (row_of, col_of, dim_of) with their vector loads, products and stores
+// (the position term's band is attention_band.cuh).
 // Storage S is f32, f64 or bf16; a kernel computes in Compute<S> (f32 for bf16). f32 and f64 tiles
 // multiply with FMAs into each thread's registers; bf16 tiles on the tensor cores (WMMA 16x16x16,
 // f32 sums), each warp 16 rows of a product, through an f32 staging tile at the start of shared
@@ -286,6 +286,22 @@ __device__ __forceinline__ void tile_product(const RowTile<S, kDim>& rows,
   }
 }
 
+// acc[r][e] += Σ_i w[r][i] values[dim_of(e)][c0 + i] over four columns, with FMAs.
+template <typename S, int kDim>
+__device__ __forceinline__ void add_weighted_columns(const Compute<S> (&w)[kRowsPer][4],
+                                                     const ColTile<S, kDim>& values, int c0,
+                                                     Compute<S> (&acc)[kRowsPer][kDim / kLanes]) {
+#pragma unroll
+  for (int e = 0; e < kDim / kLanes; ++e) {
+    Compute<S> x[4];
+    load4(&values[dim_of(e)][c0], x);
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[r][e] = fma(w[r][i], x[i], acc[r][e]);
+  }
+}
+
 // acc[r][e] += Σ_c weights[row_of(r)][c] values[dim_of(e)][c] with FMAs (f32, f64).
 template <typename T, int kDim>
 __device__ __forceinline__ void fma_accumulate_rows(const ScoreTile<T>& weights,
@@ -296,15 +312,7 @@ __device__ __forceinline__ void fma_accumulate_rows(const ScoreTile<T>& weights,
     T w[kRowsPer][4];
 #pragma unroll
     for (int r = 0; r < kRowsPer; ++r) load4(&weights[row_of(r)][c0], w[r]);
-#pragma unroll
-    for (int e = 0; e < kDim / kLanes; ++e) {
-      T x[4];
-      load4(&values[dim_of(e)][c0], x);
-#pragma unroll
-      for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-        for (int cc = 0; cc < 4; ++cc) acc[r][e] = fma(w[r][cc], x[cc], acc[r][e]);
-    }
+    add_weighted_columns<T, kDim>(w, values, c0, acc);
   }
 }
 
@@ -351,124 +359,6 @@ __device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], O* x, int64_
 #pragma unroll
     for (int e = 0; e < kDim / kLanes; ++e)
       if (dim_of(e) < dim) x[row * dim + dim_of(e)] = O(acc[r][e] * factor);
-  }
-}
-
-// ---------------------------------------------------------------- the position term
-// Pair (query i, key j) reads table row rel_row(δ), δ = i + rel_offset - j (core/ops.h
-// AttentionSpec::rel_key). The pairs of query rows [i0, i0 + kTile) x keys [j0, j0 + kTile) read
-// the 2 kTile - 1 distances from band_start(i0, j0): pair (i0 + x, j0 + y) reads band row
-// g = x - y + kTile - 1. A tile's term is one dense product G = rq·bandᵀ [kTile, 2 kTile] in two
-// halves of kTile columns, from which each pair picks its column (the rel-shift as index
-// arithmetic); its gradients are products with dG, the pairs' dS placed at their columns.
-
-// The band's table rows, transposed as the keys are: band[h][d][x] holds band row h kTile + x
-// (row 2 kTile - 1 stays zero).
-template <typename T, int kDim>
-using BandTiles = ColTile<T, kDim>[2];
-
-__device__ __forceinline__ int64_t rel_row(const AttentionArgs& a, int64_t delta) {
-  return smaller(larger(delta, a.rel_min), a.rel_max) - a.rel_min;
-}
-__device__ __forceinline__ int64_t band_start(const AttentionArgs& a, int64_t i0, int64_t j0) {
-  return i0 + a.rel_offset - j0 - (kTile - 1);
-}
-// Head bh's table, [rel_max - rel_min + 1, R].
-template <typename T>
-__device__ const T* table_of(const AttentionArgs& a, int64_t bh) {
-  const int64_t rows = a.rel_max - a.rel_min + 1;
-  return static_cast<const T*>(a.rel_key) + (a.rel_one_table ? 0 : bh % a.heads) * rows * a.rel_dim;
-}
-
-// Band row g = table[rel_row(delta0 + g)] * factor; zero in the last row and past R.
-template <typename S, int kDim>
-__device__ void load_band(BandTiles<S, kDim>& band, const AttentionArgs& a, const S* table,
-                          int64_t delta0, Compute<S> factor) {
-  for (int e = threadIdx.x; e < 2 * kTile * kDim; e += kThreads) {
-    const int g = e / kDim, d = e % kDim;
-    band[g / kTile][d][g % kTile] =
-        g < 2 * kTile - 1 && d < a.rel_dim
-            ? S(Compute<S>(table[rel_row(a, delta0 + g) * a.rel_dim + d]) * factor)
-            : S(0);
-  }
-}
-
-// acc *= factor.
-template <typename T>
-__device__ __forceinline__ void scale_tile(T (&acc)[kRowsPer][kColsPer], T factor) {
-#pragma unroll
-  for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-    for (int c = 0; c < kColsPer; ++c) acc[r][c] *= factor;
-}
-
-// low, high = the two halves of G = factor rq·bandᵀ: G[x][g] = factor rq[x]·(band row g), kept in
-// the compute type.
-template <typename S, int kDim>
-__device__ __forceinline__ void band_scores(const RowTile<S, kDim>& rq,
-                                            const BandTiles<S, kDim>& band,
-                                            ScoreTile<Compute<S>>& low, ScoreTile<Compute<S>>& high,
-                                            Compute<S> factor) {
-  Compute<S> g[kRowsPer][kColsPer];
-  tile_product<S, kDim>(rq, band[0], g);
-  scale_tile(g, factor);
-  store_scores<Compute<S>>(low, g);
-  tile_product<S, kDim>(rq, band[1], g);
-  scale_tile(g, factor);
-  store_scores<Compute<S>>(high, g);
-}
-
-// acc[r][c] += G[query][query - key + kTile - 1] over this thread's pairs of the tile, whose rows
-// are queries and columns keys (kQueryRows) or the other way round.
-template <bool kQueryRows, typename T>
-__device__ __forceinline__ void add_band_scores(const ScoreTile<T>& low, const ScoreTile<T>& high,
-                                                T (&acc)[kRowsPer][kColsPer]) {
-#pragma unroll
-  for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-    for (int c = 0; c < kColsPer; ++c) {
-      const int query = kQueryRows ? row_of(r) : col_of(c);
-      const int g = query - (kQueryRows ? col_of(c) : row_of(r)) + kTile - 1;
-      acc[r][c] += g < kTile ? low[query][g] : high[query][g - kTile];
-    }
-}
-
-// dG from dS [query][key]: low, high = dG's halves, dG[x][g] = dS[x][x - g + kTile - 1] where that
-// key is in the tile, else 0.
-template <typename S>
-__device__ void band_grads(const ScoreTile<S>& ds, ScoreTile<S>& low, ScoreTile<S>& high) {
-  for (int e = threadIdx.x; e < 2 * kTile * kTile; e += kThreads) {
-    const int x = e / (2 * kTile), g = e % (2 * kTile), key = x - g + kTile - 1;
-    (g < kTile ? low[x][g] : high[x][g - kTile]) = key >= 0 && key < kTile ? ds[x][key] : S(0);
-  }
-}
-
-// acc[r][e] += Σ_x dG[x][g] values[dim_of(e)][x] for band rows g = g0 + row_of(r): rows of dGᵀ·rq
-// (values = rqᵀ), dG read from dS along its diagonals (dG[x][g] = dS[x][x - g + kTile - 1]).
-template <typename S, int kDim>
-__device__ __forceinline__ void accumulate_diagonals(const ScoreTile<S>& ds, int g0,
-                                                     const ColTile<S, kDim>& values,
-                                                     Compute<S> (&acc)[kRowsPer][kDim / kLanes]) {
-  using T = Compute<S>;
-#pragma unroll 2
-  for (int x0 = 0; x0 < kTile; x0 += 4) {
-    T w[kRowsPer][4];
-#pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-      for (int xx = 0; xx < 4; ++xx) {
-        const int key = x0 + xx - (g0 + row_of(r)) + kTile - 1;
-        w[r][xx] = key >= 0 && key < kTile ? T(ds[x0 + xx][key]) : T(0);
-      }
-#pragma unroll
-    for (int e = 0; e < kDim / kLanes; ++e) {
-      T v[4];
-      load4(&values[dim_of(e)][x0], v);
-#pragma unroll
-      for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-        for (int xx = 0; xx < 4; ++xx) acc[r][e] = fma(w[r][xx], v[xx], acc[r][e]);
-    }
   }
 }
 

@@ -87,8 +87,12 @@ bool through_f32(const Tensor& q, const Tensor& v, const AttentionSpec& spec) {
                              : !cuda::attention_takes_bf16(q.size(3), v.size(3), spec);
 }
 
+// x in dtype (cast returns x itself when it has it); an undefined x (no position term) as is.
+Tensor cast_defined(const Tensor& x, DType dtype) {
+  return x.defined() ? cast(x, dtype) : x;
+}
 Tensor to_f32(const Tensor& x) {
-  return x.defined() ? cast(x, DType::f32) : x;
+  return cast_defined(x, DType::f32);
 }
 
 AttentionSpec spec_in_f32(const AttentionSpec& spec) {
@@ -98,10 +102,6 @@ AttentionSpec spec_in_f32(const AttentionSpec& spec) {
   return s;
 }
 
-Tensor to_bf16(const Tensor& x) {
-  return x.defined() ? cast(x, DType::bf16) : x;
-}
-
 }  // namespace
 
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -109,7 +109,7 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
   check_inputs(q, k, v, spec);
   if (through_f32(q, v, spec)) {
     AttentionResult r = attention(to_f32(q), to_f32(k), to_f32(v), spec_in_f32(spec));
-    return {to_bf16(r.out), r.lse};
+    return {cast(r.out, DType::bf16), r.lse};
   }
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Dv = v.size(3);
   AttentionResult r{Tensor::empty({B, H, Lq, Dv}, q.dtype(), q.device()),
@@ -142,7 +142,8 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
   if (through_f32(q, v, spec)) {
     AttentionGrads g = attention_backward(to_f32(gout), to_f32(q), to_f32(k), to_f32(v),
                                           {to_f32(out), lse}, spec_in_f32(spec));
-    for (Tensor* t : {&g.dq, &g.dk, &g.dv, &g.drel_query, &g.drel_key}) *t = to_bf16(*t);
+    for (Tensor* t : {&g.dq, &g.dk, &g.dv, &g.drel_query, &g.drel_key})
+      *t = cast_defined(*t, DType::bf16);
     return g;
   }
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()),
