@@ -6,8 +6,10 @@
 // its operands rounded the same way and computes in f32 (its softmax and log-sum-exp included).
 // Everything else (softmax, LayerNorm, losses, FFTs, reductions, parameters, gradients, optimizer
 // state) stays in f32. f64 is never rounded.
-// Unlike PyTorch the products' results are not rounded to bf16: the activations between
-// products stay in f32, so only the operands saved for the backward are held in half the bytes.
+// Unlike PyTorch the products' results are not rounded to bf16 (the activations between products
+// stay in f32, so chiefly the operands saved for the backward are held in half the bytes), with
+// one exception: the transformer MLP's fused node (activation_dropout_linear) rounds fc1's output,
+// its largest activation, and keeps it in bf16 as PyTorch would.
 #pragma once
 
 #include "core/tensor.h"

@@ -116,7 +116,8 @@ Var activate(Activation act, const Var& x);
 // state the mask was drawn at: the backward computes act(h) and draws the mask again, so the
 // [N, hidden] activation and its mask are not kept between the passes (selective recomputation,
 // Korthikanti et al. 2022). The same bits as activate, dropout and matmul composed, gradients
-// included; `gen` advances as dropout's would. Not training, or p = 0: no dropout.
+// included; `gen` advances as dropout's would. Not training, or p = 0: no dropout. Under bf16
+// autocast h is rounded to bf16 and kept so (the composition on h's rounded values).
 Var activation_dropout_linear(const Var& h, Activation act, double p, Generator& gen, bool training,
                               const Var& weight, const Var& bias);
 

@@ -30,11 +30,14 @@ namespace {
 
 // out = x * (mask * 1/(1-p)) in one pass (BinaryOp::dropout_mul), the mask cast to x's dtype the
 // only temporary: the bits of mul(x, mul_scalar(cast(mask), 1/(1-p))). x * 0 keeps NaN/inf ->
-// NaN, as torch does. out may be x itself (each element is read before it is written).
+// NaN, as torch does. out may be x itself (each element is read before it is written). bf16 x:
+// computed in f32, rounded once.
 void dropout_into(const char* op, const Tensor& x, const Tensor& mask, double p,
                   const Tensor& out) {
   check_p(op, p);
-  check_floating(op, x);
+  check_defined(op, x);
+  RELPOS_CHECK(is_floating_or_bf16(x.dtype()), op,
+               "expects a floating dtype (f32, f64 or bf16), got {}", x.str());
   check_defined(op, mask, "mask");
   check_same_device(op, {&x, &mask});
   RELPOS_CHECK(mask.dtype() == DType::u8, op, "mask must be u8, got {}", mask.str());

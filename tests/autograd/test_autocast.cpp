@@ -1,8 +1,9 @@
 // bf16 autocast of products (autograd/autocast.h): matmul and bmm round their f32 operands and
 // the incoming gradient to bf16 and sum in f32 (forward and every gradient against that formula
-// written out), f64 and scopes without the guard are untouched, the fused feed-forward equals its
-// composed form under autocast too, an activation kept for the backward takes half its bytes, and
-// the guard refuses other dtypes.
+// written out), f64 and scopes without the guard are untouched, the fused feed-forward follows
+// autocast's formula (bf16 h, activation and their gradients) on the CPU and on CUDA, an
+// activation kept for the backward takes half its bytes, and the guard refuses other dtypes.
+#include <cmath>
 #include <cstring>
 
 #include "autograd/autocast.h"
@@ -82,32 +83,91 @@ TEST_CASE("autocast: f64 products and products outside the scope are not rounded
         "[autocast] products can run in f32 or bf16, not f64");
 }
 
-TEST_CASE("autocast: the fused feed-forward equals its composed form under bf16, bit for bit") {
+TEST_CASE("autocast: the fused feed-forward in bf16 is autocast's formula, bit for bit") {
+  // PyTorch's autocast runs linear, act, dropout, linear with h = fc1's output, act(h), its
+  // dropout, and in the backward fc2's input gradient and act's, as bf16 tensors (each computed
+  // in f32, rounded once); fc2's products sum in f32. The node follows the same formula.
   for (const Activation act : {Activation::gelu, Activation::relu})
     for (const double p : {0.0, 0.3}) {
       CAPTURE(p);
       const Tensor h = rnd({37, 53}, 6), w = rnd({11, 53}, 7), b = rnd({11}, 8);
       const Tensor g = rnd({37, 11}, 9);
-      std::vector<Tensor> results;
-      for (const bool fused : {true, false}) {
+      Var hv(h, true), wv(w, true), bv(b, true);
+      Var y;
+      {
         const AutocastGuard guard(DType::bf16);
-        Var hv(h, true), wv(w, true), bv(b, true);
         Generator gen(3);
-        const Var y = fused
-                          ? activation_dropout_linear(hv, act, p, gen, true, wv, bv)
-                          : matmul(dropout(activate(act, hv), p, gen, true), wv, false, true) + bv;
-        y.backward(g);
-        results.insert(results.end(), {y.value(), hv.grad(), wv.grad(), bv.grad()});
+        y = activation_dropout_linear(hv, act, p, gen, true, wv, bv);
       }
-      for (size_t i = 0; i < 4; ++i) {
-        CAPTURE(i);
-        CHECK(same_bits(results[i], results[i + 4]));
-      }
-      // And the rounding happened: the f32 result differs.
+      y.backward(g);
+
+      const DType bf = DType::bf16, f32 = DType::f32;
+      const Tensor h16 = cast(h, bf), w16 = cast(w, bf), g16 = cast(g, bf);
       Generator gen(3);
-      const Var y32 = activation_dropout_linear(Var(h), act, p, gen, true, Var(w), Var(b));
-      CHECK_FALSE(same_bits(y32.value(), results[0]));
+      const Tensor mask = p > 0 ? dropout_mask(h.shape(), p, gen) : ones(h.shape(), DType::u8);
+      const Tensor a = apply_dropout_mask(act == Activation::gelu ? gelu(h16) : relu(h16), mask, p);
+      const Tensor da = apply_dropout_mask(matmul(g16, w16), mask, p);  // bf16
+      const Tensor dh = act == Activation::gelu ? gelu_backward(h16, da) : relu_backward(h16, da);
+      CHECK(same_bits(y.value(), add(matmul(a, w16, false, true, f32), b)));
+      CHECK(same_bits(wv.grad(), matmul(g16, a, true, false, f32)));
+      CHECK(same_bits(hv.grad(), cast(dh, f32)));
+      CHECK(same_bits(bv.grad(), sum(g, {0})));
+      // And the rounding happened: the f32 result differs.
+      Generator again(3);
+      const Var y32 = activation_dropout_linear(Var(h), act, p, again, true, Var(w), Var(b));
+      CHECK_FALSE(same_bits(y32.value(), y.value()));
     }
+}
+
+TEST_CASE("autocast: the fused feed-forward in bf16 on CUDA matches the CPU") {
+  if (!cuda_available()) {
+    MESSAGE("SKIPPED (no CUDA device): the fused feed-forward in bf16 on CUDA");
+    return;
+  }
+  const Tensor h = rnd({67, 96}, 15), w = rnd({40, 96}, 16), b = rnd({40}, 17);
+  const Tensor g = rnd({67, 40}, 18);
+  std::vector<Tensor> results;
+  for (const Device device : {Device::cpu(), Device::cuda(0)}) {
+    Var hv(h.to(device), true), wv(w.to(device), true), bv(b.to(device), true);
+    Var y;
+    {
+      const AutocastGuard guard(DType::bf16);
+      Generator gen(19);
+      y = activation_dropout_linear(hv, Activation::gelu, 0.2, gen, true, wv, bv);
+    }
+    y.backward(g.to(device));
+    results.insert(results.end(), {y.value(), hv.grad(), wv.grad(), bv.grad()});
+  }
+  // The same masks and roundings; the GEMMs sum in other orders, so a bf16 rounding of act or
+  // of fc2's input gradient may fall the other way: a few bf16 ulps of the largest value.
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    const Tensor want = results[i], got = results[i + 4].to(Device::cpu());
+    const double largest = max(abs(want)).to_vector<double>()[0];
+    CHECK_CLOSE(got, want, 0, 4 * std::ldexp(largest, -8));
+  }
+}
+
+TEST_CASE("autocast: the fused feed-forward keeps fc1's output in bf16, half its bytes") {
+  const Device cpu = Device::cpu();
+  const int64_t rows = 256, hidden = 512, out = 64;
+  const Tensor h = rnd({rows, hidden}, 12), w = rnd({out, hidden}, 13), b = rnd({out}, 14);
+  for (const DType products : {DType::f32, DType::bf16}) {
+    CAPTURE(dtype_name(products));
+    Var hv(h, true), wv(w, true), bv(b, true);
+    const int64_t before = memory_stats(cpu).current_bytes;
+    Var y;
+    {
+      const AutocastGuard guard(products);
+      Var x = mul_scalar(hv, 0.5);  // fc1's output: only the fused node keeps it
+      Generator gen(1);
+      y = activation_dropout_linear(x, Activation::gelu, 0.1, gen, true, wv, bv);
+    }
+    // Besides the output: h (f32, or its bf16 copy; the f32 one is freed), and under bf16 a copy
+    // of the weight; no activation or mask.
+    const int64_t held = memory_stats(cpu).current_bytes - before - y.value().numel() * 4;
+    CHECK(held == (products == DType::f32 ? h.numel() * 4 : (h.numel() + w.numel()) * 2));
+  }
 }
 
 TEST_CASE("autocast: a product keeps an activation operand in bf16, half its bytes") {

@@ -132,6 +132,21 @@ TEST_CASE("apply_dropout_mask: the bits of cast, mul_scalar and mul; in place, t
         }).find("[apply_dropout_mask_] x must be contiguous") != std::string::npos);
 }
 
+TEST_CASE("apply_dropout_mask: bf16 is computed in f32 and rounded once, in place too") {
+  const double p = 0.3;
+  const Tensor x = cast(test::random_tensor({33, 65}, DType::f32, 307, -3, 3), DType::bf16);
+  Generator gen(308);
+  const Tensor mask = dropout_mask(x.shape(), p, gen);
+  const Tensor want = cast(apply_dropout_mask(cast(x, DType::f32), mask, p), DType::bf16);
+  const Tensor y = apply_dropout_mask(x, mask, p);
+  CHECK(y.dtype() == DType::bf16);
+  CHECK(test::same_bits(y, want));
+  const Tensor in_place = x.clone();
+  apply_dropout_mask_(in_place, mask, p);
+  CHECK(test::same_bits(in_place, want));
+  CHECK_FALSE(test::same_bits(y, x));  // something was dropped and scaled
+}
+
 TEST_CASE("dropout: errors name the op (p outside [0, 1), bad mask)") {
   Generator gen(1);
   CHECK_THROWS_WITH_AS(dropout_mask({3}, 1.0, gen),
@@ -165,4 +180,12 @@ TEST_CASE("dropout: CPU and CUDA agree (identical masks for one generator state)
         return std::vector<Tensor>{mask, apply_dropout_mask(in[0], mask, 0.25)};
       },
       {x}, 0, 1e-12);  // both devices compute the same exactly rounded products
+  test::check_cuda_matches_cpu(
+      "dropout bf16",
+      [](const std::vector<Tensor>& in) {
+        Generator gen(313);
+        const Tensor mask = dropout_mask(in[0].shape(), 0.25, gen, in[0].device());
+        return std::vector<Tensor>{apply_dropout_mask(in[0], mask, 0.25)};
+      },
+      {cast(x, DType::bf16)}, 0, 0);  // one f32 product, rounded once: the same bits
 }

@@ -29,9 +29,9 @@ constexpr const char* kTrainFooter =
     "the profiler, prints the time and allocated bytes per op kind and per module, forward and\n"
     "backward (on CUDA also the device-to-host copies), and writes no run directory.\n"
     "--set train.precision=bf16 rounds the operands of the model's matrix products and of its\n"
-    "fused attention to bfloat16 and computes in f32 (autocast); parameters, gradients,\n"
-    "optimizer state, checkpoints, activations and everything else stay f32; eval and generate\n"
-    "follow the run.";
+    "fused attention, and the MLP's hidden activation, to bfloat16 and computes in f32\n"
+    "(autocast); parameters, gradients, optimizer state, checkpoints, the other activations and\n"
+    "everything else stay f32; eval and generate follow the run.";
 
 struct TrainArgs {
   std::string config_path, out, device, stop_at_step, profile;
