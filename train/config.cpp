@@ -222,6 +222,10 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   debug.finish();
   s.finish();
   check_optimizer_and_schedule(c);
+  // f64 products are never rounded (autograd/autocast.h): bf16 would change nothing, silently.
+  RELPOS_CHECK(c.train.precision != "bf16" || c.model.dtype == DType::f32, kWho,
+               "train.precision bf16 rounds an f32 model's products; model.dtype is {}",
+               dtype_name(c.model.dtype));
   if (c.train.out.empty()) c.train.out = "runs/" + c.name;
   train.resolve("out", c.train.out);
   c.defaults = s.defaults();

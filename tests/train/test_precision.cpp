@@ -46,11 +46,15 @@ TEST_CASE("precision: a bf16 run's checkpoint stays f32; evaluation runs as it t
   }
 }
 
-TEST_CASE("precision: only f32 and bf16") {
+TEST_CASE("precision: only f32 and bf16, and bf16 only for an f32 model") {
   test::ScratchDir scratch;
   const std::string e =
       test::error_of([&] { test::tiny_config(scratch, "data", "x", {"train.precision=fp16"}); });
   CHECK(e == "[config] train.precision must be f32 or bf16, got 'fp16'");
+  // An f64 model's products are never rounded: bf16 would silently change nothing.
+  CHECK(test::error_of([&] {
+          test::tiny_config(scratch, "data", "x", {"train.precision=bf16", "model.dtype=f64"});
+        }) == "[config] train.precision bf16 rounds an f32 model's products; model.dtype is f64");
   CheckpointData data;
   data.params.emplace_back("w", zeros({2}, DType::bf16));
   CHECK(test::error_of([&] {
