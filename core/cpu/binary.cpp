@@ -1,11 +1,12 @@
 // CPU kernel of the broadcasting binary ops (add, ..., the fused activation gradients): the
 // functors fn::binary<Op, T> of core/functors.h in one flat vectorized loop for contiguous
-// operands, and mapped by map_elementwise over operands already expanded to the output's shape
-// (broadcast dims have stride 0) otherwise.
+// operands (bf16 ones in f32 chunks, core/cpu/bf16_chunks.h), and mapped by map_elementwise over
+// operands already expanded to the output's shape (broadcast dims have stride 0) otherwise.
 #include <algorithm>
 #include <type_traits>
 
 #include "core/backend.h"
+#include "core/cpu/bf16_chunks.h"
 #include "core/cpu/strided_loop.h"
 #include "core/cpu/vec_math.h"
 
@@ -58,9 +59,21 @@ void binary(BinaryOp op, double scalar, const Tensor& a, const Tensor& b, const 
     };
     if (a.dtype() == DType::bf16) {  // read and written as bf16, computed in f32
       const auto s = static_cast<float>(scalar);
-      map_elementwise<bf16, bf16, bf16>(out, {&a, &b}, [s](bf16 x, bf16 y) {
-        return bf16(cpu_binary<OpTag::value, float>(x, y, s));
-      });
+      if (!a.is_contiguous() || !b.is_contiguous()) {
+        map_elementwise<bf16, bf16, bf16>(out, {&a, &b}, [s](bf16 x, bf16 y) {
+          return bf16(cpu_binary<OpTag::value, float>(x, y, s));
+        });
+        return;
+      }
+      const bf16 *pa = a.data<bf16>(), *pb = b.data<bf16>();  // pa, pb, po: [n]
+      bf16* po = out.data<bf16>();
+      const int64_t n = out.numel(), blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n > 32768)
+      for (int64_t k = 0; k < blocks; ++k)
+        through_f32_chunks<2>({pa, pb}, po, k * kBlock, std::min(n, (k + 1) * kBlock),
+                              [s](const std::array<const float*, 2>& in, float* o, int64_t m) {
+                                binary_dense<OpTag::value, float>(in[0], in[1], o, m, s);
+                              });
     } else if constexpr (binary_accepts_integers(Op))
       dispatch_dtype(a.dtype(), run);
     else

@@ -1,9 +1,11 @@
 // CPU kernel of the elementwise unary ops: the functors fn::unary<Op, T> (core/functors.h) in one
-// flat vectorized loop for contiguous inputs, and through map_elementwise for strided ones.
+// flat vectorized loop for contiguous inputs (bf16 ones in f32 chunks, core/cpu/bf16_chunks.h), and
+// through map_elementwise for strided ones.
 #include <algorithm>
 #include <type_traits>
 
 #include "core/backend.h"
+#include "core/cpu/bf16_chunks.h"
 #include "core/cpu/strided_loop.h"
 #include "core/cpu/vec_math.h"
 
@@ -58,8 +60,20 @@ void unary(UnaryOp op, double scalar, const Tensor& x, const Tensor& out) {
     };
     if (x.dtype() == DType::bf16) {  // read and written as bf16, computed in f32
       const auto s = static_cast<float>(scalar);
-      map_elementwise<bf16, bf16>(
-          out, {&x}, [s](bf16 v) { return bf16(cpu_unary<OpTag::value, float>(v, s)); });
+      if (!x.is_contiguous()) {
+        map_elementwise<bf16, bf16>(
+            out, {&x}, [s](bf16 v) { return bf16(cpu_unary<OpTag::value, float>(v, s)); });
+        return;
+      }
+      const bf16* px = x.data<bf16>();  // px, po: [n]
+      bf16* po = out.data<bf16>();
+      const int64_t n = x.numel(), blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n > 32768)
+      for (int64_t b = 0; b < blocks; ++b)
+        through_f32_chunks<1>({px}, po, b * kBlock, std::min(n, (b + 1) * kBlock),
+                              [s](const std::array<const float*, 1>& in, float* o, int64_t m) {
+                                unary_dense<OpTag::value, float>(in[0], o, m, s);
+                              });
     } else if constexpr (unary_accepts_integers(Op))
       dispatch_dtype(x.dtype(), run);
     else

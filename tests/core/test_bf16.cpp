@@ -130,6 +130,62 @@ TEST_CASE("bf16: elementwise ops compute in f32 and round once") {
   CHECK_THROWS_WITH_AS(add(a, a32), doctest::Contains("[add]"), Error);
 }
 
+TEST_CASE("bf16: dense operands go through f32 chunks with the per-element path's bits") {
+  // 37 x 1001 = 37,037 values: threads, three blocks of 16,384 and f32 chunks of 2,048, the last
+  // of each partial. Values from -100 to 100 (exp overflows), with NaN, infinities and zeros.
+  Tensor a = bf16_tensor({37, 1001}, 5, -100, 100), b = bf16_tensor({37, 1001}, 6, 0.25, 60);
+  fill_(a.select(0, 3).slice(0, 10, 20), std::nan(""));
+  fill_(a.select(0, 4).slice(0, 0, 5), std::numeric_limits<double>::infinity());
+  fill_(a.select(0, 4).slice(0, 5, 10), -std::numeric_limits<double>::infinity());
+  fill_(a.select(0, 5).slice(0, 0, 7), 0.0);
+  const Tensor a32 = cast(a, DType::f32), b32 = cast(b, DType::f32);
+  const Tensor a_strided = test::strided_copy(a), b_strided = test::strided_copy(b);
+  REQUIRE(a.is_contiguous());
+  REQUIRE_FALSE(a_strided.is_contiguous());
+  using Unary = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<const char*, Unary>> unary = {
+      {"neg", [](const Tensor& x) { return neg(x); }},
+      {"exp", [](const Tensor& x) { return exp(x); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+      {"sin", [](const Tensor& x) { return sin(x); }},
+      {"relu", [](const Tensor& x) { return relu(x); }},
+      {"elu", [](const Tensor& x) { return elu(x, 0.7); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
+      {"abs", [](const Tensor& x) { return abs(x); }},
+      {"pow", [](const Tensor& x) { return pow(x, 3.0); }},
+      {"mul_scalar", [](const Tensor& x) { return mul_scalar(x, 0.3); }},
+  };
+  for (const auto& [name, f] : unary) {
+    RELPOS_INFO("{}", name);
+    const Tensor dense = f(a);
+    CHECK(same_bits(dense, cast(f(a32), DType::bf16)));
+    CHECK(same_bits(dense, f(a_strided)));
+  }
+  using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<const char*, Binary>> binary = {
+      {"add", [](const Tensor& x, const Tensor& y) { return add(x, y); }},
+      {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }},
+      {"minimum", [](const Tensor& x, const Tensor& y) { return minimum(x, y); }},
+      {"relu_backward", [](const Tensor& x, const Tensor& y) { return relu_backward(x, y); }},
+      {"elu_backward", [](const Tensor& x, const Tensor& y) { return elu_backward(x, y, 0.7); }},
+      {"gelu_backward", [](const Tensor& x, const Tensor& y) { return gelu_backward(x, y); }},
+      {"tanh_backward", [](const Tensor& x, const Tensor& y) { return tanh_backward(x, y); }},
+  };
+  for (const auto& [name, f] : binary) {
+    RELPOS_INFO("{}", name);
+    const Tensor dense = f(a, b);
+    CHECK(same_bits(dense, cast(f(a32, b32), DType::bf16)));
+    CHECK(same_bits(dense, f(a_strided, b_strided)));
+  }
+  // In place (the fused feed-forward's dropout): the output is the input.
+  Generator gen(7);
+  const Tensor mask = dropout_mask(a.shape(), 0.4, gen);
+  const Tensor in_place = a.clone();
+  apply_dropout_mask_(in_place, mask, 0.4);
+  CHECK(same_bits(in_place, cast(apply_dropout_mask(a32, mask, 0.4), DType::bf16)));
+}
+
 TEST_CASE("bf16: matmul sums in f32; the result is rounded to bf16 or kept in f32") {
   for (const int flags : {0, 1, 2, 3}) {
     const bool ta = (flags & 1) != 0, tb = (flags & 2) != 0;

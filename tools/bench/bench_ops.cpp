@@ -38,7 +38,8 @@ Tensor normal(const Shape& shape, Generator& gen) {
   return randn(shape, gen, 0, 1, DType::f32, g_device);
 }
 
-// One row per case. Inputs are contiguous f32 drawn from N(0, 1).
+// One row per case. Inputs are contiguous f32 drawn from N(0, 1) (rounded to bf16 where the
+// shape says bf16).
 const std::vector<Case>& cases() {
   static const std::vector<Case> table = {
       {"matmul", "[1024, 1024] x [1024, 1024]",
@@ -90,6 +91,33 @@ const std::vector<Case>& cases() {
        [](Generator& g) {
          const Tensor a = normal({4096, 4096}, g), b = normal({4096, 4096}, g);
          return Call([=] { return add(a, b); });
+       }},
+      {"gelu", "[4096, 4096]",
+       [](Generator& g) {
+         const Tensor x = normal({4096, 4096}, g);
+         return Call([=] { return gelu(x); });
+       }},
+      // bf16 storage, computed in f32 (the activations of train.precision: bf16).
+      {"gelu", "[4096, 4096] bf16",
+       [](Generator& g) {
+         const Tensor x = cast(normal({4096, 4096}, g), DType::bf16);
+         return Call([=] { return gelu(x); });
+       }},
+      {"add", "[4096, 4096] + [4096, 4096] bf16",
+       [](Generator& g) {
+         const Tensor a = cast(normal({4096, 4096}, g), DType::bf16);
+         const Tensor b = cast(normal({4096, 4096}, g), DType::bf16);
+         return Call([=] { return add(a, b); });
+       }},
+      {"cast", "[4096, 4096] f32 to bf16",
+       [](Generator& g) {
+         const Tensor x = normal({4096, 4096}, g);
+         return Call([=] { return cast(x, DType::bf16); });
+       }},
+      {"cast", "[4096, 4096] bf16 to f32",
+       [](Generator& g) {
+         const Tensor x = cast(normal({4096, 4096}, g), DType::bf16);
+         return Call([=] { return cast(x, DType::f32); });
        }},
       {"sum", "[4096, 4096], all dims",
        [](Generator& g) {
@@ -157,7 +185,8 @@ int main(int argc, char** argv) {
     const int threads = omp_get_max_threads(), blas_threads = openblas_get_num_threads();
     if (!json)
       std::printf(
-          "relpos ops on %s: %d OpenMP threads, %d OpenBLAS threads, f32\n%-11s %-36s %10s "
+          "relpos ops on %s: %d OpenMP threads, %d OpenBLAS threads, f32 unless the shape says "
+          "bf16\n%-11s %-36s %10s "
           "%10s %6s %9s\n",
           g_device.str().c_str(), threads, blas_threads, "op", "shape", "median ms", "min ms",
           "runs", "peak MB");

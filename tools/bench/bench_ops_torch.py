@@ -48,16 +48,17 @@ def make_rfft():
     return lambda: torch.view_as_real(torch.fft.rfft(x))
 
 
-def binary(fn, sa, sb):
+def binary(fn, sa, sb, dtype=torch.float32):
     def make():
-        a, b = normal(*sa), normal(*sb)
+        a, b = normal(*sa).to(dtype), normal(*sb).to(dtype)
         return lambda: fn(a, b)
     return make
 
 
-def unary(fn, shape):
+def unary(fn, shape, dtype=torch.float32):
+    """dtype: the input's, drawn in f32 and rounded (bf16 cases)."""
     def make():
-        x = normal(*shape)
+        x = normal(*shape).to(dtype)
         return lambda: fn(x)
     return make
 
@@ -74,6 +75,13 @@ CASES = [
     ("cumsum", "[64, 1024, 256], dim 1", unary(lambda x: torch.cumsum(x, 1), (64, 1024, 256))),
     ("copy", "[4096, 4096] clone", unary(torch.clone, (4096, 4096))),
     ("add", "[4096, 4096] + [4096, 4096]", binary(torch.add, (4096, 4096), (4096, 4096))),
+    ("gelu", "[4096, 4096]", unary(F.gelu, (4096, 4096))),
+    ("gelu", "[4096, 4096] bf16", unary(lambda x: F.gelu(x), (4096, 4096), torch.bfloat16)),
+    ("add", "[4096, 4096] + [4096, 4096] bf16",
+     binary(torch.add, (4096, 4096), (4096, 4096), torch.bfloat16)),
+    ("cast", "[4096, 4096] f32 to bf16", unary(lambda x: x.to(torch.bfloat16), (4096, 4096))),
+    ("cast", "[4096, 4096] bf16 to f32",
+     unary(lambda x: x.to(torch.float32), (4096, 4096), torch.bfloat16)),
     ("sum", "[4096, 4096], all dims", unary(torch.sum, (4096, 4096))),
     ("sum", "[64, 1024, 256], dim -1", unary(lambda x: torch.sum(x, -1), (64, 1024, 256))),
 ]
