@@ -38,6 +38,39 @@ Tensor normal(const Shape& shape, Generator& gen) {
   return randn(shape, gen, 0, 1, DType::f32, g_device);
 }
 
+// The activation cases, in f32 and in bf16 storage computed in f32 (the activations of
+// train.precision: bf16), and the casts between them.
+std::vector<Case> activation_cases() {
+  return {
+      {"gelu", "[4096, 4096]",
+       [](Generator& g) {
+         const Tensor x = normal({4096, 4096}, g);
+         return Call([=] { return gelu(x); });
+       }},
+      {"gelu", "[4096, 4096] bf16",
+       [](Generator& g) {
+         const Tensor x = cast(normal({4096, 4096}, g), DType::bf16);
+         return Call([=] { return gelu(x); });
+       }},
+      {"add", "[4096, 4096] + [4096, 4096] bf16",
+       [](Generator& g) {
+         const Tensor a = cast(normal({4096, 4096}, g), DType::bf16);
+         const Tensor b = cast(normal({4096, 4096}, g), DType::bf16);
+         return Call([=] { return add(a, b); });
+       }},
+      {"cast", "[4096, 4096] f32 to bf16",
+       [](Generator& g) {
+         const Tensor x = normal({4096, 4096}, g);
+         return Call([=] { return cast(x, DType::bf16); });
+       }},
+      {"cast", "[4096, 4096] bf16 to f32",
+       [](Generator& g) {
+         const Tensor x = cast(normal({4096, 4096}, g), DType::bf16);
+         return Call([=] { return cast(x, DType::f32); });
+       }},
+  };
+}
+
 // One row per case. Inputs are contiguous f32 drawn from N(0, 1) (rounded to bf16 where the
 // shape says bf16).
 const std::vector<Case>& cases() {
@@ -92,33 +125,6 @@ const std::vector<Case>& cases() {
          const Tensor a = normal({4096, 4096}, g), b = normal({4096, 4096}, g);
          return Call([=] { return add(a, b); });
        }},
-      {"gelu", "[4096, 4096]",
-       [](Generator& g) {
-         const Tensor x = normal({4096, 4096}, g);
-         return Call([=] { return gelu(x); });
-       }},
-      // bf16 storage, computed in f32 (the activations of train.precision: bf16).
-      {"gelu", "[4096, 4096] bf16",
-       [](Generator& g) {
-         const Tensor x = cast(normal({4096, 4096}, g), DType::bf16);
-         return Call([=] { return gelu(x); });
-       }},
-      {"add", "[4096, 4096] + [4096, 4096] bf16",
-       [](Generator& g) {
-         const Tensor a = cast(normal({4096, 4096}, g), DType::bf16);
-         const Tensor b = cast(normal({4096, 4096}, g), DType::bf16);
-         return Call([=] { return add(a, b); });
-       }},
-      {"cast", "[4096, 4096] f32 to bf16",
-       [](Generator& g) {
-         const Tensor x = normal({4096, 4096}, g);
-         return Call([=] { return cast(x, DType::bf16); });
-       }},
-      {"cast", "[4096, 4096] bf16 to f32",
-       [](Generator& g) {
-         const Tensor x = cast(normal({4096, 4096}, g), DType::bf16);
-         return Call([=] { return cast(x, DType::f32); });
-       }},
       {"sum", "[4096, 4096], all dims",
        [](Generator& g) {
          const Tensor x = normal({4096, 4096}, g);
@@ -130,7 +136,13 @@ const std::vector<Case>& cases() {
          return Call([=] { return sum(x, {-1}); });
        }},
   };
-  return table;
+  static const std::vector<Case> all = [] {
+    std::vector<Case> t = table;
+    const std::vector<Case> activations = activation_cases();
+    t.insert(t.end(), activations.begin(), activations.end());
+    return t;
+  }();
+  return all;
 }
 
 // Bytes the allocator held at the peak of one call beyond what was live before it (output plus

@@ -75,6 +75,8 @@ CASES = [
     ("cumsum", "[64, 1024, 256], dim 1", unary(lambda x: torch.cumsum(x, 1), (64, 1024, 256))),
     ("copy", "[4096, 4096] clone", unary(torch.clone, (4096, 4096))),
     ("add", "[4096, 4096] + [4096, 4096]", binary(torch.add, (4096, 4096), (4096, 4096))),
+    ("sum", "[4096, 4096], all dims", unary(torch.sum, (4096, 4096))),
+    ("sum", "[64, 1024, 256], dim -1", unary(lambda x: torch.sum(x, -1), (64, 1024, 256))),
     ("gelu", "[4096, 4096]", unary(F.gelu, (4096, 4096))),
     ("gelu", "[4096, 4096] bf16", unary(lambda x: F.gelu(x), (4096, 4096), torch.bfloat16)),
     ("add", "[4096, 4096] + [4096, 4096] bf16",
@@ -82,8 +84,6 @@ CASES = [
     ("cast", "[4096, 4096] f32 to bf16", unary(lambda x: x.to(torch.bfloat16), (4096, 4096))),
     ("cast", "[4096, 4096] bf16 to f32",
      unary(lambda x: x.to(torch.float32), (4096, 4096), torch.bfloat16)),
-    ("sum", "[4096, 4096], all dims", unary(torch.sum, (4096, 4096))),
-    ("sum", "[64, 1024, 256], dim -1", unary(lambda x: torch.sum(x, -1), (64, 1024, 256))),
 ]
 
 

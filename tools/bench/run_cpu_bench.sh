@@ -11,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # GNU nproc answers OMP_NUM_THREADS when it is set: ask for the usable cores without it.
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
-json_out="" filter="matmul,bmm,softmax,layer_norm,rfft,cumsum,copy,add,sum"
+json_out="" filter="matmul,bmm,softmax,layer_norm,rfft,cumsum,copy,add,sum,gelu,cast"
 min_time=0.5 rounds=1 threads=$cores build_dir=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
