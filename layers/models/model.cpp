@@ -15,10 +15,6 @@ void check_positive(const char* field, int64_t value, const char* why) {
   RELPOS_CHECK(value > 0, kWho, "{} must be positive{}, got {}", field, why, value);
 }
 
-void check_probability(const char* field, double p) {
-  RELPOS_CHECK(p >= 0 && p < 1, kWho, "{} must be in [0, 1), got {}", field, p);
-}
-
 // The trunk's part of index_first's exactness (the types add theirs: inputs, memory).
 void check_index_first(const EncoderConfig& c) {
   refuse_index_first_unless(c.norm == "post",
@@ -35,6 +31,10 @@ void check_index_first(const EncoderConfig& c) {
 }
 
 }  // namespace
+
+void check_model_probability(const std::string& field, double p) {
+  RELPOS_CHECK(p >= 0 && p < 1, kWho, "{} must be in [0, 1), got {}", field, p);
+}
 
 void check_model_choice(const std::string& field, const std::string& value,
                         const std::vector<std::string>& valid) {
@@ -66,8 +66,8 @@ void check_encoder_config(const EncoderConfig& c) {
   const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : c.model_dim;
   RELPOS_CHECK(qkv % c.num_heads == 0, kWho, "qkv_dim {} must be a multiple of num_heads {}", qkv,
                c.num_heads);
-  check_probability("dropout", c.dropout);
-  check_probability("attention_dropout", c.attention_dropout);
+  check_model_probability("dropout", c.dropout);
+  check_model_probability("attention_dropout", c.attention_dropout);
   check_model_choice("activation", c.activation, {"gelu", "relu"});
   check_model_choice("norm", c.norm, {"pre", "post"});
   check_model_choice("positions", c.positions, {"learned", "learned2d", "sinusoidal", "none"});

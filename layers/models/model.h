@@ -85,6 +85,8 @@ std::string positional_type(const EncoderConfig& config);
 // The trunk's checks, naming the field and the valid values ("[model] ..."); make_model runs
 // them with the sizes filled in.
 void check_encoder_config(const EncoderConfig& config);
+// "[model] <field> must be in [0, 1), got <p>" unless p is a dropout probability.
+void check_model_probability(const std::string& field, double p);
 // "[model] unknown <field> '<value>'; known: <valid>" unless value is one of `valid`.
 void check_model_choice(const std::string& field, const std::string& value,
                         const std::vector<std::string>& valid);

@@ -30,9 +30,9 @@ struct TransformerXlConfig : LmConfig {
 
   static TransformerXlConfig read(const ModelConfig& config) {
     TransformerXlConfig c{LmConfig::read(config)};
+    check_model_probability("dropout", config.dropout);  // named before the default it gives
     c.distance_dropout = config.own.get_inherited<double>("distance_dropout", config.dropout);
-    RELPOS_CHECK(c.distance_dropout >= 0 && c.distance_dropout < 1, kWho,
-                 "distance_dropout must be in [0, 1), got {}", c.distance_dropout);
+    check_model_probability("distance_dropout", c.distance_dropout);
     c.clamp_len = config.own.get<int64_t>("clamp_len", c.clamp_len);
     c.same_length = config.own.get<bool>("same_length", c.same_length);
     c.untie_r = config.own.get<bool>("untie_r", c.untie_r);

@@ -162,6 +162,15 @@ cp "$d/valid.txt" "$d/test.txt"
 sed "s|dir: $tmp/chars_short|dir: $d|; s|batch_size: 16|batch_size: 4|; s|run_chars|run_vocab|" \
   "$tmp/chars.yaml" >"$tmp/vocab.yaml"
 "$relpos" train "$tmp/vocab.yaml" --quiet >/dev/null 2>&1 || fail "the vocabulary run did not train"
+# Transformer-XL's distance_dropout defaults to model.dropout: a bad model.dropout is named as
+# itself (it was reported as distance_dropout), and bf16 is refused for an f64 model.
+refused "model.dropout 1 in transformer_xl" "^relpos: \[model\] dropout must be in \[0, 1\), got 1$" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set model.dropout=1 --quiet
+refused "distance_dropout 1.5" "^relpos: \[model\] distance_dropout must be in \[0, 1\), got 1.5$" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set model.distance_dropout=1.5 --quiet
+refused "bf16 with an f64 model" \
+  "^relpos: \[config\] train.precision bf16 rounds an f32 model's products; model.dtype is f64$" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set train.precision=bf16 --set model.dtype=f64 --quiet
 mkdir -p "$tmp/chars_swapped"
 for f in train valid test; do tr 'W' '~' <"$d/$f.txt" >"$tmp/chars_swapped/$f.txt"; done
 grep -q W "$d/train.txt" || fail "the vocabulary check's text has no 'W' to replace"

@@ -35,6 +35,11 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
           c.num_heads = 4;
         }) == "[model] qkv_dim 6 must be a multiple of num_heads 4");
   CHECK(error([](ModelConfig& c) { c.dropout = 1; }) == "[model] dropout must be in [0, 1), got 1");
+  CHECK(error([](ModelConfig& c) {
+          c.type = "transformer_xl";
+          c.attention.set("type", "rel_xl");
+          c.own.set("distance_dropout", 1.5);
+        }) == "[model] distance_dropout must be in [0, 1), got 1.5");
   CHECK(error([](ModelConfig& c) { c.norm = "mid"; }) ==
         "[model] unknown norm 'mid'; known: pre, post");
   CHECK(error([](ModelConfig& c) { c.positions = "rope"; }) ==
