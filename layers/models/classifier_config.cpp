@@ -34,6 +34,8 @@ ClassifierConfig ClassifierConfig::read(const ModelConfig& config) {
                c.num_classes);
   RELPOS_CHECK(c.embedding_init_std > 0, kWho, "embedding_init_std must be positive, got {}",
                c.embedding_init_std);
+  RELPOS_CHECK(c.position_init_std >= 0, kWho, "position_init_std must be >= 0, got {}",
+               c.position_init_std);
   RELPOS_CHECK(c.pooling != "cls" || c.cls != "none", kWho,
                "pooling 'cls' needs a CLS (cls: vector or token), got cls 'none'");
   RELPOS_CHECK(c.input == "patches" || (c.patch_size == 0 && c.patch_stride == 0), kWho,

@@ -40,6 +40,10 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
           c.attention.set("type", "rel_xl");
           c.own.set("distance_dropout", 1.5);
         }) == "[model] distance_dropout must be in [0, 1), got 1.5");
+  // Read from the classifier's keys: named as the key, not as the initializer's randn (which
+  // it reached before).
+  CHECK(error([](ModelConfig& c) { c.own.set("position_init_std", -1); }) ==
+        "[model] position_init_std must be >= 0, got -1");
   CHECK(error([](ModelConfig& c) { c.norm = "mid"; }) ==
         "[model] unknown norm 'mid'; known: pre, post");
   CHECK(error([](ModelConfig& c) { c.positions = "rope"; }) ==
