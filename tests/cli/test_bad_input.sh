@@ -286,6 +286,15 @@ refused "a stop before the first step" "^relpos: \[train\] --stop-at-step must b
   -- "$relpos" train "$tmp/listops.yaml" --stop-at-step 0
 refused "a token count past int64" "^relpos: \[generate\] --tokens expects an integer" \
   -- "$relpos" generate x.h5 --prompt a --tokens 99999999999999999999
+# An empty value (an unset shell variable) is refused for every option and positional; it read
+# as "not given" before (bench attention --lengths '' ran every default length).
+refused "an empty --lengths" \
+  "^relpos: \[bench attention\] --lengths: needs a value, got an empty one \(see relpos bench attention --help\)$" \
+  -- "$relpos" bench attention --lengths ""
+refused "an empty --out" "^relpos: \[train\] --out: needs a value, got an empty one" \
+  -- "$relpos" train "$tmp/listops.yaml" --out ""
+refused "an empty checkpoint" "^relpos: \[eval\] CHECKPOINT: needs a value, got an empty one" \
+  -- "$relpos" eval ""
 
 # A run's metrics.jsonl damaged before a resume: the file and line named.
 "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --stop-at-step 1 --quiet >/dev/null 2>&1 ||

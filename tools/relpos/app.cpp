@@ -40,6 +40,20 @@ void make_app(CLI::App& app, int& status, const std::vector<std::string>& args) 
   add_export_command(app, status);
 }
 
+// Every option and positional that takes a value refuses an empty one (`--out ""`, an unset
+// shell variable): none has a meaning for it, and the commands would read it as "not given"
+// and take the default.
+void refuse_empty_values(CLI::App& app) {
+  static const CLI::Validator non_empty(
+      [](const std::string& value) {
+        return value.empty() ? std::string("needs a value, got an empty one") : std::string();
+      },
+      "");
+  for (CLI::Option* option : app.get_options())
+    if (option->get_type_size_max() > 0) option->check(non_empty);
+  for (CLI::App* sub : app.get_subcommands({})) refuse_empty_values(*sub);
+}
+
 }  // namespace
 
 int run_relpos(const std::vector<std::string>& args) {
@@ -47,6 +61,7 @@ int run_relpos(const std::vector<std::string>& args) {
                "relpos");
   int status = 0;
   make_app(app, status, args);
+  refuse_empty_values(app);
   if (args.empty()) {
     std::fputs(app.help().c_str(), stderr);
     return 2;

@@ -75,9 +75,8 @@ int64_t sample(const Tensor& logits, const Sampling& s, Generator& gen, int64_t 
 
 Sampling parse_sampling(const GenerateArgs& a) {
   Sampling s;
-  RELPOS_CHECK(!a.prompt.empty(), "generate", "--prompt TEXT is required (non-empty)");
   s.tokens = parse_number<int64_t>("generate", "--tokens", a.tokens);
-  RELPOS_CHECK(s.tokens >= 0, "generate", "--tokens N is required (N >= 0)");
+  RELPOS_CHECK(s.tokens >= 0, "generate", "--tokens must be >= 0, got {}", s.tokens);
   s.temperature = parse_number<double>("generate", "--temperature", a.temperature);
   RELPOS_CHECK(s.temperature > 0 && std::isfinite(s.temperature), "generate",
                "--temperature must be a finite number > 0, got {} (the most likely character "
