@@ -99,6 +99,34 @@ std::string config_text(const Json& h, const ReferenceImport& r) {
       h.contains("eval_batch_size") ? hparam<int64_t>(h, p, "eval_batch_size") : 10);
 }
 
+// The hyper-parameters against the state's own sizes, before a model is built from them (a wrong
+// n_layer or d_model could otherwise ask for more memory than the machine has): the number of
+// layers, the embedding [n_token, d_model], and layer 0's qkv_net [3 n_head d_head, d_model] and
+// first feed-forward weight [d_inner, d_model].
+void check_hparams_fit_state(const Json& h, const ReferenceImport& r,
+                             const std::map<std::string, Tensor>& state) {
+  const std::string& p = r.hparams;
+  const int64_t layers = hparam<int64_t>(h, p, "n_layer"), d = hparam<int64_t>(h, p, "d_model");
+  int64_t held = 0;
+  while (state.count(fmt::format("layers.{}.dec_attn.qkv_net.weight", held))) ++held;
+  RELPOS_CHECK(layers == held, kWho, "'{}': n_layer {}, but '{}' holds {} layers", p, layers,
+               r.state, held);
+  const auto expect = [&](const std::string& key, const Shape& shape, const char* from) {
+    const auto t = state.find(key);
+    RELPOS_CHECK(t == state.end() || t->second.shape() == shape, kWho,
+                 "'{}': '{}' has shape {}, where {} in '{}' give {}", r.state, key,
+                 shape_str(t->second.shape()), from, p, shape_str(shape));
+  };
+  expect("word_emb.emb_layers.0.weight", {hparam<int64_t>(h, p, "n_token"), d},
+         "n_token and d_model");
+  if (layers == 0) return;
+  expect("layers.0.dec_attn.qkv_net.weight",
+         {3 * hparam<int64_t>(h, p, "n_head") * hparam<int64_t>(h, p, "d_head"), d},
+         "n_head, d_head and d_model");
+  expect("layers.0.pos_ff.CoreNet.0.weight", {hparam<int64_t>(h, p, "d_inner"), d},
+         "d_inner and d_model");
+}
+
 // The reference's name of a relpos parameter (docs/language-models.md), and which third of
 // qkv_net it is (-1: the whole tensor).
 std::pair<std::string, int> reference_name(const std::string& name) {
@@ -228,6 +256,7 @@ void export_reference(const std::string& checkpoint, const std::string& state,
 void import_reference(const ReferenceImport& r) {
   const Json h = read_json_file(kWho, r.hparams);
   std::map<std::string, Tensor> state = read_root_datasets(r.state);
+  check_hparams_fit_state(h, r, state);
   RunConfig config = parse_config(config_text(h, r), r.hparams);
   ModelConfig model_config = config.model;
   const auto symbols = hparam<std::vector<int64_t>>(h, r.hparams, "symbols");

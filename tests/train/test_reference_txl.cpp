@@ -118,8 +118,25 @@ TEST_CASE("import reference: a state that does not fit is refused, naming the fi
     import_reference(
         {(kData / "txl_reference_tiny.h5").string(), hparams, dir.file("x.h5"), dir.file("gpl")});
   });
-  CHECK(error.find("[checkpoint] parameter 'layers.0.mlp.fc1.weight' has shape [64, 32] in the "
-                   "checkpoint, the model expects [48, 32]") != std::string::npos);
+  CHECK(error == fmt::format("[import] '{}': 'layers.0.pos_ff.CoreNet.0.weight' has shape [64, "
+                             "32], where d_inner and d_model in '{}' give [48, 32]",
+                             (kData / "txl_reference_tiny.h5").string(), hparams));
+  // Sizes that disagree with the state are refused before a model is built from them: an
+  // n_layer of 10^12 was built until the machine ran out of memory.
+  h["d_inner"] = 64;
+  for (const auto& [key, value, want] : std::vector<std::tuple<std::string, int64_t, std::string>>{
+           {"n_layer", 1000000000000, "n_layer 1000000000000, but '"},
+           {"d_model", 1000000000, "'word_emb.emb_layers.0.weight' has shape"},
+           {"n_head", 3, "'layers.0.dec_attn.qkv_net.weight' has shape"}}) {
+    RELPOS_INFO("{}", key);
+    Json wrong = h;
+    wrong[key] = value;
+    const std::string path = dir.write(key + ".json", wrong.dump());
+    CHECK(test::error_of([&] {
+            import_reference({(kData / "txl_reference_tiny.h5").string(), path, dir.file("x.h5"),
+                              dir.file("gpl")});
+          }).find(want) != std::string::npos);
+  }
   h.erase("n_head");
   const std::string no_heads = dir.write("h2.json", h.dump());
   CHECK(test::error_of([&] {
