@@ -5,14 +5,13 @@
 
 #include "core/adam_math.h"
 #include "core/backend.h"
+#include "core/cpu/strided_loop.h"
 #include "core/cpu/vec_math.h"
 #include "core/ops.h"
 
 namespace relpos::cpu {
 
 namespace {
-
-constexpr int64_t kBlock = 16384;  // elements per task
 
 // p, g, m, v and the outputs: [n] contiguous.
 template <typename T>
@@ -34,12 +33,9 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
     const T *m = exp_avg.data<T>(), *v = exp_avg_sq.data<T>();
     T *p_out = out.param.data<T>(), *m_out = out.exp_avg.data<T>();
     T* v_out = out.exp_avg_sq.data<T>();
-    const int64_t n = param.numel(), blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n > 32768)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t at = b * kBlock, len = std::min(kBlock, n - at);
-      adam_dense(s, p + at, g + at, m + at, v + at, p_out + at, m_out + at, v_out + at, len);
-    }
+    for_each_dense_block(param.numel(), [&](int64_t at, int64_t end) {
+      adam_dense(s, p + at, g + at, m + at, v + at, p_out + at, m_out + at, v_out + at, end - at);
+    });
   });
 }
 

@@ -26,8 +26,6 @@ RELPOS_VEC_INLINE T cpu_binary(T a, T b, T s) {
     return fn::binary<Op, T>(a, b, s);
 }
 
-constexpr int64_t kBlock = 16384;  // elements per task of the dense path
-
 // Contiguous a, b and out of one shape: one flat loop, also built for AVX2+FMA.
 template <BinaryOp Op, typename T>
 RELPOS_SIMD_CLONES void binary_dense(const T* a, const T* b, T* out, int64_t n, T s) {
@@ -51,11 +49,9 @@ void binary(BinaryOp op, double scalar, const Tensor& a, const Tensor& b, const 
       }
       const T *pa = a.data<T>(), *pb = b.data<T>();  // pa, pb, po: [n]
       T* po = out.data<T>();
-      const int64_t n = out.numel(), blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n > 32768)
-      for (int64_t k = 0; k < blocks; ++k)
-        binary_dense<OpTag::value, T>(pa + k * kBlock, pb + k * kBlock, po + k * kBlock,
-                                      std::min(kBlock, n - k * kBlock), s);
+      for_each_dense_block(out.numel(), [&](int64_t begin, int64_t end) {
+        binary_dense<OpTag::value, T>(pa + begin, pb + begin, po + begin, end - begin, s);
+      });
     };
     if (a.dtype() == DType::bf16) {  // read and written as bf16, computed in f32
       const auto s = static_cast<float>(scalar);
@@ -67,13 +63,12 @@ void binary(BinaryOp op, double scalar, const Tensor& a, const Tensor& b, const 
       }
       const bf16 *pa = a.data<bf16>(), *pb = b.data<bf16>();  // pa, pb, po: [n]
       bf16* po = out.data<bf16>();
-      const int64_t n = out.numel(), blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n > 32768)
-      for (int64_t k = 0; k < blocks; ++k)
-        through_f32_chunks<2>({pa, pb}, po, k * kBlock, std::min(n, (k + 1) * kBlock),
+      for_each_dense_block(out.numel(), [&](int64_t begin, int64_t end) {
+        through_f32_chunks<2>({pa, pb}, po, begin, end,
                               [s](const std::array<const float*, 2>& in, float* o, int64_t m) {
                                 binary_dense<OpTag::value, float>(in[0], in[1], o, m, s);
                               });
+      });
     } else if constexpr (binary_accepts_integers(Op))
       dispatch_dtype(a.dtype(), run);
     else

@@ -18,6 +18,16 @@
 
 namespace relpos::cpu {
 
+// The flat loop of a dense kernel: fn(begin, end) for each block of kDenseBlock elements of
+// [0, n), on the OpenMP threads once n passes two blocks.
+constexpr int64_t kDenseBlock = 16384;
+template <typename Fn>
+void for_each_dense_block(int64_t n, Fn&& fn) {
+  const int64_t blocks = (n + kDenseBlock - 1) / kDenseBlock;
+#pragma omp parallel for schedule(static) if (n > 2 * kDenseBlock)
+  for (int64_t b = 0; b < blocks; ++b) fn(b * kDenseBlock, std::min(n, (b + 1) * kDenseBlock));
+}
+
 // Calls inner(ptrs, n, steps) for runs of the innermost merged dim, where ptrs[k] points at the
 // run's first element of operand k and steps[k] is its stride in elements. Runs never overlap
 // in the output, so inner may write without synchronisation. Threads are used once the work,

@@ -13,8 +13,6 @@ namespace relpos::cpu {
 
 namespace {
 
-constexpr int64_t kBlock = 16384;  // elements per task of the dense path
-
 // fn::unary, except f32 exp, elu and gelu: libm's expf / expm1f / erff are calls that block
 // vectorization, so they are the branch-free polynomials of vec_math.h (exp within 2 ulp; 0 below
 // -87.34, +inf above 88.376).
@@ -52,11 +50,9 @@ void unary(UnaryOp op, double scalar, const Tensor& x, const Tensor& out) {
       }
       const T* px = x.data<T>();  // px, po: [n]
       T* po = out.data<T>();
-      const int64_t n = x.numel(), blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n > 32768)
-      for (int64_t b = 0; b < blocks; ++b)
-        unary_dense<OpTag::value, T>(px + b * kBlock, po + b * kBlock,
-                                     std::min(kBlock, n - b * kBlock), s);
+      for_each_dense_block(x.numel(), [&](int64_t begin, int64_t end) {
+        unary_dense<OpTag::value, T>(px + begin, po + begin, end - begin, s);
+      });
     };
     if (x.dtype() == DType::bf16) {  // read and written as bf16, computed in f32
       const auto s = static_cast<float>(scalar);
@@ -67,13 +63,12 @@ void unary(UnaryOp op, double scalar, const Tensor& x, const Tensor& out) {
       }
       const bf16* px = x.data<bf16>();  // px, po: [n]
       bf16* po = out.data<bf16>();
-      const int64_t n = x.numel(), blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n > 32768)
-      for (int64_t b = 0; b < blocks; ++b)
-        through_f32_chunks<1>({px}, po, b * kBlock, std::min(n, (b + 1) * kBlock),
+      for_each_dense_block(x.numel(), [&](int64_t begin, int64_t end) {
+        through_f32_chunks<1>({px}, po, begin, end,
                               [s](const std::array<const float*, 1>& in, float* o, int64_t m) {
                                 unary_dense<OpTag::value, float>(in[0], o, m, s);
                               });
+      });
     } else if constexpr (unary_accepts_integers(Op))
       dispatch_dtype(x.dtype(), run);
     else
