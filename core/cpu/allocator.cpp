@@ -7,17 +7,21 @@
 // heap untrimmed (demo step 20.3 -> 18.1 ms: its page faults were 8.5% of the step), and buffers
 // from 32 MiB are cached here by size, up to kCacheLimit bytes, and reused on an exact size match
 // (the Table-2 step spent 9.7% of its time zeroing fresh pages of such buffers).
+// A buffer the system has no memory left for is refused here, by name (available_memory.h).
 #include <sys/mman.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 
 #include "core/backend.h"
+#include "core/cpu/available_memory.h"
 
 namespace relpos::cpu {
 
@@ -65,6 +69,44 @@ bool keep_freed_memory() {
 #endif
   return true;
 }
+
+// Live tensor bytes up to which the last reading of the memory left needs no new one, and that
+// reading's source.
+std::atomic<int64_t> allowed_live_bytes{0};
+std::atomic<AvailableMemoryReader> memory_reader{&available_memory_bytes};
+// Memory left for the rest of the process: the heap beside the tensors, the kernel's page tables.
+constexpr int64_t kReserve = int64_t{16} << 20;
+
+// Refuses a new buffer of `rounded` bytes that the memory the system has left, less kReserve,
+// cannot hold. The tensors are not all of the process's memory, so the memory left is read again
+// once the tensors have taken half of what the last reading found (each reading closer to the
+// end than the one before); an allocation usually compares two numbers. Before refusing, the
+// freed memory this process keeps (the block cache, glibc's free heap) goes back to the system.
+void check_available_memory(size_t nbytes, size_t rounded) {
+  static std::mutex reading;
+  const int64_t live = memory_counter().stats().current_bytes;
+  const int64_t size = static_cast<int64_t>(rounded);
+  if (allowed_live_bytes.load() - live >= size) return;
+  std::lock_guard<std::mutex> lock(reading);
+  std::optional<int64_t> left = memory_reader.load()();
+  if (left && *left - kReserve < size) {
+    empty_cache();
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+    left = memory_reader.load()();
+  }
+  if (!left) {
+    allowed_live_bytes = std::numeric_limits<int64_t>::max();
+    return;
+  }
+  if (*left - kReserve < size)
+    fail("cpu allocator",
+         "out of memory allocating {} bytes: the system has {} bytes left ({} held by tensors, "
+         "{} kept for the rest of the process)",
+         nbytes, *left, live, kReserve);
+  allowed_live_bytes = live + std::max(size, (*left - kReserve) / 2);
+}
 }  // namespace
 
 void* allocate(size_t nbytes) {
@@ -82,8 +124,11 @@ void* allocate(size_t nbytes) {
       return ptr;
     }
   }
+  check_available_memory(nbytes, rounded);
   void* ptr = std::aligned_alloc(align, rounded);
-  if (ptr == nullptr) fail("cpu allocator", "out of memory allocating {} bytes", nbytes);
+  if (ptr == nullptr)
+    fail("cpu allocator", "out of memory allocating {} bytes ({} held by tensors)", nbytes,
+         memory_counter().stats().current_bytes);
   if (align == kHugePage) madvise(ptr, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless
   memory_counter().on_allocate(nbytes);
   return ptr;
@@ -106,6 +151,12 @@ void deallocate(void* ptr, size_t nbytes) {
     std::free(largest->second);
     cache.blocks.erase(largest);
   }
+}
+
+AvailableMemoryReader set_available_memory_reader(AvailableMemoryReader reader) {
+  const AvailableMemoryReader previous = memory_reader.exchange(reader);
+  allowed_live_bytes = 0;
+  return previous;
 }
 
 size_t cached_bytes() {

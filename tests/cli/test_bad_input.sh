@@ -8,8 +8,10 @@ set -uo pipefail
 relpos=$1
 tmp=$(mktemp -d)
 mounts=()
+cgroup=""
 cleanup() {
   for m in "${mounts[@]}"; do umount "$m" 2>/dev/null; done
+  [[ -n $cgroup ]] && rmdir "$cgroup" 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -385,6 +387,31 @@ if [[ $(id -u) -eq 0 ]] && mkdir -p "$tmp/full" && mount -t tmpfs -o size=4k tmp
   done
 else
   echo "SKIPPED: disk-full cases (mounting a small tmpfs needs root)"
+fi
+
+# --- A model larger than the memory left ----------------------------------------------------
+# model.num_layers 10^9 in a memory cgroup of 1 GiB: Linux grants the buffers and kills the
+# process (signal 9, no message) once they are written, unless the allocator refuses first.
+# Needs a memory cgroup this user can make (root; cgroup v1, or v2 with the memory controller
+# delegated); skipped visibly otherwise.
+v1=$(sed -n 's/^[0-9]*:memory:\(.*\)$/\1/p' /proc/self/cgroup)
+v2=$(sed -n 's/^0:://p' /proc/self/cgroup)
+for parent in ${v1:+"/sys/fs/cgroup/memory$v1"} ${v2:+"/sys/fs/cgroup$v2"}; do
+  mkdir "$parent/relpos_test_$$" 2>/dev/null || continue
+  cgroup="$parent/relpos_test_$$"
+  for limit in memory.limit_in_bytes memory.max; do  # v1, v2
+    [[ -f $cgroup/$limit ]] && echo $((1 << 30)) >"$cgroup/$limit" 2>/dev/null && break 2
+  done
+  rmdir "$cgroup"  # not a memory cgroup (a v1 host's /sys/fs/cgroup is a tmpfs)
+  cgroup=""
+done
+if [[ -n $cgroup ]]; then
+  refused "num_layers 10^9 in 1 GiB" \
+    "^relpos: \[cpu allocator\] out of memory allocating [0-9]+ bytes: the system has [0-9]+ bytes left \([0-9]+ held by tensors, 16777216 kept for the rest of the process\)$" \
+    -- bash -c 'echo $$ >"$1/cgroup.procs" && exec "${@:2}"' _ "$cgroup" "$relpos" train \
+    "$tmp/listops.yaml" --out "$tmp/huge" --set model.num_layers=1000000000 --set model.mlp_dim=4096 --quiet
+else
+  echo "SKIPPED: out-of-memory case (no memory cgroup can be made here)"
 fi
 
 if [[ $failures -gt 0 ]]; then

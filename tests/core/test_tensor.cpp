@@ -1,4 +1,5 @@
 // Tensor views and layout: reshape/view, transpose, permute, slice, expand, diagonal, as_strided.
+#include "core/cpu/available_memory.h"
 #include "tests/harness.h"
 
 using namespace relpos;
@@ -121,4 +122,55 @@ TEST_CASE("cpu allocator: buffers from 32 MiB are cached by size and reused; cou
   const Tensor small = zeros({1000});  // small buffers are never cached
   (void)small;
   CHECK(cached_bytes(cpu) == 0);
+}
+
+namespace {
+// A system with `budget` bytes of memory for tensors, where every live tensor byte is in use (as
+// it is once written): what it has left, counted each time it is read.
+int64_t simulated_budget = 0;
+int simulated_reads = 0;
+std::optional<int64_t> simulated_memory_left() {
+  ++simulated_reads;
+  return simulated_budget - memory_stats(Device::cpu()).current_bytes;
+}
+std::optional<int64_t> unknown_memory_left() {
+  return std::nullopt;
+}
+}  // namespace
+
+// Linux grants a buffer larger than the memory left and kills the process once it is written;
+// the allocator refuses it by name instead, keeping 16 MiB for the rest of the process
+// (core/cpu/available_memory.h).
+TEST_CASE("cpu allocator: a buffer the memory left cannot hold is refused by name") {
+  const Device cpu = Device::cpu();
+  empty_cache(cpu);
+  const Shape forty_mib{10 << 20};  // f32
+  const int64_t live = memory_stats(cpu).current_bytes;
+  simulated_budget = live + (16 << 20) + (100 << 20);
+  const auto real = cpu::set_available_memory_reader(&simulated_memory_left);
+  {
+    const Tensor a = Tensor::empty(forty_mib), b = Tensor::empty(forty_mib);
+    const std::string error = test::error_of([&] { (void)Tensor::empty(forty_mib); });
+    CHECK(error == fmt::format("[cpu allocator] out of memory allocating 41943040 bytes: the "
+                               "system has {} bytes left ({} held by tensors, 16777216 kept for "
+                               "the rest of the process)",
+                               (36 << 20), live + (80 << 20)));
+    CHECK(memory_stats(cpu).current_bytes == live + (80 << 20));  // nothing counted for it
+  }
+  // Freed, the same buffers fit again; and the memory is read again only when the live tensors
+  // grow past what the last reading left room for, not once per allocation.
+  simulated_budget = live + (1 << 30);
+  const Tensor again = Tensor::empty(forty_mib);
+  simulated_reads = 0;
+  for (int i = 0; i < 1000; ++i) (void)Tensor::empty({256});
+  CHECK(simulated_reads == 0);
+  // Where the memory left cannot be read, nothing is refused.
+  cpu::set_available_memory_reader(&unknown_memory_left);
+  simulated_budget = live;
+  CHECK_NOTHROW((void)Tensor::empty(forty_mib));
+  cpu::set_available_memory_reader(real);
+  empty_cache(cpu);
+  const std::optional<int64_t> left = cpu::available_memory_bytes();
+  REQUIRE(left.has_value());  // Linux: /proc/meminfo
+  CHECK(*left > 0);
 }
