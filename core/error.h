@@ -30,6 +30,12 @@ class StepError : public Error {
   using Error::Error;
 };
 
+// What the command line says for std::bad_alloc: the sizes asked for are larger than the memory
+// there is, a user's error, not relpos's (tensors are refused earlier, by the allocators).
+inline constexpr const char* kHostOutOfMemory =
+    "[host] out of memory: a buffer larger than the memory left was asked for (std::bad_alloc); "
+    "check the configuration's sizes";
+
 // Throws E (relpos::Error by default) with "[component] formatted message".
 template <typename E = Error, typename... Args>
 [[noreturn]] void fail(std::string_view component, fmt::format_string<Args...> f, Args&&... args) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <new>
 #include <thread>
 
 #include <fmt/ranges.h>
@@ -164,6 +165,10 @@ int run_job(const std::function<int()>& body) {
     return body();
   } catch (const Error& e) {
     std::fprintf(stderr, "relpos: %s: %s\n", comm::describe_rank().c_str(), e.what());
+    std::fflush(stderr);
+    comm::abort(2);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "relpos: %s: %s\n", comm::describe_rank().c_str(), kHostOutOfMemory);
     std::fflush(stderr);
     comm::abort(2);
   } catch (const std::exception& e) {

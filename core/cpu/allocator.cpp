@@ -74,20 +74,38 @@ bool keep_freed_memory() {
 // reading's source.
 std::atomic<int64_t> allowed_live_bytes{0};
 std::atomic<AvailableMemoryReader> memory_reader{&available_memory_bytes};
+std::atomic<int64_t> highest_read_live{0};
+std::atomic<int64_t> allocations_since_reading{0};
+constexpr int64_t kReadEvery = 4096;
 // Memory left for the rest of the process: the heap beside the tensors, the kernel's page tables.
 constexpr int64_t kReserve = int64_t{16} << 20;
 
+// The last reading, and how many bytes of memory the process took per tensor byte between the
+// two before it: model objects, autograd nodes and glibc's free heap grow beside the tensors (a
+// model of many small layers takes twice its tensors' bytes, the forward of one up to six
+// times). Until a rate is seen, 4 is assumed.
+struct Reading {
+  bool taken = false;
+  int64_t live = 0, left = 0;
+  double bytes_per_tensor_byte = 4;
+};
+Reading last;  // guarded by check_available_memory's mutex
+
 // Refuses a new buffer of `rounded` bytes that the memory the system has left, less kReserve,
-// cannot hold. The tensors are not all of the process's memory, so the memory left is read again
-// once the tensors have taken half of what the last reading found (each reading closer to the
-// end than the one before); an allocation usually compares two numbers. Before refusing, the
-// freed memory this process keeps (the block cache, glibc's free heap) goes back to the system.
+// cannot hold. The memory left is read again once the tensors could have taken half of it at the
+// rate last seen, so each reading comes closer to the end than the one before, and an
+// allocation in between compares two numbers. Before refusing, the freed memory this process
+// keeps (the block cache, glibc's free heap) goes back to the system.
 void check_available_memory(size_t nbytes, size_t rounded) {
-  static std::mutex reading;
+  static std::mutex mutex;
   const int64_t live = memory_counter().stats().current_bytes;
   const int64_t size = static_cast<int64_t>(rounded);
-  if (allowed_live_bytes.load() - live >= size) return;
-  std::lock_guard<std::mutex> lock(reading);
+  // Past the most the tensors held at a reading, every kReadEvery allocations read again too:
+  // the memory beside the tensors grows with the number of objects, not with their bytes.
+  const bool growing = live > highest_read_live.load() && ++allocations_since_reading >= kReadEvery;
+  if (!growing && allowed_live_bytes.load() - live >= size) return;
+  std::lock_guard<std::mutex> lock(mutex);
+  allocations_since_reading = 0;
   std::optional<int64_t> left = memory_reader.load()();
   if (left && *left - kReserve < size) {
     empty_cache();
@@ -96,8 +114,8 @@ void check_available_memory(size_t nbytes, size_t rounded) {
 #endif
     left = memory_reader.load()();
   }
-  if (!left) {
-    allowed_live_bytes = std::numeric_limits<int64_t>::max();
+  if (!left) {  // nothing to go by: no more readings
+    allowed_live_bytes = highest_read_live = std::numeric_limits<int64_t>::max();
     return;
   }
   if (*left - kReserve < size)
@@ -105,7 +123,16 @@ void check_available_memory(size_t nbytes, size_t rounded) {
          "out of memory allocating {} bytes: the system has {} bytes left ({} held by tensors, "
          "{} kept for the rest of the process)",
          nbytes, *left, live, kReserve);
-  allowed_live_bytes = live + std::max(size, (*left - kReserve) / 2);
+  if (const int64_t grown = live - last.live; last.taken && grown >= (int64_t{1} << 20))
+    last.bytes_per_tensor_byte =
+        std::clamp(static_cast<double>(last.left - *left) / static_cast<double>(grown), 1.0, 16.0);
+  last.taken = true;
+  last.live = live;
+  highest_read_live = std::max(highest_read_live.load(), live);
+  last.left = *left;
+  const auto window =
+      static_cast<int64_t>(static_cast<double>(*left - kReserve) / 2 / last.bytes_per_tensor_byte);
+  allowed_live_bytes = live + std::max(size, window);
 }
 }  // namespace
 
@@ -155,7 +182,8 @@ void deallocate(void* ptr, size_t nbytes) {
 
 AvailableMemoryReader set_available_memory_reader(AvailableMemoryReader reader) {
   const AvailableMemoryReader previous = memory_reader.exchange(reader);
-  allowed_live_bytes = 0;
+  allowed_live_bytes = highest_read_live = 0;
+  last = Reading{};
   return previous;
 }
 

@@ -80,15 +80,17 @@ SinusoidalPositionalEmbedding::SinusoidalPositionalEmbedding(int64_t max_len, in
     : max_len_(max_len), dim_(dim) {
   RELPOS_CHECK(max_len_ > 0 && dim_ > 0, "SinusoidalPositionalEmbedding",
                "sizes must be positive, got max_len {} dim {}", max_len_, dim_);
-  // pe: [max_len, dim], computed in double; column 2i and 2i+1 share the frequency of 2i.
-  std::vector<double> pe(static_cast<size_t>(max_len_ * dim_));
-  for (int64_t pos = 0; pos < max_len_; ++pos)
+  // pe: [max_len, dim], computed in double; column 2i and 2i+1 share the frequency of 2i. A
+  // tensor from the start, so a max_len too large for memory is refused by the allocator.
+  const Tensor pe = Tensor::empty({max_len_, dim_}, DType::f64);
+  double* row = pe.data<double>();
+  for (int64_t pos = 0; pos < max_len_; ++pos, row += dim_)
     for (int64_t j = 0; j < dim_; ++j) {
       const double angle =
           static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(j - j % 2) / dim_);
-      pe[pos * dim_ + j] = j % 2 == 0 ? std::sin(angle) : std::cos(angle);
+      row[j] = j % 2 == 0 ? std::sin(angle) : std::cos(angle);
     }
-  pe_ = Tensor::from_vector(pe, {max_len_, dim_}).to(dtype);
+  pe_ = pe.to(dtype);
   register_buffer("pe", pe_);
 }
 

@@ -125,13 +125,25 @@ TEST_CASE("cpu allocator: buffers from 32 MiB are cached by size and reused; cou
 }
 
 namespace {
-// A system with `budget` bytes of memory for tensors, where every live tensor byte is in use (as
-// it is once written): what it has left, counted each time it is read.
-int64_t simulated_budget = 0;
+// A system with `budget` bytes left when the reader was set, whose process takes `overhead` bytes
+// of memory per byte its tensors take (as they do once written): what it has left, counted each
+// time it is read.
+int64_t simulated_budget = 0, simulated_base = 0, simulated_overhead = 1;
 int simulated_reads = 0;
+int64_t simulated_left_now() {
+  return simulated_budget -
+         simulated_overhead * (memory_stats(Device::cpu()).current_bytes - simulated_base);
+}
 std::optional<int64_t> simulated_memory_left() {
   ++simulated_reads;
-  return simulated_budget - memory_stats(Device::cpu()).current_bytes;
+  return simulated_left_now();
+}
+void simulate(int64_t budget, int64_t overhead) {
+  simulated_budget = budget;
+  simulated_base = memory_stats(Device::cpu()).current_bytes;
+  simulated_overhead = overhead;
+  simulated_reads = 0;
+  cpu::set_available_memory_reader(&simulated_memory_left);
 }
 std::optional<int64_t> unknown_memory_left() {
   return std::nullopt;
@@ -146,8 +158,8 @@ TEST_CASE("cpu allocator: a buffer the memory left cannot hold is refused by nam
   empty_cache(cpu);
   const Shape forty_mib{10 << 20};  // f32
   const int64_t live = memory_stats(cpu).current_bytes;
-  simulated_budget = live + (16 << 20) + (100 << 20);
-  const auto real = cpu::set_available_memory_reader(&simulated_memory_left);
+  const cpu::AvailableMemoryReader real = cpu::set_available_memory_reader(&simulated_memory_left);
+  simulate((16 << 20) + (100 << 20), 1);
   {
     const Tensor a = Tensor::empty(forty_mib), b = Tensor::empty(forty_mib);
     const std::string error = test::error_of([&] { (void)Tensor::empty(forty_mib); });
@@ -159,14 +171,26 @@ TEST_CASE("cpu allocator: a buffer the memory left cannot hold is refused by nam
   }
   // Freed, the same buffers fit again; and the memory is read again only when the live tensors
   // grow past what the last reading left room for, not once per allocation.
-  simulated_budget = live + (1 << 30);
-  const Tensor again = Tensor::empty(forty_mib);
+  simulate(int64_t{1} << 30, 1);
+  const Tensor again = Tensor::empty(forty_mib), small = Tensor::empty({256});
   simulated_reads = 0;
   for (int i = 0; i < 1000; ++i) (void)Tensor::empty({256});
   CHECK(simulated_reads == 0);
+  // A process that takes 3 bytes per tensor byte (model objects beside small tensors) is refused
+  // before it has used what is left, and close to it, in a few readings.
+  simulate((16 << 20) + (600 << 20), 3);
+  std::vector<Tensor> held;
+  std::string refused;
+  while (refused.empty() && held.size() < 1000) {
+    refused = test::error_of([&] { held.push_back(Tensor::empty({1 << 18})); });  // 1 MiB
+    REQUIRE(simulated_left_now() >= 0);  // else the kernel would have killed the process
+  }
+  CHECK(refused.find("[cpu allocator] out of memory allocating 1048576 bytes") == 0);
+  CHECK(held.size() >= 190);  // of the 200 MiB that fit
+  CHECK(simulated_reads < 100);
+  held.clear();
   // Where the memory left cannot be read, nothing is refused.
   cpu::set_available_memory_reader(&unknown_memory_left);
-  simulated_budget = live;
   CHECK_NOTHROW((void)Tensor::empty(forty_mib));
   cpu::set_available_memory_reader(real);
   empty_cache(cpu);

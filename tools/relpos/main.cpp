@@ -2,6 +2,7 @@
 // list (tools/relpos/app.cpp). Exit status: 0 on success, 2 on a user error (one clear line on
 // stderr), never a stack dump.
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@ int main(int argc, char** argv) {
     return relpos::cli::run_relpos({argv + 1, argv + argc});
   } catch (const relpos::Error& e) {
     std::fprintf(stderr, "relpos: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {  // not a bug: a size larger than the memory there is
+    std::fprintf(stderr, "relpos: %s\n", relpos::kHostOutOfMemory);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "relpos: internal error: %s\n", e.what());
