@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 
 #include "core/device.h"
 
@@ -25,6 +26,13 @@ void reset_peak_memory(Device device);
 // and their release.
 int64_t cached_bytes(Device device);
 void empty_cache(Device device);
+
+// Bytes this process can still take on the CPU before the system stops it: MemAvailable +
+// SwapFree of /proc/meminfo, and under a cgroup memory limit (v2 memory.max, or v1
+// memory.limit_in_bytes) at most the limit less the group's usage, the usage not counting the
+// inactive file cache the kernel reclaims first. nullopt where /proc/meminfo cannot be read. The
+// CPU allocator refuses a buffer that does not fit in it (core/cpu/available_memory.h).
+std::optional<int64_t> available_cpu_memory();
 
 // Raw buffers for Storage. CPU buffers are 64-byte aligned. Zero-byte requests return a valid,
 // unique pointer and count nothing.

@@ -73,7 +73,7 @@ bool keep_freed_memory() {
 // Live tensor bytes up to which the last reading of the memory left needs no new one, and that
 // reading's source.
 std::atomic<int64_t> allowed_live_bytes{0};
-std::atomic<AvailableMemoryReader> memory_reader{&available_memory_bytes};
+std::atomic<AvailableMemoryReader> memory_reader{&available_cpu_memory};
 std::atomic<int64_t> highest_read_live{0};
 std::atomic<int64_t> allocations_since_reading{0};
 constexpr int64_t kReadEvery = 4096;

@@ -1,11 +1,11 @@
-#include "core/cpu/available_memory.h"
+#include "core/allocator.h"
 
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-namespace relpos::cpu {
+namespace relpos {
 
 namespace {
 
@@ -75,7 +75,7 @@ std::optional<int64_t> cgroup_headroom() {
 
 }  // namespace
 
-std::optional<int64_t> available_memory_bytes() {
+std::optional<int64_t> available_cpu_memory() {
   const std::optional<int64_t> available = keyed_value("/proc/meminfo", "MemAvailable:", 1024);
   if (!available) return std::nullopt;
   const int64_t system = *available + keyed_value("/proc/meminfo", "SwapFree:", 1024).value_or(0);
@@ -83,4 +83,4 @@ std::optional<int64_t> available_memory_bytes() {
   return group ? std::min(system, *group) : system;
 }
 
-}  // namespace relpos::cpu
+}  // namespace relpos

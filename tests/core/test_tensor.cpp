@@ -194,7 +194,7 @@ TEST_CASE("cpu allocator: a buffer the memory left cannot hold is refused by nam
   CHECK_NOTHROW((void)Tensor::empty(forty_mib));
   cpu::set_available_memory_reader(real);
   empty_cache(cpu);
-  const std::optional<int64_t> left = cpu::available_memory_bytes();
+  const std::optional<int64_t> left = available_cpu_memory();
   REQUIRE(left.has_value());  // Linux: /proc/meminfo
   CHECK(*left > 0);
 }

@@ -5,10 +5,10 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "core/file_write.h"
 #include "core/json.h"
@@ -43,16 +43,6 @@ struct AttentionArgs {
   std::string lengths, batch, heads, dim, device, filter, min_time, limit_mb, json_out;
   bool json = false, list = false;
 };
-
-// MemAvailable of /proc/meminfo in bytes; 0 (no limit) when it cannot be read.
-int64_t available_cpu_memory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  int64_t kb = 0;
-  while (meminfo >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return 0;
-}
 
 // One result; an OOM or skipped one has null timings, its flag set and the reason.
 Json result_json(const bench::AttentionResult& r) {
@@ -97,7 +87,7 @@ int bench_attention(AttentionArgs& a) {
   if (limit_mb > 0)
     o.memory_limit_bytes = static_cast<int64_t>(limit_mb * (1 << 20));
   else if (o.device.is_cpu())
-    o.memory_limit_bytes = available_cpu_memory();
+    o.memory_limit_bytes = available_cpu_memory().value_or(0);
   const int threads = omp_get_max_threads();
   std::fprintf(
       stderr,
