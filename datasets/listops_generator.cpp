@@ -3,8 +3,10 @@
 #include "datasets/listops_generator.h"
 #include "core/fnv1a.h"
 
+#include <optional>
 #include <unordered_set>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "core/philox.h"
 
@@ -134,11 +136,33 @@ ListOpsTree ListOpsGenerator::next() {
        config_.min_length, config_.max_length, kMaxDraws, config_.max_depth, config_.max_args);
 }
 
+namespace {
+
+// After this many trees their mean size is known, and a count too large for the memory left is
+// refused before it fills it: a tree takes its text, its struct and its hash (kTreeOverhead),
+// twice over while the caller writes them out.
+constexpr int64_t kSampleTrees = 4096;
+constexpr int64_t kTreeOverhead = sizeof(ListOpsTree) + 64;
+
+void check_memory_for(int64_t count, int64_t sample_bytes) {
+  const std::optional<int64_t> left = available_cpu_memory();
+  const double mean = static_cast<double>(sample_bytes) / kSampleTrees;
+  const double needed = 2 * mean * static_cast<double>(count);
+  if (!left || needed <= static_cast<double>(*left + sample_bytes)) return;
+  fail(kComponent,
+       "{} trees take about {:.1f} GB of memory ({:.0f} bytes each, twice over while written); "
+       "{:.1f} GB are left: generate fewer",
+       count, needed / 1e9, mean, static_cast<double>(*left) / 1e9);
+}
+
+}  // namespace
+
 std::vector<ListOpsTree> generate_listops(uint64_t seed, int64_t count,
                                           const ListOpsGeneratorConfig& config) {
   RELPOS_CHECK(count >= 0, kComponent, "count must be >= 0, got {}", count);
   ListOpsGenerator generator(seed, config);
   std::vector<ListOpsTree> trees;
+  int64_t bytes = 0;
   // Hashes of the sources so far; a (p ~ 1e-10) collision skips a distinct tree, identically on
   // every machine.
   std::unordered_set<uint64_t> seen;
@@ -152,7 +176,10 @@ std::vector<ListOpsTree> generate_listops(uint64_t seed, int64_t count,
       continue;
     }
     duplicates_in_a_row = 0;
+    bytes += static_cast<int64_t>(tree.source.size()) + kTreeOverhead;
     trees.push_back(std::move(tree));
+    if (static_cast<int64_t>(trees.size()) == kSampleTrees && count > kSampleTrees)
+      check_memory_for(count, bytes);
   }
   return trees;
 }

@@ -2,6 +2,7 @@
 // LRA's files basic_{train,val,test}.tsv (header `Source\tTarget`, lines ending in "\n").
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,9 @@ std::string prepare_listops(const PrepareRequest& request) {
   config.max_depth = o.get<int>("max_depth", config.max_depth);
   config.max_args = o.get<int>("max_args", config.max_args);
   o.check_all_used();
-  for (const int64_t size : sizes)
-    RELPOS_CHECK(size >= 0, "data prepare", "listops split sizes must be >= 0, got {}", size);
+  for (const int64_t size : sizes)  // (and their sum an int64)
+    RELPOS_CHECK(size >= 0 && size <= std::numeric_limits<int64_t>::max() / 3, "data prepare",
+                 "listops split sizes must be in [0, 2^63 / 3), got {}", size);
   RELPOS_CHECK(seed >= 0, "data prepare", "listops seed must be >= 0, got {}", seed);
 
   const std::vector<ListOpsTree> trees =

@@ -210,6 +210,15 @@ refused "empty CIFAR batch" "^relpos: \[cifar10\] $d/data_batch_3.bin: byte 0: n
 "$relpos" data prepare listops --out "$tmp/listops" --train 64 --val 16 --test 16 \
   --min_length 10 --max_length 60 --seed 1 >/dev/null 2>&1 || fail "data prepare listops"
 cp -r "$tmp/listops" "$tmp/listops_good"
+# More trees than memory holds are refused after a sample of them, before memory fills up (the
+# generator keeps every tree to de-duplicate); split sizes whose sum overflows are refused.
+refused "listops --train 10^12" \
+  "^relpos: \[listops generator\] 1000000000002 trees take about [0-9.]+ GB of memory \([0-9]+ bytes each, twice over while written\); [0-9.]+ GB are left: generate fewer$" \
+  -- "$relpos" data prepare listops --out "$tmp/listops_huge" --train 1000000000000 --val 1 --test 1
+[[ ! -e $tmp/listops_huge ]] || fail "listops --train 10^12 wrote $tmp/listops_huge"
+refused "listops split sizes overflow" \
+  "^relpos: \[data prepare\] listops split sizes must be in \[0, 2\^63 / 3\), got 9223372036854775807$" \
+  -- "$relpos" data prepare listops --out "$tmp/listops_huge" --train 9223372036854775807
 cat >"$tmp/listops.yaml" <<YAML
 model: {num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, positions: sinusoidal, pooling: mean,
         attention: {type: linear, feature_map: elu1}, positional: {type: fastrpb}}
