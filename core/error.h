@@ -30,6 +30,13 @@ class StepError : public Error {
   using Error::Error;
 };
 
+// A buffer the memory left cannot hold (the CPU and CUDA allocators): the caller may say what it
+// was building.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 // What the command line says for std::bad_alloc: the sizes asked for are larger than the memory
 // there is, a user's error, not relpos's (tensors are refused earlier, by the allocators).
 inline constexpr const char* kHostOutOfMemory =

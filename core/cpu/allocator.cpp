@@ -119,10 +119,11 @@ void check_available_memory(size_t nbytes, size_t rounded) {
     return;
   }
   if (*left - kReserve < size)
-    fail("cpu allocator",
-         "out of memory allocating {} bytes: the system has {} bytes left ({} held by tensors, "
-         "{} kept for the rest of the process)",
-         nbytes, *left, live, kReserve);
+    fail<OutOfMemory>(
+        "cpu allocator",
+        "out of memory allocating {} bytes: the system has {} bytes left ({} held by tensors, "
+        "{} kept for the rest of the process)",
+        nbytes, *left, live, kReserve);
   if (const int64_t grown = live - last.live; last.taken && grown >= (int64_t{1} << 20))
     last.bytes_per_tensor_byte =
         std::clamp(static_cast<double>(last.left - *left) / static_cast<double>(grown), 1.0, 16.0);
@@ -154,8 +155,8 @@ void* allocate(size_t nbytes) {
   check_available_memory(nbytes, rounded);
   void* ptr = std::aligned_alloc(align, rounded);
   if (ptr == nullptr)
-    fail("cpu allocator", "out of memory allocating {} bytes ({} held by tensors)", nbytes,
-         memory_counter().stats().current_bytes);
+    fail<OutOfMemory>("cpu allocator", "out of memory allocating {} bytes ({} held by tensors)",
+                      nbytes, memory_counter().stats().current_bytes);
   if (align == kHugePage) madvise(ptr, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless
   memory_counter().on_allocate(nbytes);
   return ptr;

@@ -50,8 +50,9 @@ class CachingAllocator {
     if (err != cudaSuccess) {
       cudaGetLastError();
       const MemoryStats s = counter_.stats();
-      fail("cuda allocator", "cannot allocate {} bytes on cuda:{}: {} ({} bytes in use by tensors)",
-           nbytes, device_, cudaGetErrorString(err), s.current_bytes);
+      fail<OutOfMemory>("cuda allocator",
+                        "cannot allocate {} bytes on cuda:{}: {} ({} bytes in use by tensors)",
+                        nbytes, device_, cudaGetErrorString(err), s.current_bytes);
     }
     counter_.on_allocate(nbytes);
     return ptr;

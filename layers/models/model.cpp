@@ -4,6 +4,7 @@
 #include "layers/models/model.h"
 
 #include <algorithm>
+#include <new>
 #include <vector>
 
 namespace relpos {
@@ -126,7 +127,16 @@ std::shared_ptr<Model> make_model(const ModelConfig& given, Generator& gen) {
   const ModelConfig config = with_model_defaults(given);
   check_encoder_config(config);
   type.read(config);
-  auto model = type.build(config, gen);
+  std::shared_ptr<Model> model;
+  try {
+    model = type.build(config, gen);
+  } catch (const OutOfMemory& e) {  // the allocator knows the bytes, not which sizes asked
+    fail<OutOfMemory>(kWho, "{} with these sizes does not fit in memory: {}", config.type,
+                      e.what());
+  } catch (const std::bad_alloc&) {
+    fail<OutOfMemory>(kWho, "{} with these sizes does not fit in memory (std::bad_alloc)",
+                      config.type);
+  }
   // The type read its keys and the layers refused unknown options as they were built
   // (make_attention / make_positional); this also catches a mapping no layer read at all.
   config.own.check_all_used();

@@ -54,12 +54,12 @@ std::vector<int64_t> parse_lengths(const std::string& text) {
 
 namespace {
 
-// Whether an error is a failed allocation: the CPU and CUDA allocators' own, or one inside
-// cuBLAS / cuFFT / the CUDA runtime (core/cuda/check.h passes their status names on).
+// Whether an error is a failed allocation: the CPU and CUDA allocators' own (OutOfMemory), or one
+// inside cuBLAS / cuFFT / the CUDA runtime (core/cuda/check.h passes their status names on).
 bool is_out_of_memory(const Error& e) {
+  if (dynamic_cast<const OutOfMemory*>(&e) != nullptr) return true;
   const std::string what = e.what();
-  for (const char* mark : {"[cpu allocator] out of memory", "[cuda allocator] cannot allocate",
-                           "ALLOC_FAILED", "cudaErrorMemoryAllocation"})
+  for (const char* mark : {"ALLOC_FAILED", "cudaErrorMemoryAllocation"})
     if (what.find(mark) != std::string::npos) return true;
   return false;
 }
