@@ -102,17 +102,18 @@ const Tensor& RelXlAttention::relative_sinusoids(int64_t k_len, DType dtype, Dev
   std::vector<double> frequency(static_cast<size_t>(half));
   for (int64_t c = 0; c < half; ++c)
     frequency[c] = std::pow(10000.0, -2.0 * static_cast<double>(c) / model_dim_);
-  std::vector<double> table(static_cast<size_t>(k_len * model_dim_));
+  const Tensor table = Tensor::empty({k_len, model_dim_}, DType::f64);  // [Lk, model_dim]
+  double* at = table.data<double>();
   for (int64_t row = 0; row < k_len; ++row) {
     int64_t dist = k_len - 1 - row;
     if (clamp_len_ > 0) dist = std::min(dist, clamp_len_);
     for (int64_t c = 0; c < half; ++c) {
       const double angle = static_cast<double>(dist) * frequency[c];
-      table[row * model_dim_ + c] = std::sin(angle);
-      table[row * model_dim_ + half + c] = std::cos(angle);
+      at[row * model_dim_ + c] = std::sin(angle);
+      at[row * model_dim_ + half + c] = std::cos(angle);
     }
   }
-  sinusoids_ = Tensor::from_vector(table, {k_len, model_dim_}).to(dtype).to(device);
+  sinusoids_ = table.to(dtype).to(device);
   ++sinusoid_tables_built_;
   return sinusoids_;
 }

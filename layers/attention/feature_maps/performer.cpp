@@ -75,7 +75,9 @@ class PerformerFeatureMap final : public FeatureMap {
   // A fresh W [m, D] on the CPU (opt.dtype).
   Tensor draw() {
     const int64_t m = num_features_, d = head_dim_;
-    std::vector<double> w(m * d);
+    // Tensors, not host vectors: a num_features too large for memory meets the allocator.
+    const Tensor w = Tensor::empty({m, d}, DType::f64);
+    double* out = w.data<double>();
     for (int64_t start = 0; start < m; start += d) {
       // Gram-Schmidt (modified) on the rows of a Gaussian [D, D] block: orthonormal rows.
       std::vector<double> g = randn({d, d}, gen_, 0, 1, DType::f64).to_vector<double>();
@@ -92,16 +94,17 @@ class PerformerFeatureMap final : public FeatureMap {
         for (int64_t c = 0; c < d; ++c) row[c] /= std::sqrt(len);
       }
       const int64_t rows = std::min(d, m - start);
-      std::copy(g.begin(), g.begin() + rows * d, w.begin() + start * d);
+      std::copy(g.begin(), g.begin() + rows * d, out + start * d);
     }
     // Row norms of a Gaussian [m, D]: chi(D), the lengths unstructured Gaussian rows would have.
-    const std::vector<double> lengths = randn({m, d}, gen_, 0, 1, DType::f64).to_vector<double>();
+    const Tensor gaussian = randn({m, d}, gen_, 0, 1, DType::f64);
+    const double* lengths = gaussian.data<double>();
     for (int64_t r = 0; r < m; ++r) {
       double len = 0;
       for (int64_t c = 0; c < d; ++c) len += lengths[r * d + c] * lengths[r * d + c];
-      for (int64_t c = 0; c < d; ++c) w[r * d + c] *= std::sqrt(len);
+      for (int64_t c = 0; c < d; ++c) out[r * d + c] *= std::sqrt(len);
     }
-    return Tensor::from_vector(w, {m, d}).to(dtype_);
+    return w.to(dtype_);
   }
 
   int64_t num_features_;
