@@ -1,3 +1,5 @@
+// available_cpu_memory (core/allocator.h): /proc/meminfo and this process's memory cgroup, read
+// anew on every call (the CPU allocator calls it rarely: allocator.cpp).
 #include "core/allocator.h"
 
 #include <algorithm>
