@@ -19,6 +19,21 @@ std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr, 
   return schedule;
 }
 
+WarmupDecay read_warmup_decay(const Options& options, const ScheduleRun& run) {
+  const bool own_total = options.has("total_steps");
+  WarmupDecay span{options.get_inherited<int64_t>("total_steps", run.steps),
+                   options.get<int64_t>("warmup_steps", 0)};
+  RELPOS_CHECK(own_total || span.total > 0, options.where(),
+               "total_steps is required where the run's length is not known");
+  RELPOS_CHECK(span.total > 0, options.where(), "total_steps must be > 0, got {}", span.total);
+  RELPOS_CHECK(span.warmup >= 0, options.where(), "warmup_steps must be >= 0, got {}", span.warmup);
+  RELPOS_CHECK(span.warmup < span.total, options.where(),
+               "warmup_steps ({}) must be below total_steps ({}{}): the decay would never start",
+               span.warmup, span.total,
+               own_total ? "" : ", the run's updates: train.steps or train.epochs");
+  return span;
+}
+
 double warmup_factor(int64_t step, int64_t warmup) {
   RELPOS_CHECK(step >= 0, "schedule", "step must be >= 0, got {}", step);
   if (warmup <= 0) return 1.0;

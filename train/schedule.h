@@ -39,6 +39,15 @@ ScheduleRegistry& schedule_registry();
 std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr,
                                         int64_t run_steps = 0);
 
+// The span of a schedule that warms up and then decays to 0: options' total_steps (the run's
+// updates unless set) and warmup_steps (0). Refuses a total that is not known or not positive and
+// a warmup that is negative or not below the total, naming the keys.
+struct WarmupDecay {
+  int64_t total = 0;
+  int64_t warmup = 0;
+};
+WarmupDecay read_warmup_decay(const Options& options, const ScheduleRun& run);
+
 // min(1, step / warmup), 1 when warmup is 0: the shared linear warmup factor.
 double warmup_factor(int64_t step, int64_t warmup);
 

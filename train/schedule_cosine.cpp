@@ -16,24 +16,20 @@ class CosineSchedule : public Schedule {
  public:
   CosineSchedule(const Options& options, const ScheduleRun& run)
       : Schedule(run.base_lr),
-        total_(options.get_inherited<int64_t>("total_steps", run.steps)),
-        warmup_(options.get<int64_t>("warmup_steps", 0)),
+        span_(read_warmup_decay(options, run)),
         cycles_(options.get<double>("cycles", 0.5)) {
-    RELPOS_CHECK(total_ > 0, options.where(),
-                 "total_steps is required where the run's length is not known, got {}", total_);
-    RELPOS_CHECK(warmup_ >= 0 && total_ > warmup_, options.where(),
-                 "need 0 <= warmup_steps < total_steps, got {} and {}", warmup_, total_);
     RELPOS_CHECK(cycles_ > 0, options.where(), "cycles must be > 0, got {}", cycles_);
   }
   double lr_at(int64_t step) const override {
-    if (step < warmup_) return base_lr() * warmup_factor(step, warmup_);
-    double p = static_cast<double>(step - warmup_) / static_cast<double>(total_ - warmup_);
+    if (step < span_.warmup) return base_lr() * warmup_factor(step, span_.warmup);
+    double p =
+        static_cast<double>(step - span_.warmup) / static_cast<double>(span_.total - span_.warmup);
     double c = 0.5 * (1 + std::cos(std::numbers::pi * 2 * cycles_ * p));
     return base_lr() * std::max(0.0, c);
   }
 
  private:
-  int64_t total_, warmup_;
+  WarmupDecay span_;
   double cycles_;
 };
 

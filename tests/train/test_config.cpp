@@ -228,7 +228,7 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         load_error(good, {"schedule={type: cosine, warmup: 10}"}).find("unknown option 'warmup'") !=
         std::string::npos);
     CHECK(load_error(good, {"schedule={type: linear_decay, warmup_steps: 500}"})
-              .find("warmup_steps < total_steps") != std::string::npos);
+              .find("warmup_steps (500) must be below total_steps (") != std::string::npos);
   }
 }
 

@@ -11,9 +11,10 @@
 using namespace relpos;
 
 namespace {
-std::string error_of(const Options& options) {
+// The error building `options` for a run of `run_steps` updates (0: not known), or "".
+std::string error_of(const Options& options, int64_t run_steps = 0) {
   try {
-    make_schedule(options, 1.0);
+    make_schedule(options, 1.0, run_steps);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -116,6 +117,18 @@ TEST_CASE("schedule: a decaying schedule takes the run's length unless total_ste
     CHECK(error_of(Options("schedule").set("type", type))
               .find("total_steps is required where the run's length is not known") !=
           std::string::npos);
+    // Each bound names its keys, and where the total came from.
+    CHECK(error_of(Options("schedule").set("type", type).set("warmup_steps", 100), 2) ==
+          "[schedule] warmup_steps (100) must be below total_steps (2, the run's updates: "
+          "train.steps or train.epochs): the decay would never start");
+    CHECK(
+        error_of(Options("schedule").set("type", type).set("total_steps", 5).set("warmup_steps", 5),
+                 100) ==
+        "[schedule] warmup_steps (5) must be below total_steps (5): the decay would never start");
+    CHECK(error_of(Options("schedule").set("type", type).set("warmup_steps", -1), 100) ==
+          "[schedule] warmup_steps must be >= 0, got -1");
+    CHECK(error_of(Options("schedule").set("type", type).set("total_steps", 0), 100) ==
+          "[schedule] total_steps must be > 0, got 0");
   }
   // No mapping: constant.
   CHECK(make_schedule(Options("schedule"), 0.25, 100)->lr_at(99) == 0.25);
