@@ -1,12 +1,15 @@
 // The `tsv` dataset: the user's own labelled text. data.dir holds train.tsv, valid.tsv and
 // test.tsv, one example per line as `label<TAB>text` (a final line without '\n' and CRLF line ends
-// are fine), labels 0..C-1 with C = 1 + the largest training label. Own key `data.tokens`:
+// are fine; so is a UTF-8 byte-order mark at the start, as spreadsheets write it), labels 0..C-1
+// with C = 1 + the largest training label, at least 2 and at most the number of training lines.
+// Own key `data.tokens`:
 //   bytes (default): id = byte + 1, 0 = padding, vocab 257 (as datasets/imdb.h);
 //   words: split on whitespace; 0 = padding, 1 = a word not in the training split, then the
 //          training split's words in order of first appearance; vocab 2 + distinct words.
 // Texts are cut to data.max_len tokens (default 512). Every malformed line is an error naming the
 // file and the line: no tab, a label that is not a non-negative integer, an empty text, a label
-// of valid/test that is not a training class.
+// of valid/test that is not a training class; train.tsv with one class, or with a label that
+// makes more classes than it has lines (an id column read as labels), is refused too.
 #include <algorithm>
 #include <charconv>
 #include <string>
@@ -32,7 +35,8 @@ struct Line {
 // The examples of one file, each line checked; `path` names it in errors.
 std::vector<Line> read_lines(const std::string& path) {
   const std::vector<uint8_t> bytes = read_file_bytes(kReader, path);
-  const std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (all.starts_with("\xEF\xBB\xBF")) all.remove_prefix(3);  // UTF-8 byte-order mark
   std::vector<Line> lines;
   int64_t number = 0;
   for (size_t start = 0; start < all.size();) {
@@ -59,6 +63,24 @@ std::vector<Line> read_lines(const std::string& path) {
   }
   if (lines.empty()) read_error(kReader, path, at_line(1), "no examples; expected label<TAB>text");
   return lines;
+}
+
+// C = 1 + the largest label of train.tsv's `lines`: at least 2, and no more than the lines (a
+// larger C is a column of ids or counts read as labels, and would overflow at the largest int64).
+int64_t count_classes(const std::string& path, const std::vector<Line>& lines) {
+  const auto largest = std::max_element(
+      lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.label < b.label; });
+  const int64_t count = static_cast<int64_t>(lines.size());
+  if (largest->label >= count)
+    read_error(kReader, path, at_line(largest->number),
+               "label " + std::to_string(largest->label) + " would make " +
+                   std::to_string(static_cast<uint64_t>(largest->label) + 1) + " classes for " +
+                   std::to_string(count) +
+                   " lines; labels are 0, 1, 2, ... up to the number of classes less 1");
+  if (largest->label == 0)
+    read_error(kReader, path, "labels",
+               "all 0; a classifier needs two classes or more (labels 0, 1, 2, ...)");
+  return largest->label + 1;
 }
 
 // The whitespace-separated words of `text`.
@@ -90,10 +112,9 @@ class TsvSource final : public DatasetSource {
                      int64_t max_len) const override {
     const std::string train_path = folder.file("train.tsv");
     const std::vector<Line> train = read_lines(train_path);
-    int64_t classes = 0;
+    const int64_t classes = count_classes(train_path, train);
     std::unordered_map<std::string, int32_t> vocabulary;  // word -> id (words only)
     for (const Line& line : train) {
-      classes = std::max(classes, line.label + 1);
       if (words_)
         for (std::string_view word : words_of(line.text))
           vocabulary.emplace(word, static_cast<int32_t>(vocabulary.size()) + 2);
@@ -143,8 +164,8 @@ RELPOS_REGISTER_DATASET(
      .description = "your own labelled text: train.tsv, valid.tsv, test.tsv of label<TAB>text",
      .how_to_get =
          "tsv is your own labelled text: put train.tsv, valid.tsv and test.tsv in DIR, one\n"
-         "  example per line as label<TAB>text with labels 0, 1, 2, ... (valid and test use the\n"
-         "  classes of train); data.tokens: bytes (default) or words.",
+         "  example per line as label<TAB>text with labels 0, 1, 2, ... (at least two classes;\n"
+         "  valid and test use the classes of train); data.tokens: bytes (default) or words.",
      .make = make_source<TsvSource>,
      .prepare = nullptr});
 

@@ -252,6 +252,28 @@ refused "dangling IMDB link" \
   "^relpos: \[imdb\] $tmp/imdb/aclImdb/train/pos/1_9.txt: open: a link to a missing file" \
   -- "$relpos" train "$tmp/imdb.yaml" --quiet
 
+# --- tsv: labels that are no classes ------------------------------------------------------
+mkdir -p "$tmp/tsv"
+printf '0\tx\n' >"$tmp/tsv/valid.tsv"
+printf '0\ty\n' >"$tmp/tsv/test.tsv"
+cat >"$tmp/tsv.yaml" <<YAML
+model: {num_layers: 1, num_heads: 2, model_dim: 8, mlp_dim: 16, attention: {type: softmax}}
+data: {dataset: tsv, dir: $tmp/tsv, max_len: 32, batch_size: 2}
+optimizer: {type: adam, lr: 0.001}
+train: {steps: 1, out: $tmp/run_tsv}
+YAML
+# The largest int64 label was an overflow; 10^12 reached the allocator as a 10^12-way head.
+for label in 9223372036854775807 1000000000000; do
+  printf '0\ta\n%s\tb\n' "$label" >"$tmp/tsv/train.tsv"
+  refused "tsv label $label" \
+    "^relpos: \[tsv\] $tmp/tsv/train.tsv: line 2: label $label would make [0-9]+ classes for 2 lines" \
+    -- "$relpos" train "$tmp/tsv.yaml" --quiet
+done
+printf '0\ta\n0\tb\n' >"$tmp/tsv/train.tsv"
+refused "tsv of one class" \
+  "^relpos: \[tsv\] $tmp/tsv/train.tsv: labels: all 0; a classifier needs two classes or more" \
+  -- "$relpos" train "$tmp/tsv.yaml" --quiet
+
 # --- Configs YAML accepts and relpos must not ---------------------------------------------
 printf 'model:\n  num_layers: 1\n  num_layers: 2\n' >"$tmp/twice.yaml"
 refused "a key given twice" \

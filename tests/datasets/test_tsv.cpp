@@ -1,6 +1,6 @@
 // The `tsv` dataset (datasets/tsv_dataset.cpp) on files written here: byte and word ids, the
-// training vocabulary and unknown words, the cut to max_len, the classes of train, and an error
-// naming the file and the line for every kind of malformed line.
+// training vocabulary and unknown words, the cut to max_len, the classes of train, a byte-order
+// mark, and an error naming the file and the line for every kind of malformed line.
 #include <string>
 #include <vector>
 
@@ -52,9 +52,22 @@ TEST_CASE("tsv: bytes are ids + 1 (0 pads, vocab 257); classes are 1 + the large
   CHECK(val.examples.at(0).tokens == ids("ok"));
   CHECK(f.read("test").examples.at(0).label == 2);
   CHECK(f.read("train", "bytes", 1).examples[0].tokens == ids("h"));  // cut to max_len
-  const std::string high = "0\t" + std::string("\xff", 1) + "\n";
+  const std::string high = "0\t" + std::string("\xff", 1) + "\n1\tb\n";
   const TsvFolder byte_ff(high, high, high);
   CHECK(byte_ff.read("train").examples[0].tokens == std::vector<int32_t>{256});
+}
+
+TEST_CASE("tsv: a UTF-8 byte-order mark at the start of a file is no part of the first label") {
+  const std::string bom = "\xEF\xBB\xBF";
+  const TsvFolder f(bom + "1\thi\n0\tyo\n", bom + "0\tok\n", "1\tz\n");
+  const Dataset train = f.read("train");
+  CHECK(train.num_classes == 2);
+  CHECK(train.examples.at(0).label == 1);
+  CHECK(train.examples.at(0).tokens == ids("hi"));
+  CHECK(f.read("val").examples.at(0).label == 0);
+  // Only at the start: elsewhere the bytes are text.
+  const TsvFolder inside("1\t" + bom + "\n0\tyo\n", "0\tok\n", "1\tz\n");
+  CHECK(inside.read("train").examples.at(0).tokens == ids(bom));
 }
 
 TEST_CASE("tsv: words get ids from the training split; other words are unknown (1)") {
@@ -94,6 +107,14 @@ TEST_CASE("tsv: every malformed line is an error naming the file and the line") 
   CHECK(error("", "0\tx\n") == "line 1: no examples; expected label<TAB>text");
   CHECK(error("0\ta\n1\t   \n", "0\tx\n", "train", "words") ==
         "line 2: no words in the text; expected label<TAB>text");
+  // train.tsv's labels make the classes: two or more, no more than its lines (the largest int64
+  // label was an overflow to a negative class count).
+  CHECK(error("0\ta\n0\tb\n", "0\tx\n") ==
+        "labels: all 0; a classifier needs two classes or more (labels 0, 1, 2, ...)");
+  CHECK(error("0\ta\n9223372036854775807\tb\n", "0\tx\n") ==
+        "line 2: label 9223372036854775807 would make 9223372036854775808 classes for 2 lines; "
+        "labels are 0, 1, 2, ... up to the number of classes less 1");
+  CHECK(error("1\ta\n2\tb\n", "0\tx\n").find("line 2: label 2 would make 3 classes for 2") == 0);
   // A class of valid.tsv that train.tsv does not have: labels 0..C-1, C from train.
   const std::string e = error("0\ta\n1\tb\n", "1\tok\n2\tbad\n", "val");
   CHECK(e.find("line 2: label 2 is not a class of ") == 0);
