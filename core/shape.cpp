@@ -6,10 +6,18 @@
 
 namespace relpos {
 
-int64_t shape_numel(const Shape& shape) {
+std::optional<int64_t> checked_numel(const Shape& shape) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape)
+    if (__builtin_mul_overflow(n, s, &n)) return std::nullopt;
   return n;
+}
+
+int64_t shape_numel(const Shape& shape) {
+  const std::optional<int64_t> n = checked_numel(shape);
+  if (!n) fail("shape", "{} has more elements than int64 counts", shape_str(shape));
+  return *n;
 }
 
 Shape contiguous_strides(const Shape& shape) {

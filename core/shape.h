@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,9 @@ namespace relpos {
 
 using Shape = std::vector<int64_t>;
 
+// The product of the sizes (0 when one is 0); nullopt where it overflows int64. shape_numel
+// throws "[shape] ..." there instead.
+std::optional<int64_t> checked_numel(const Shape& shape);
 int64_t shape_numel(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "[2, 3, 4]"

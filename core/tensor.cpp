@@ -19,7 +19,14 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, Sh
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape)
     RELPOS_CHECK(s >= 0, "empty", "negative size in shape {}", shape_str(shape));
-  const size_t nbytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  // Bytes beyond int64's range are beyond any memory: refused like the allocators refuse (by
+  // type), before a wrapped product could ask for a small buffer.
+  const std::optional<int64_t> numel = checked_numel(shape);
+  int64_t bytes = 0;
+  if (!numel || __builtin_mul_overflow(*numel, dtype_size(dtype), &bytes))
+    fail<OutOfMemory>("tensor", "{}{} would take more bytes than int64 counts", dtype_name(dtype),
+                      shape_str(shape));
+  const auto nbytes = static_cast<size_t>(bytes);
   return Tensor(std::make_shared<Storage>(nbytes, device), 0, shape, contiguous_strides(shape),
                 dtype);
 }

@@ -88,6 +88,25 @@ TEST_CASE("tensor: from_vector, item and errors name the op") {
   CHECK_THROWS_WITH_AS(zeros({2}, DType::f32, Device::cuda(99)), doctest::Contains("CUDA"), Error);
 }
 
+TEST_CASE("tensor: a shape whose elements or bytes overflow int64 is refused, not wrapped") {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  // [2^63 - 1, 64] f32 wrapped to 2^66 - 256 bytes, which the allocator rounded up to 0: a model
+  // with mlp_dim 2^63 - 1 trained a step on a buffer of nothing.
+  CHECK_THROWS_WITH_AS((void)Tensor::empty({kMax, 64}),
+                       "[tensor] f32[9223372036854775807, 64] would take more bytes than int64 "
+                       "counts",
+                       OutOfMemory);
+  // Elements that fit, bytes that do not.
+  CHECK_THROWS_AS((void)Tensor::empty({kMax / 4 + 1, 4}, DType::f64), OutOfMemory);
+  // A size of 0 makes any other size harmless.
+  CHECK(Tensor::empty({kMax, 0, kMax}).numel() == 0);
+  CHECK(shape_numel({kMax, 0, 2}) == 0);
+  CHECK_THROWS_WITH_AS((void)shape_numel({kMax, 2}),
+                       "[shape] [9223372036854775807, 2] has more elements than int64 counts",
+                       Error);
+  CHECK(shape_numel({kMax}) == kMax);
+}
+
 TEST_CASE("tensor: strided_copy holds the same values with non-unit strides") {
   const Tensor x = test::random_tensor({3, 5, 7}, DType::f32, 1);
   const Tensor s = test::strided_copy(x);
