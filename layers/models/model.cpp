@@ -12,8 +12,19 @@ namespace {
 
 constexpr const char* kWho = "model";
 
+// Past 2^40 a size is past any machine's memory even as one row per unit, and the sums and
+// products of sizes in the layers' index arithmetic (max_len + CLS + SEP, 2·max_len for the FFT)
+// stay far inside int64. Sizes below it that do not fit are the allocators' to refuse.
+constexpr int64_t kLargestSize = int64_t{1} << 40;
+
+void check_size(const char* field, int64_t value) {
+  RELPOS_CHECK(value <= kLargestSize, kWho, "{} {} is larger than any machine holds (at most 2^40)",
+               field, value);
+}
+
 void check_positive(const char* field, int64_t value, const char* why) {
   RELPOS_CHECK(value > 0, kWho, "{} must be positive{}, got {}", field, why, value);
+  check_size(field, value);
 }
 
 // The trunk's part of index_first's exactness (the types add theirs: inputs, memory).
@@ -64,6 +75,7 @@ void check_encoder_config(const EncoderConfig& c) {
   check_positive("mlp_dim", c.mlp_dim, "");
   RELPOS_CHECK(c.qkv_dim >= 0, kWho, "qkv_dim must be positive or 0 (model_dim), got {}",
                c.qkv_dim);
+  check_size("qkv_dim", c.qkv_dim);
   const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : c.model_dim;
   RELPOS_CHECK(qkv % c.num_heads == 0, kWho, "qkv_dim {} must be a multiple of num_heads {}", qkv,
                c.num_heads);

@@ -2,6 +2,7 @@
 // choices (trunk keys, a type's own keys, sizes), and attention / positional options that no
 // layer read refused by name.
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "layers/models/model.h"
@@ -30,6 +31,12 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
         "[model] max_len must be positive (0 means: take it from the dataset first), got -1");
   CHECK(error([](ModelConfig& c) { c.model_dim = 0; }) ==
         "[model] model_dim must be positive, got 0");
+  // Past 2^40, where max_len + 2 (CLS and SEP) wrapped for the largest int64.
+  CHECK(error([](ModelConfig& c) { c.max_len = std::numeric_limits<int64_t>::max(); }) ==
+        "[model] max_len 9223372036854775807 is larger than any machine holds (at most 2^40)");
+  CHECK(error([](ModelConfig& c) {
+          c.qkv_dim = (int64_t{1} << 40) + 4;
+        }).find("[model] qkv_dim 1099511627780 is larger") == 0);
   CHECK(error([](ModelConfig& c) {
           c.qkv_dim = 6;
           c.num_heads = 4;
