@@ -65,8 +65,8 @@ DataLoader::~DataLoader() {
 
 int64_t DataLoader::num_batches() const {
   const auto n = static_cast<int64_t>(dataset_.examples.size());
-  return options_.drop_last ? n / options_.batch_size
-                            : (n + options_.batch_size - 1) / options_.batch_size;
+  const int64_t whole = n / options_.batch_size;  // no n + batch_size - 1: it may overflow
+  return options_.drop_last || n % options_.batch_size == 0 ? whole : whole + 1;
 }
 
 Batch DataLoader::make_batch(int64_t index) const {

@@ -16,8 +16,10 @@ AdamConfig read_adam_config(const Options& options, AdamConfig defaults) {
   std::tie(c.beta1, c.beta2) = read_betas(options, defaults.beta1, defaults.beta2);
   c.eps = options.get<double>("eps", defaults.eps);
   c.weight_decay = options.get<double>("weight_decay", defaults.weight_decay);
-  RELPOS_CHECK(std::isfinite(c.eps) && c.eps >= 0, options.where(),
-               "eps must be finite and >= 0, got {}", c.eps);
+  RELPOS_CHECK(std::isfinite(c.eps) && c.eps > 0, options.where(),
+               "eps must be finite and > 0, got {} (with 0, a parameter whose gradient is 0 "
+               "would be updated by 0 / 0)",
+               c.eps);
   RELPOS_CHECK(std::isfinite(c.weight_decay) && c.weight_decay >= 0, options.where(),
                "weight_decay must be finite and >= 0, got {}", c.weight_decay);
   return c;

@@ -58,6 +58,12 @@ void read_model(Section s, ModelConfig& m) {
   s.resolve("positions", typed.positions);
 }
 
+// Refuses `value` of `key` below `least` (NaN too), naming both.
+template <typename T>
+void require_at_least(const char* key, T value, T least) {
+  RELPOS_CHECK(value >= least, kWho, "{} must be >= {}, got {}", key, least, value);
+}
+
 // The keys every dataset has; the rest belong to the dataset, whose registry entry reads and
 // checks them (datasets/dataset_registry.h).
 void read_data(Section s, DataConfig& d) {
@@ -76,11 +82,13 @@ void read_data(Section s, DataConfig& d) {
   dataset_registry().at(d.dataset, kWho).make(d.own);  // reads and checks its own keys
   s.finish_with(d.own);
   s.add_defaults(d.own);
-  RELPOS_CHECK(d.tgt_len >= 0, kWho, "data.tgt_len must be >= 0, got {}", d.tgt_len);
-  RELPOS_CHECK(d.batch_size > 0 && d.eval_batch_size >= 0, kWho,
-               "data.batch_size must be positive, got {}", d.batch_size);
-  RELPOS_CHECK(d.max_len >= 0 && d.train_limit >= 0 && d.eval_limit >= 0 && d.prefetch >= 0, kWho,
-               "data.max_len, train_limit, eval_limit and prefetch must be >= 0");
+  require_at_least<int64_t>("data.tgt_len", d.tgt_len, 0);
+  require_at_least<int64_t>("data.batch_size", d.batch_size, 1);
+  require_at_least<int64_t>("data.eval_batch_size (0: batch_size)", d.eval_batch_size, 0);
+  require_at_least<int64_t>("data.max_len", d.max_len, 0);
+  require_at_least<int64_t>("data.train_limit", d.train_limit, 0);
+  require_at_least<int64_t>("data.eval_limit", d.eval_limit, 0);
+  require_at_least<int64_t>("data.prefetch", d.prefetch, 0);
   if (d.dir.empty()) d.dir = "data/" + d.dataset;
   s.resolve("dir", d.dir);
 }
@@ -105,11 +113,11 @@ void read_train(Section& s, TrainConfig& t) {
                "set exactly one of train.steps and train.epochs to a positive number (got {} and "
                "{})",
                t.steps, t.epochs);
-  RELPOS_CHECK(t.eval_every >= 0 && t.log_every > 0 && t.accumulate >= 1 && t.patience >= 0 &&
-                   t.clip_grad_norm >= 0,
-               kWho,
-               "train.eval_every, patience, clip_grad_norm must be >= 0, log_every and "
-               "accumulate >= 1");
+  require_at_least<int64_t>("train.eval_every", t.eval_every, 0);
+  require_at_least<int64_t>("train.log_every", t.log_every, 1);
+  require_at_least<int64_t>("train.accumulate", t.accumulate, 1);
+  require_at_least<int64_t>("train.patience", t.patience, 0);
+  require_at_least<double>("train.clip_grad_norm (0: off)", t.clip_grad_norm, 0);
   RELPOS_CHECK(t.precision == "f32" || t.precision == "bf16", kWho,
                "train.precision must be f32 or bf16, got '{}'", t.precision);
   RELPOS_CHECK(t.save_every >= 0 && t.keep_last >= 0, kWho,
@@ -206,10 +214,10 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   eval.read("layout", c.eval.layout);
   eval.finish();
   lm_layout_from_name(c.eval.layout, "eval.layout");
-  RELPOS_CHECK(c.eval.max_batches >= 0 && c.eval.tgt_len.value_or(1) > 0 &&
-                   c.eval.mem_len.value_or(0) >= 0 && c.eval.clamp_len.value_or(0) >= 0,
-               kWho,
-               "eval.max_batches, mem_len and clamp_len must be >= 0 and eval.tgt_len positive");
+  require_at_least<int64_t>("eval.max_batches", c.eval.max_batches, 0);
+  require_at_least<int64_t>("eval.tgt_len", c.eval.tgt_len.value_or(1), 1);
+  require_at_least<int64_t>("eval.mem_len", c.eval.mem_len.value_or(0), 0);
+  require_at_least<int64_t>("eval.clamp_len", c.eval.clamp_len.value_or(0), 0);
   s.read("device", c.device);
   RELPOS_CHECK(c.device == "cpu" || c.device == "cuda", kWho,
                "device must be cpu or cuda, got '{}'", c.device);

@@ -3,6 +3,7 @@
 // pairs, and errors from the prefetch thread reaching the caller.
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <string>
@@ -99,6 +100,20 @@ TEST_CASE("data_loader: every example exactly once per epoch, any batch size, sh
               CHECK(labels == in_order);
             }
           }
+  }
+}
+
+TEST_CASE("data_loader: a batch size up to the largest int64 is one batch of every example") {
+  // n + batch_size - 1 overflowed to no batch at all: "the training loader ran dry".
+  const Dataset dataset = numbered(37);
+  for (const bool drop_last : {false, true}) {
+    CAPTURE(drop_last);
+    DataLoaderOptions options;
+    options.batch_size = std::numeric_limits<int64_t>::max();
+    options.drop_last = drop_last;
+    DataLoader loader(dataset, options);
+    CHECK(loader.num_batches() == (drop_last ? 0 : 1));
+    CHECK(epoch_labels(loader, dataset, 0).size() == (drop_last ? 0U : 37U));
   }
 }
 

@@ -208,6 +208,22 @@ TEST_CASE("config: every user error names the key path and what is valid") {
           "[config] train.metric must be accuracy, macro_f1 or loss (classification), bpc, loss or "
           "perplexity (language modelling), got 'f2'");
     CHECK(load_error(good, {"device=tpu"}) == "[config] device must be cpu or cuda, got 'tpu'");
+    // One key per message, with its value (eval_batch_size -1 was reported as "data.batch_size
+    // must be positive, got 32").
+    const std::pair<const char*, const char*> bounds[] = {
+        {"data.eval_batch_size=-1", "data.eval_batch_size (0: batch_size) must be >= 0, got -1"},
+        {"data.batch_size=0", "data.batch_size must be >= 1, got 0"},
+        {"data.prefetch=-2", "data.prefetch must be >= 0, got -2"},
+        {"data.eval_limit=-1", "data.eval_limit must be >= 0, got -1"},
+        {"train.log_every=0", "train.log_every must be >= 1, got 0"},
+        {"train.accumulate=0", "train.accumulate must be >= 1, got 0"},
+        {"train.clip_grad_norm=nan", "train.clip_grad_norm (0: off) must be >= 0, got nan"},
+        {"eval.tgt_len=0", "eval.tgt_len must be >= 1, got 0"},
+        {"eval.mem_len=-1", "eval.mem_len must be >= 0, got -1"}};
+    for (const auto& [override, message] : bounds) {
+      CAPTURE(override);
+      CHECK(load_error(good, {override}) == std::string("[config] ") + message);
+    }
     CHECK(load_error(good, {"data.image_pool=3"}).find("must divide 28") != std::string::npos);
     CHECK(load_error(good, {"optimizer={lr: 1}"}).find("optimizer.type is required") !=
           std::string::npos);
@@ -222,6 +238,10 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(load_error(good, {"optimizer={type: rmsprop}"}).find("rmsprop") != std::string::npos);
     CHECK(load_error(good, {"optimizer={type: adamw, weight_decay: inf}"}) ==
           "[optimizer] weight_decay must be finite and >= 0, got inf");
+    // eps 0 trained into a NaN loss: a parameter without gradient updated by 0 / 0.
+    CHECK(load_error(good, {"optimizer={type: adamw, eps: 0}"}) ==
+          "[optimizer] eps must be finite and > 0, got 0 (with 0, a parameter whose gradient is 0 "
+          "would be updated by 0 / 0)");
     CHECK(load_error(good, {"optimizer={type: sgd, lr: 0.1, momentum: nan}"}) ==
           "[optimizer] momentum must be finite and >= 0, got nan");
     CHECK(
