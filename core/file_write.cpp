@@ -25,10 +25,45 @@ namespace {
   fail(component, "cannot write '{}': {}", path, std::strerror(error));
 }
 
+const char* kind_of(std::filesystem::file_type type) {
+  switch (type) {
+    case std::filesystem::file_type::directory:
+      return "a folder";
+    case std::filesystem::file_type::character:
+      return "a character device";
+    case std::filesystem::file_type::block:
+      return "a block device";
+    case std::filesystem::file_type::fifo:
+      return "a FIFO";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    default:
+      return "something";
+  }
+}
+
 }  // namespace
 
-void write_file_atomic(const std::string& component, const std::string& path,
+std::string atomic_write_target(const std::string& component, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status entry = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(entry)) return path;  // made by the write
+  std::string target = path;
+  if (fs::is_symlink(entry)) {
+    const fs::path resolved = fs::canonical(path, ec);
+    if (ec) return path;  // a link to nothing: the write puts a file in its place
+    target = resolved.string();
+  }
+  const fs::file_status status = fs::status(target, ec);
+  RELPOS_CHECK(ec || fs::is_regular_file(status), component,
+               "cannot write '{}': it is {}, not a regular file", path, kind_of(status.type()));
+  return target;
+}
+
+void write_file_atomic(const std::string& component, const std::string& named,
                        std::string_view bytes) {
+  const std::string path = atomic_write_target(component, named);
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(component, "cannot write '{}': {}", path, std::strerror(errno));

@@ -15,6 +15,12 @@ namespace relpos {
 void write_file_atomic(const std::string& component, const std::string& path,
                        std::string_view bytes);
 
+// The file a write of `path` through a temporary file and a rename replaces: `path`, or the file
+// a symbolic link there points to (the link stays). An existing `path` that is no regular file
+// (a folder, a device such as /dev/null, a FIFO) is refused, "[component] cannot write '<path>':
+// it is a character device, not a regular file": the rename would replace the device itself.
+std::string atomic_write_target(const std::string& component, const std::string& path);
+
 // Creates `path` and its missing parents; a failure (a file in the way, no permission, a
 // read-only filesystem) throws "[component] cannot create the folder '<path>': <the reason>".
 void make_directories(const std::string& component, const std::string& path);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "datasets/hdf5_handle.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_hdf5.h"
@@ -215,7 +216,8 @@ int sync_path(const std::string& path, bool folder) {
 
 }  // namespace
 
-void write_checkpoint(const std::string& path, const CheckpointData& data) {
+void write_checkpoint(const std::string& named, const CheckpointData& data) {
+  const std::string path = atomic_write_target("checkpoint", named);
   const Writer writer(path);
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   const H5QuietErrors quiet;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/file_write.h"
 #include "core/ops.h"
 #include "datasets/hdf5_handle.h"
 
@@ -30,13 +31,15 @@ void write_dataset(hid_t file, const char* name, const Tensor& t, hid_t file_typ
 
 }  // namespace
 
-void write_predictions(const std::string& path,
+void write_predictions(const std::string& named,
                        const std::vector<std::pair<std::string, Tensor>>& datasets) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
   std::error_code made;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), made);
-  RELPOS_CHECK(!made, "predictions", "cannot create the folder of '{}': {}", path, made.message());
+  if (fs::path(named).has_parent_path())
+    fs::create_directories(fs::path(named).parent_path(), made);
+  RELPOS_CHECK(!made, "predictions", "cannot create the folder of '{}': {}", named, made.message());
+  const std::string path = atomic_write_target("predictions", named);
+  const fs::path target(path);
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   H5QuietErrors quiet;
   {

@@ -157,7 +157,8 @@ std::pair<std::string, int> reference_name(const std::string& name) {
 
 // Each tensor as a float32 dataset at the root of a new HDF5 file, written to a temporary name
 // and renamed onto `path`.
-void write_root_datasets(const std::string& path, const std::map<std::string, Tensor>& tensors) {
+void write_root_datasets(const std::string& named, const std::map<std::string, Tensor>& tensors) {
+  const std::string path = atomic_write_target(kWho, named);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const std::string temp = path + ".tmp";
   try {

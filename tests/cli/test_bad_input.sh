@@ -364,6 +364,16 @@ with h5py.File(sys.argv[1], "r+") as f:
 else
   echo "SKIPPED: NaN checkpoint case (no h5py in $python)"
 fi
+# --predictions naming no regular file: as root, `--predictions /dev/full` renamed its temporary
+# file over the device. A FIFO stands in for the device (nothing of the system's at stake).
+mkfifo "$tmp/pipe.h5"
+refused "predictions onto a FIFO" \
+  "^relpos: \[predictions\] cannot write '$tmp/pipe.h5': it is a FIFO, not a regular file" \
+  -- "$relpos" eval "$checkpoint" --predictions "$tmp/pipe.h5"
+[[ -p $tmp/pipe.h5 ]] || fail "predictions onto a FIFO: the FIFO was replaced"
+refused "bench --json onto a FIFO" \
+  "^relpos: \[bench\] cannot write '$tmp/pipe.h5': it is a FIFO, not a regular file" \
+  -- "$relpos" bench attention --lengths 8 --filter softmax --min-time 0.001 --json-out "$tmp/pipe.h5"
 size=$(stat -c %s "$checkpoint")
 cp "$checkpoint" "$tmp/damaged.h5"
 # 4 KB of flipped bits in the middle of the file.

@@ -1,4 +1,7 @@
-// write_file_atomic: the whole file or nothing, and failures that name the file and the reason.
+// write_file_atomic: the whole file or nothing, failures that name the file and the reason, links
+// followed, and no rename over what is not a regular file.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,6 +25,43 @@ TEST_CASE("file write: replaces the file whole; failures name the file and the s
   const std::string nowhere = dir.file("missing_folder/summary.json");
   CHECK(test::error_of([&] { write_file_atomic("train", nowhere, "x"); }) ==
         "[train] cannot write '" + nowhere + "': No such file or directory");
+  for (const auto& entry : fs::directory_iterator(dir.path))
+    CHECK_MESSAGE(entry.path().filename().string().find(".tmp.") == std::string::npos,
+                  entry.path());
+}
+
+TEST_CASE("file write: a link's file is replaced, the link kept; no regular file is refused") {
+  test::ScratchDir dir;
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string file = dir.file("real.json"), link = dir.file("link.json");
+  write_file_atomic("train", file, "old");
+  fs::create_symlink(file, link);
+  write_file_atomic("train", link, "new");
+  CHECK(fs::is_symlink(link));
+  CHECK(read(file) == "new");
+  // A link to nothing: the write leaves a file where it was.
+  const std::string dangling = dir.file("dangling.json");
+  fs::create_symlink(dir.file("gone.json"), dangling);
+  write_file_atomic("train", dangling, "made");
+  CHECK(read(dangling) == "made");
+
+  // `relpos eval --predictions /dev/full`, as root, renamed a regular file over the device. A
+  // FIFO stands in for the device here: the same check, and nothing of the system's at stake.
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(test::error_of([&] { write_file_atomic("predictions", fifo, "x"); }) ==
+        "[predictions] cannot write '" + fifo + "': it is a FIFO, not a regular file");
+  CHECK(fs::is_fifo(fifo));
+  const std::string folder = dir.file("folder");
+  fs::create_directory(folder);
+  CHECK(test::error_of([&] { (void)atomic_write_target("checkpoint", folder); }) ==
+        "[checkpoint] cannot write '" + folder + "': it is a folder, not a regular file");
+  if (fs::is_character_file("/dev/null"))  // only read: the refusal happens before any write
+    CHECK(test::error_of([] { (void)atomic_write_target("predictions", "/dev/null"); }) ==
+          "[predictions] cannot write '/dev/null': it is a character device, not a regular file");
   for (const auto& entry : fs::directory_iterator(dir.path))
     CHECK_MESSAGE(entry.path().filename().string().find(".tmp.") == std::string::npos,
                   entry.path());

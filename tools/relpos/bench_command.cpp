@@ -84,6 +84,7 @@ int bench_attention(AttentionArgs& a) {
   const std::string& json_out = a.json_out;
   const auto variants = bench::select_variants(bench::split_list(a.filter));
   bench::check_device(o.device);
+  if (!json_out.empty()) (void)atomic_write_target("bench", json_out);  // refused before the run
   if (limit_mb > 0)
     o.memory_limit_bytes = static_cast<int64_t>(limit_mb * (1 << 20));
   else if (o.device.is_cpu())
@@ -129,9 +130,7 @@ int bench_attention(AttentionArgs& a) {
                         {"threads", threads},       {"results", results}};
   const std::string object = json_line(summary) + "\n";
   if (json) std::fputs(object.c_str(), stdout);
-  if (!json_out.empty()) {
-    write_file_atomic("bench", json_out, object);
-  }
+  if (!json_out.empty()) write_file_atomic("bench", json_out, object);
   return 0;
 }
 
