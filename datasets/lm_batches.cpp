@@ -3,6 +3,7 @@
 #include "datasets/lm_batches.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 
@@ -18,7 +19,10 @@ LmLayout lm_layout_from_name(const std::string& name, const std::string& key) {
 }
 
 int64_t LmBatches::min_ids(int64_t batch, LmLayout layout) {
-  return layout == LmLayout::reference ? 2 * batch : batch + 1;
+  int64_t ids = 0;
+  const bool past = layout == LmLayout::reference ? __builtin_mul_overflow(batch, 2, &ids)
+                                                  : __builtin_add_overflow(batch, 1, &ids);
+  return past ? std::numeric_limits<int64_t>::max() : ids;
 }
 
 LmBatches::LmBatches(const std::vector<uint8_t>& ids, int64_t batch, int64_t tgt_len,

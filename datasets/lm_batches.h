@@ -34,7 +34,7 @@ class LmBatches {
   // positive, or the stream leaves a row without a target.
   LmBatches(const std::vector<uint8_t>& ids, int64_t batch, int64_t tgt_len,
             LmLayout layout = LmLayout::shared_boundaries);
-  // The fewest ids that give each of `batch` rows a target.
+  // The fewest ids that give each of `batch` rows a target (INT64_MAX where that overflows).
   static int64_t min_ids(int64_t batch, LmLayout layout);
 
   int64_t batch() const { return batch_; }

@@ -41,6 +41,16 @@ std::string selection_metric(const RunConfig& config, const Task& task) {
   return config.train.metric;
 }
 
+namespace {
+// tgt_len + mem_len, the keys a layer sees; a sum past int64 is refused by its keys.
+int64_t keys_seen(const char* tgt_key, int64_t tgt_len, const char* mem_key, int64_t mem_len) {
+  int64_t keys = 0;
+  RELPOS_CHECK(!__builtin_add_overflow(tgt_len, mem_len, &keys), "config",
+               "{} {} plus {} {} overflows int64", tgt_key, tgt_len, mem_key, mem_len);
+  return keys;
+}
+}  // namespace
+
 void complete_model_config(ModelConfig& model, const RunConfig& config, int64_t vocab_size,
                            int64_t num_classes) {
   if (model.vocab_size == 0) model.vocab_size = vocab_size;
@@ -52,9 +62,11 @@ void complete_model_config(ModelConfig& model, const RunConfig& config, int64_t 
   // Keys a layer sees at most, [memory; segment], in training or in evaluation; mem_len is a key
   // of every language model type (layers/models/lm_transformer.h LmConfig).
   const int64_t mem_len = model.own.get<int64_t>("mem_len", 0);
-  const int64_t train_keys = config.data.tgt_len + mem_len;
+  const int64_t train_keys =
+      keys_seen("data.tgt_len", config.data.tgt_len, "model.mem_len", mem_len);
   const int64_t eval_keys =
-      config.eval.tgt_len.value_or(config.data.tgt_len) + config.eval.mem_len.value_or(mem_len);
+      keys_seen("eval.tgt_len", config.eval.tgt_len.value_or(config.data.tgt_len), "eval.mem_len",
+                config.eval.mem_len.value_or(mem_len));
   if (model.max_len == 0) model.max_len = std::max(train_keys, eval_keys);
 }
 

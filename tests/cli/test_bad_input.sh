@@ -153,6 +153,15 @@ refused "a split file that is a directory" \
   "^relpos: \[char_corpus\] $tmp/chars_dir/train.txt: open: is a directory, not a data file$" \
   -- "$relpos" train "$tmp/chars_dir.yaml" --quiet
 
+# --- Character LM: sizes whose sum or rows overflow int64 -----------------------------------
+head -c 400 "$d/train.txt" >"$d/valid.txt"
+refused "lm tgt_len 2^63 - 1 (tgt_len + mem_len wrapped to a negative max_len)" \
+  "^relpos: \[config\] data.tgt_len 9223372036854775807 plus model.mem_len 8 overflows int64$" \
+  -- "$relpos" train "$tmp/chars.yaml" --set data.tgt_len=9223372036854775807 --quiet
+refused "lm batch_size 2^63 - 1" \
+  "^relpos: \[lm\] $d/train.txt: the train split has 4000 characters, too few for 9223372036854775807 rows with a target each \(data.batch_size\); it needs at least 9223372036854775807$" \
+  -- "$relpos" train "$tmp/chars.yaml" --set data.batch_size=9223372036854775807 --quiet
+
 # --- Character LM: data whose symbols are not the checkpoint's ------------------------------
 # One character replaced everywhere ('W' -> '~'): the vocabulary keeps its size but an id means
 # another byte. eval and --resume refuse it, naming the id; the same data still evaluates.

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -110,6 +111,16 @@ TEST_CASE("text: lm batches are contiguous rows sharing their boundary, tgt_len 
         "[lm_batches] batch and tgt_len must be positive, got batch 0, tgt_len 4");
   CHECK(error_of([&] { LmBatches(std::vector<uint8_t>(2), 2, 4); }) ==
         "[lm_batches] 2 ids in 2 rows leave no target per row; need at least 3 ids");
+  // The largest int64 of rows needs more ids than int64 counts: said as its largest value (it
+  // wrapped to "need at least -9223372036854775808 ids", and a task's check let it through).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  CHECK(LmBatches::min_ids(kMax, LmLayout::shared_boundaries) == kMax);
+  CHECK(LmBatches::min_ids(kMax / 2 + 1, LmLayout::reference) == kMax);
+  CHECK(LmBatches::min_ids(kMax / 2, LmLayout::reference) == kMax - 1);
+  CHECK(error_of([&] {
+          LmBatches(ids, kMax, 4);
+        }).find("rows leave no target per row; need at least 9223372036854775807 ids") !=
+        std::string::npos);
 }
 
 TEST_CASE("text: every id of a split but the first is predicted exactly once, rows contiguous") {
