@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/shape.h"
 
 namespace relpos {
 namespace {
@@ -157,6 +158,14 @@ T Options::get_inherited(const std::string& key, const T& inherited) const {
   if (v == nullptr) return inherited;
   RELPOS_CHECK(!v->is_list, state_->where, "option '{}' must be a single value, got a list", key);
   return parse_or_throw<T>(state_->where, key, v->scalar);
+}
+
+int64_t Options::get_size(const std::string& key, int64_t fallback, int64_t least) const {
+  const auto size = get<int64_t>(key, fallback);
+  RELPOS_CHECK(size >= least, state_->where, "{} must be >= {}, got {}", key, least, size);
+  RELPOS_CHECK(size <= kLargestSize, state_->where,
+               "{} {} is larger than any machine holds (at most 2^40)", key, size);
+  return size;
 }
 
 template <typename T>

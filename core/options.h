@@ -63,6 +63,10 @@ class Options {
   T get_inherited(const std::string& key, const T& inherited) const;
   template <typename T>
   std::vector<T> get_list_inherited(const std::string& key, const std::vector<T>& inherited) const;
+  // An integer `key` that sizes something (a window, a count of features): `fallback` when
+  // absent; "[where] key must be >= least, got v" below `least`, "[where] key v is larger than
+  // any machine holds (at most 2^40)" above kLargestSize (core/shape.h).
+  int64_t get_size(const std::string& key, int64_t fallback, int64_t least = 1) const;
   // The value of `key`, which must be present.
   template <typename T>
   T require(const std::string& key) const;

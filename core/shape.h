@@ -10,6 +10,12 @@ namespace relpos {
 
 using Shape = std::vector<int64_t>;
 
+// The largest size a config may give (2^40): past it a size is past any machine's memory even as
+// one byte per unit, and the sums and products of sizes in the layers' index arithmetic
+// (2·window + 1, max_len + CLS + SEP) stay far inside int64. Sizes below it that do not fit are
+// the allocators' to refuse.
+inline constexpr int64_t kLargestSize = int64_t{1} << 40;
+
 // The product of the sizes (0 when one is 0); nullopt where it overflows int64. shape_numel
 // throws "[shape] ..." there instead.
 std::optional<int64_t> checked_numel(const Shape& shape);

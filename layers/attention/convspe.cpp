@@ -81,10 +81,9 @@ class ConvSpe final : public StochasticPositional {
  public:
   explicit ConvSpe(const AttentionOptions& opt)
       : StochasticPositional(opt, kName),
-        kernel_(opt.options.get<int64_t>("kernel_size", 128)),
+        kernel_(opt.options.get_size("kernel_size", 128)),
         grid_(opt.options.get_list<int64_t>("grid", {})) {
     const bool shared = opt.options.get<bool>("shared", false);
-    RELPOS_CHECK(kernel_ > 0, kName, "kernel_size must be positive, got {}", kernel_);
     RELPOS_CHECK(grid_.empty() || (grid_.size() == 2 && grid_[0] > 0 && grid_[1] > 0), kName,
                  "grid must be [rows, cols] with positive sizes, got [{}]", fmt::join(grid_, ", "));
     // As the reference: U[0, 1) / sqrt(k^ndim / 2).

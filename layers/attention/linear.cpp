@@ -120,9 +120,8 @@ class LinearAttention final : public Attention {
         feature_dim_(feature_map_->feature_dim(opt.head_dim)),
         eps_(opt.options.get<double>("eps", 1e-6)),
         algorithm_(opt.options.get<std::string>("algorithm", "auto")),
-        chunk_(opt.options.get<int64_t>("chunk", 64)) {
+        chunk_(opt.options.get_size("chunk", 64)) {
     RELPOS_CHECK(eps_ > 0, "attention linear", "eps must be > 0, got {}", eps_);
-    RELPOS_CHECK(chunk_ > 0, "attention linear", "chunk must be positive, got {}", chunk_);
     RELPOS_CHECK(algorithm_ == "auto" || algorithm_ == "linear" || algorithm_ == "quadratic",
                  "attention linear", "algorithm must be auto, linear or quadratic, got '{}'",
                  algorithm_);

@@ -38,13 +38,12 @@ RelXlAttention::RelXlAttention(const AttentionOptions& opt)
     : heads_(opt.num_heads),
       head_dim_(opt.head_dim),
       model_dim_(opt.model_dim),
-      clamp_len_(opt.options.get<int64_t>("clamp_len", 0)),
+      clamp_len_(opt.options.get_size("clamp_len", 0, 0)),
       dropout_(opt.options.get_inherited<double>("dropout", opt.dropout)),
       fused_(opt.options.get<bool>("fused", true)),
       gen_(fork_generator(opt.generator())) {
   RELPOS_CHECK(dropout_ >= 0 && dropout_ < 1, kWho, "dropout must be in [0, 1), got {}", dropout_);
   register_generator("generator", gen_);
-  RELPOS_CHECK(clamp_len_ >= 0, kWho, "clamp_len must be >= 0 (0: no clamp), got {}", clamp_len_);
   RELPOS_CHECK(heads_ > 0 && head_dim_ > 0, kWho, "needs num_heads and head_dim > 0, got {} and {}",
                heads_, head_dim_);
   RELPOS_CHECK(model_dim_ > 0 && model_dim_ % 2 == 0, kWho,

@@ -109,9 +109,8 @@ Var linear_product(const Var& w, const Var& values, int64_t k, bool causal, int6
 }  // namespace
 
 ShawPositional::ShawPositional(const AttentionOptions& opt)
-    : window_(opt.options.get<int64_t>("window", 16)),
+    : window_(opt.options.get_size("window", 16)),
       algorithm_(parse_algorithm(opt.options.get<std::string>("algorithm", "auto"))) {
-  RELPOS_CHECK(window_ >= 1, kWhere, "window must be >= 1, got {}", window_);
   RELPOS_CHECK(opt.head_dim >= 1, kWhere, "head_dim must be >= 1, got {}", opt.head_dim);
   // N(0, 1) as torch.nn.Embedding: the embeddings are added to keys (eq. 4), whose entries have
   // about unit variance after a xavier projection of layer-normed inputs.

@@ -44,8 +44,7 @@ constexpr const char* kName = "positional sinspe";
 class SineSpe final : public StochasticPositional {
  public:
   explicit SineSpe(const AttentionOptions& opt)
-      : StochasticPositional(opt, kName), sines_(opt.options.get<int64_t>("num_sines", 10)) {
-    RELPOS_CHECK(sines_ > 0, kName, "num_sines must be positive, got {}", sines_);
+      : StochasticPositional(opt, kName), sines_(opt.options.get_size("num_sines", 10)) {
     // As the reference: N(0, 1) draws; frequencies shifted by −4 (long periods first), gains
     // divided by sqrt(‖gains‖_K) / 2.
     const Shape shape{heads_, head_dim_, sines_};

@@ -37,13 +37,11 @@ StochasticPositional::StochasticPositional(const AttentionOptions& opt, const ch
     : component_(component),
       heads_(opt.num_heads),
       head_dim_(opt.head_dim),
-      realizations_(opt.options.get<int64_t>("num_realizations", 64)),
+      realizations_(opt.options.get_size("num_realizations", 64)),
       train_gen_(fork_generator(opt.generator())) {
   const bool gated = opt.options.get<bool>("gated", true);
   const int64_t seed = opt.options.get<int64_t>("eval_seed", 0);
   register_generator("generator", train_gen_);
-  RELPOS_CHECK(realizations_ > 0, component_, "num_realizations must be positive, got {}",
-               realizations_);
   RELPOS_CHECK(seed >= 0, component_, "eval_seed must be non-negative, got {}", seed);
   RELPOS_CHECK(heads_ > 0 && head_dim_ > 0, component_,
                "needs a positive number of heads and head dim, got {} and {}", heads_, head_dim_);

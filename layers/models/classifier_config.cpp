@@ -11,10 +11,10 @@ constexpr const char* kWho = "model";
 ClassifierConfig ClassifierConfig::read(const ModelConfig& config) {
   const Options& o = config.own;
   ClassifierConfig c;
-  c.num_classes = o.get<int64_t>("num_classes", c.num_classes);
+  c.num_classes = o.get_size("num_classes", c.num_classes, 0);
   c.input = o.get<std::string>("input", c.input);
-  c.patch_size = o.get<int64_t>("patch_size", c.patch_size);
-  c.patch_stride = o.get<int64_t>("patch_stride", c.patch_stride);
+  c.patch_size = o.get_size("patch_size", c.patch_size, 0);
+  c.patch_stride = o.get_size("patch_stride", c.patch_stride, 0);
   c.embedding_init_std = o.get<double>("embedding_init_std", c.embedding_init_std);
   c.position_grid = o.get_list<int64_t>("position_grid", c.position_grid);
   c.position_init_std = o.get<double>("position_init_std", c.position_init_std);
@@ -29,9 +29,6 @@ ClassifierConfig ClassifierConfig::read(const ModelConfig& config) {
   check_model_choice("cls", c.cls, {"vector", "token", "none"});
   check_model_choice("pooling", c.pooling, {"cls", "mean"});
   check_model_choice("head", c.head, {"mlp", "tanh"});
-  RELPOS_CHECK(c.num_classes >= 0, kWho,
-               "num_classes must be positive (0 means: take it from the dataset first), got {}",
-               c.num_classes);
   RELPOS_CHECK(c.embedding_init_std > 0, kWho, "embedding_init_std must be positive, got {}",
                c.embedding_init_std);
   RELPOS_CHECK(c.position_init_std >= 0, kWho, "position_init_std must be >= 0, got {}",
@@ -41,9 +38,6 @@ ClassifierConfig ClassifierConfig::read(const ModelConfig& config) {
   RELPOS_CHECK(c.input == "patches" || (c.patch_size == 0 && c.patch_stride == 0), kWho,
                "patch_size and patch_stride are read by input 'patches' only, got input '{}'",
                c.input);
-  RELPOS_CHECK(c.patch_size >= 0 && c.patch_stride >= 0, kWho,
-               "patch_size and patch_stride must be positive (or 0: 3 and 2), got {} and {}",
-               c.patch_size, c.patch_stride);
   RELPOS_CHECK(c.input != "patches" || c.cls != "token", kWho,
                "input 'patches' reads whole images: [CLS] / [SEP] ids among the pixels would be "
                "read as pixels (use cls: vector)");

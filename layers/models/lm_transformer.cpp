@@ -40,9 +40,8 @@ Var LmOutputLayer::forward(const Var& h, const Var& embedding) const {
 
 LmConfig LmConfig::read(const ModelConfig& config) {
   LmConfig c;
-  c.mem_len = config.own.get<int64_t>("mem_len", c.mem_len);
+  c.mem_len = config.own.get_size("mem_len", c.mem_len, 0);
   c.tie_weights = config.own.get<bool>("tie_weights", c.tie_weights);
-  RELPOS_CHECK(c.mem_len >= 0, kWho, "mem_len must be >= 0, got {}", c.mem_len);
   RELPOS_CHECK(config.positions != "learned2d", kWho,
                "positions 'learned2d' places the pixels of an image; {} reads a sequence (use "
                "learned, sinusoidal or none)",

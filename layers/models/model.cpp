@@ -12,11 +12,7 @@ namespace {
 
 constexpr const char* kWho = "model";
 
-// Past 2^40 a size is past any machine's memory even as one row per unit, and the sums and
-// products of sizes in the layers' index arithmetic (max_len + CLS + SEP, 2·max_len for the FFT)
-// stay far inside int64. Sizes below it that do not fit are the allocators' to refuse.
-constexpr int64_t kLargestSize = int64_t{1} << 40;
-
+// kLargestSize (core/shape.h) bounds the trunk's sizes as Options::get_size bounds the layers'.
 void check_size(const char* field, int64_t value) {
   RELPOS_CHECK(value <= kLargestSize, kWho, "{} {} is larger than any machine holds (at most 2^40)",
                field, value);

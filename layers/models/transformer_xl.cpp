@@ -33,10 +33,9 @@ struct TransformerXlConfig : LmConfig {
     check_model_probability("dropout", config.dropout);  // named before the default it gives
     c.distance_dropout = config.own.get_inherited<double>("distance_dropout", config.dropout);
     check_model_probability("distance_dropout", c.distance_dropout);
-    c.clamp_len = config.own.get<int64_t>("clamp_len", c.clamp_len);
+    c.clamp_len = config.own.get_size("clamp_len", c.clamp_len, 0);
     c.same_length = config.own.get<bool>("same_length", c.same_length);
     c.untie_r = config.own.get<bool>("untie_r", c.untie_r);
-    RELPOS_CHECK(c.clamp_len >= 0, kWho, "clamp_len must be >= 0, got {}", c.clamp_len);
     const std::string type = config.attention.get<std::string>("type", "rel_xl");
     RELPOS_CHECK(type == "rel_xl", kWho,
                  "transformer_xl runs rel_xl attention (its relative positions); got attention "

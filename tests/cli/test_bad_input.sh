@@ -448,18 +448,22 @@ refused "performer num_features 10^12" \
   -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set model.attention.feature_map=performer \
   --set model.attention.num_features=1000000000000 --quiet
 
-# A size whose bytes wrap int64 ([2^63 - 1, 64] f32 for mlp_dim 2^63 - 1) asked the allocator for
-# 0 bytes and trained a step on them; the trunk's sizes past 2^40 wrapped in the layers' sums.
-refused "performer num_features 2^63 - 1" \
-  "^relpos: \[model\] sequence_classifier with these sizes does not fit in memory: \[tensor\] f(32|64)\[9223372036854775807, [0-9]+\] would take more bytes than int64 counts" \
-  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set model.attention.feature_map=performer \
-  --set model.attention.num_features=9223372036854775807 --quiet
-refused "mlp_dim 2^63 - 1" \
-  "^relpos: \[model\] mlp_dim 9223372036854775807 is larger than any machine holds \(at most 2\^40\)" \
-  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set model.mlp_dim=9223372036854775807 --quiet
+# Sizes past 2^40, by name: a size whose bytes wrapped int64 ([2^63 - 1, 64] f32) asked the
+# allocator for 0 bytes and trained a step on them; others wrapped in the layers' own sums
+# (max_len + CLS + SEP, 2·window + 1 for Shaw).
+for set in model.mlp_dim model.num_classes model.attention.num_features; do
+  refused "$set 2^63 - 1" \
+    "^relpos: \[model(.attention)?\] ${set##*.} 9223372036854775807 is larger than any machine holds \(at most 2\^40\)" \
+    -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set model.attention.feature_map=performer \
+    --set "$set=9223372036854775807" --quiet
+done
 refused "max_len 2^63 - 1" \
   "^relpos: \[model\] max_len 9223372036854775807 is larger than any machine holds \(at most 2\^40\)" \
   -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set data.max_len=9223372036854775807 --quiet
+refused "shaw window 2^63 - 1" \
+  "^relpos: \[model.positional\] window 9223372036854775807 is larger than any machine holds" \
+  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set "model.attention={type: softmax}" \
+  --set "model.positional={type: shaw, window: 9223372036854775807}" --quiet
 
 # --- A model larger than the memory left ----------------------------------------------------
 # model.num_layers 10^9 in a memory cgroup of 1 GiB: Linux grants the buffers and kills the

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "core/options.h"
+#include "core/shape.h"
 #include "tests/harness.h"
 
 using namespace relpos;
@@ -65,4 +66,20 @@ TEST_CASE("options: scalar_text writes what parse_scalar reads back") {
   int64_t i = 0;
   REQUIRE(parse_scalar(scalar_text(int64_t{-9007199254740993}), i));
   CHECK(i == -9007199254740993);
+}
+
+TEST_CASE("options: get_size reads a size between its least value and 2^40") {
+  Options o("model.positional");
+  o.set("window", 7).set("big", "9223372036854775807").set("edge", kLargestSize).set("zero", 0);
+  CHECK(o.get_size("window", 16) == 7);
+  CHECK(o.get_size("absent", 16) == 16);
+  CHECK(o.get_size("edge", 1) == kLargestSize);
+  CHECK(o.get_size("zero", 5, 0) == 0);
+  // The largest int64 window made 2·window + 1 wrap to -1: "negative size in shape [-1, 16]".
+  CHECK(test::error_of([&] { (void)o.get_size("big", 16); }) ==
+        "[model.positional] big 9223372036854775807 is larger than any machine holds (at most "
+        "2^40)");
+  CHECK(test::error_of([&] { (void)o.get_size("zero", 16); }) ==
+        "[model.positional] zero must be >= 1, got 0");
+  CHECK(o.defaults().at("window").scalar == "16");  // recorded as get records it
 }

@@ -325,7 +325,7 @@ TEST_CASE("linear attention: bad options and shapes are refused by message") {
   CHECK(err({{"feature_map", "sikf"}, {"sikf_shift", "min"}}) ==
         "[feature_map sikf] sikf_shift must be max or mean, got 'min'");
   CHECK(err({{"feature_map", "performer"}, {"num_features", "0"}}) ==
-        "[feature_map performer] num_features must be >= 1, got 0");
+        "[attention] num_features must be >= 1, got 0");
   CHECK(err({{"feature_map", "performer"}, {"redraw_interval", "-1"}}) ==
         "[feature_map performer] redraw_interval must be >= 0 (0: never), got -1");
   // An option of another map is unknown to this one.

@@ -212,7 +212,7 @@ TEST_CASE("rel_xl: refuses non-causal use, Lk < Lq and bad options, saying why")
     return make_attention(opt);
   };
   CHECK_THROWS_WITH_AS(make({{"type", "rel_xl"}, {"clamp_len", "-1"}}, 4),
-                       "[attention rel_xl] clamp_len must be >= 0 (0: no clamp), got -1", Error);
+                       "[attention] clamp_len must be >= 0, got -1", Error);
   CHECK_THROWS_WITH_AS(make({{"type", "rel_xl"}, {"dropout", "1"}}, 4),
                        "[attention rel_xl] dropout must be in [0, 1), got 1", Error);
   CHECK_THROWS_WITH_AS(make({{"type", "rel_xl"}}, 3),

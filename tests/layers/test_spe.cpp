@@ -325,13 +325,13 @@ TEST_CASE("spe: bad options and shapes are refused by message") {
     make_spe(values, 2, 3, grid);
   };
   CHECK_THROWS_WITH_AS(build({{"type", "sinspe"}, {"num_realizations", "0"}}),
-                       "[positional sinspe] num_realizations must be positive, got 0", Error);
+                       "[positional] num_realizations must be >= 1, got 0", Error);
   CHECK_THROWS_WITH_AS(build({{"type", "sinspe"}, {"num_sines", "-1"}}),
-                       "[positional sinspe] num_sines must be positive, got -1", Error);
+                       "[positional] num_sines must be >= 1, got -1", Error);
   CHECK_THROWS_WITH_AS(build({{"type", "convspe"}, {"eval_seed", "-2"}}),
                        "[positional convspe] eval_seed must be non-negative, got -2", Error);
   CHECK_THROWS_WITH_AS(build({{"type", "convspe"}, {"kernel_size", "0"}}),
-                       "[positional convspe] kernel_size must be positive, got 0", Error);
+                       "[positional] kernel_size must be >= 1, got 0", Error);
   CHECK_THROWS_WITH_AS(
       build({{"type", "convspe"}}, {"3"}),
       "[positional convspe] grid must be [rows, cols] with positive sizes, got [3]", Error);

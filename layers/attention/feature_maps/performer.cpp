@@ -22,15 +22,13 @@ namespace {
 class PerformerFeatureMap final : public FeatureMap {
  public:
   explicit PerformerFeatureMap(const AttentionOptions& opt)
-      : num_features_(opt.options.get<int64_t>("num_features", 256)),
+      : num_features_(opt.options.get_size("num_features", 256)),
         redraw_interval_(opt.options.get<int64_t>("redraw_interval", 1000)),
         head_dim_(opt.head_dim),
         dtype_(opt.dtype),
         gen_(fork_generator(opt.generator())) {
     RELPOS_CHECK(head_dim_ > 0, "feature_map performer", "head_dim must be known, got {}",
                  head_dim_);
-    RELPOS_CHECK(num_features_ >= 1, "feature_map performer", "num_features must be >= 1, got {}",
-                 num_features_);
     RELPOS_CHECK(redraw_interval_ >= 0, "feature_map performer",
                  "redraw_interval must be >= 0 (0: never), got {}", redraw_interval_);
     projection_ = draw();
