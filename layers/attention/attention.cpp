@@ -33,6 +33,13 @@ std::shared_ptr<Attention> make_attention(const AttentionOptions& opt) {
   return attention;
 }
 
+void check_grid(const char* who, const std::vector<int64_t>& grid, const char* hint) {
+  const bool sizes = grid.size() == 2 && grid[0] > 0 && grid[1] > 0;
+  RELPOS_CHECK(sizes && checked_numel(grid).value_or(kLargestSize + 1) <= kLargestSize, who,
+               "grid must be [rows, cols] with positive sizes and at most 2^40 pixels, got [{}]{}",
+               fmt::join(grid, ", "), hint);
+}
+
 std::shared_ptr<Positional> make_positional(const AttentionOptions& opt) {
   auto type = opt.options.get<std::string>("type", "none");
   if (type == "none") {

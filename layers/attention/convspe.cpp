@@ -84,8 +84,7 @@ class ConvSpe final : public StochasticPositional {
         kernel_(opt.options.get_size("kernel_size", 128)),
         grid_(opt.options.get_list<int64_t>("grid", {})) {
     const bool shared = opt.options.get<bool>("shared", false);
-    RELPOS_CHECK(grid_.empty() || (grid_.size() == 2 && grid_[0] > 0 && grid_[1] > 0), kName,
-                 "grid must be [rows, cols] with positive sizes, got [{}]", fmt::join(grid_, ", "));
+    if (!grid_.empty()) check_grid(kName, grid_);
     // As the reference: U[0, 1) / sqrt(k^ndim / 2).
     Shape shape{heads_ * head_dim_, 1, kernel_};
     if (!grid_.empty()) shape.push_back(kernel_);

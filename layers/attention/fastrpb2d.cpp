@@ -19,10 +19,9 @@ class FastRpb2d final : public Positional {
       : options_(read_toeplitz_bias_options(opt, kName)) {
     const std::vector<int64_t> grid =
         opt.options.get_list_inherited<int64_t>("grid", square_grid(opt));
-    RELPOS_CHECK(grid.size() == 2 && grid[0] > 0 && grid[1] > 0, kName,
-                 "grid must be [rows, cols] with positive sizes, got [{}] (the default, a square "
-                 "of the layer's content tokens, needs a square number of them)",
-                 fmt::join(grid, ", "));
+    check_grid(kName, grid,
+               " (the default, a square of the layer's content tokens, needs a square number of "
+               "them)");
     rows_ = grid[0];
     cols_ = grid[1];
     weight_ = Var(init_toeplitz_weights(options_.symmetric, opt.num_heads, std::max(rows_, cols_),

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "layers/attention/attention.h"
 
@@ -67,6 +68,10 @@ class Positional : public Module {
 
 using PositionalRegistry = Registry<Positional, const AttentionOptions&>;
 PositionalRegistry& positional_registry();
+
+// Refuses a raster grid option that is not [rows, cols] of positive sizes with at most 2^40
+// pixels: "[who] grid must be [rows, cols] ..., got [...]" followed by `hint`.
+void check_grid(const char* who, const std::vector<int64_t>& grid, const char* hint = "");
 
 // Builds the encoding named by opt.options' `type` ("none" or no mapping: null), refusing
 // unknown options.

@@ -316,12 +316,12 @@ TEST_CASE("fastrpb: bad options and inputs are refused, naming the values") {
 
   Options no_grid = fastrpb_options(false, 0, 0);
   no_grid.set("type", "fastrpb2d");
-  CHECK_THROWS_WITH_AS(
-      make(no_grid, 0),
-      "[positional fastrpb2d] grid must be [rows, cols] with positive sizes, got [] (the "
-      "default, a square of the layer's content tokens, needs a square number of "
-      "them)",
-      Error);
+  CHECK_THROWS_WITH_AS(make(no_grid, 0),
+                       "[positional fastrpb2d] grid must be [rows, cols] with positive sizes and "
+                       "at most 2^40 pixels, got [] (the "
+                       "default, a square of the layer's content tokens, needs a square number of "
+                       "them)",
+                       Error);
   auto pos2d = make(fastrpb2d_options(false, 3, 5), 0);
   CHECK_THROWS_WITH_AS(pos2d->output_term(values(14), 14, AttentionInputs{}),
                        "[positional fastrpb2d] a sequence of 14 tokens does not fit the grid 3x5 "

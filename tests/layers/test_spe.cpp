@@ -334,7 +334,15 @@ TEST_CASE("spe: bad options and shapes are refused by message") {
                        "[positional] kernel_size must be >= 1, got 0", Error);
   CHECK_THROWS_WITH_AS(
       build({{"type", "convspe"}}, {"3"}),
-      "[positional convspe] grid must be [rows, cols] with positive sizes, got [3]", Error);
+      "[positional convspe] grid must be [rows, cols] with positive sizes and at most 2^40 "
+      "pixels, got [3]",
+      Error);
+  // rows x cols past int64 read as "its 0 pixels" at the first step.
+  CHECK_THROWS_WITH_AS(
+      build({{"type", "convspe"}}, {"1099511627776", "1099511627776"}),
+      "[positional convspe] grid must be [rows, cols] with positive sizes and at most 2^40 "
+      "pixels, got [1099511627776, 1099511627776]",
+      Error);
   CHECK_THROWS_WITH_AS(build({{"type", "convspe"}, {"num_sines", "3"}}),
                        "[positional] unknown option 'num_sines'; known: eval_seed, gated, grid, "
                        "kernel_size, num_realizations, shared, type",
