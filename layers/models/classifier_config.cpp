@@ -75,8 +75,9 @@ void ClassifierConfig::check_sizes(const ModelConfig& config) const {
   }
   if (config.positions == "learned2d") {
     const int64_t tokens = content_tokens(config.max_len);
+    // checked_numel: a product past int64 could wrap onto the number of tokens.
     RELPOS_CHECK(position_grid.size() == 2 && position_grid[0] > 0 && position_grid[1] > 0 &&
-                     position_grid[0] * position_grid[1] == tokens,
+                     checked_numel(position_grid) == tokens,
                  kWho,
                  "positions 'learned2d' needs position_grid: [rows, cols] with rows x cols = "
                  "{} (the tokens of the image, row-major), got [{}]",

@@ -118,6 +118,11 @@ TEST_CASE("image models: bad configs name the field, the value and what fits") {
           c.positions = "learned2d";
           c.own.set_list("position_grid", {"-2", "-4"});
         }).find("got [-2, -4]") != std::string::npos);
+  // 2^62 + 2 rows of 4 are 2^64 + 8 tokens, which wrapped onto the 8 of the image.
+  CHECK(error([](ModelConfig& c) {
+          c.positions = "learned2d";
+          c.own.set_list("position_grid", {"4611686018427387906", "4"});
+        }).find("got [4611686018427387906, 4]") != std::string::npos);
   CHECK(error([](ModelConfig& c) {
           c.own.set_list("position_grid", {"2", "4"});
         }) ==
