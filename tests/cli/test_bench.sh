@@ -98,6 +98,13 @@ assert measured[("softmax_naive", 512)]["reason"] == "out of memory at N = 256",
 PY
   fail "memory-limited runs: $(cat "$tmp/limited.json" "$tmp/measured.json")"
 
+# A limit past int64's bytes is no limit there (1e30 MB overflowed the conversion, undefined,
+# and read as "none" only by chance).
+expect_status 0 "bench attention --memory-limit-mb 1e30" -- "$relpos" bench attention \
+  --lengths 64 --batch 1 --heads 2 --dim 8 --min-time 0.01 --filter softmax --memory-limit-mb 1e30
+grep -q "memory limit 8796093022208.00 MB" "$tmp/err" ||
+  fail "--memory-limit-mb 1e30: stderr '$(cat "$tmp/err")'"
+
 expect_status 2 "unknown variant" -- "$relpos" bench attention --filter softmax,nope --json
 [[ $(wc -l <"$tmp/err") -eq 1 ]] || fail "unknown variant: not one line: $(cat "$tmp/err")"
 grep -qE "^relpos: \[bench\] unknown variant 'nope'; known: (.*, )?softmax(,|$)" "$tmp/err" ||

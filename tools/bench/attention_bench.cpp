@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <new>
 #include <optional>
 
@@ -133,6 +134,13 @@ AttentionResult measure(const AttentionVariant& variant, int64_t n, const Attent
 }
 
 }  // namespace
+
+int64_t megabytes_to_bytes(double megabytes) {
+  const double bytes = megabytes * (1 << 20);
+  // 2^63 as a double: the first value past INT64_MAX (casting it or more is undefined).
+  constexpr double kPastInt64 = 9223372036854775808.0;
+  return bytes >= kPastInt64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
+}
 
 void check_device(Device device) {
   RELPOS_CHECK(device.is_cpu() || cuda_available(), "bench",

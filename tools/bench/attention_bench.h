@@ -33,6 +33,9 @@ std::vector<const AttentionVariant*> select_variants(const std::vector<std::stri
 // "1024,2048" -> {1024, 2048}; throws relpos::Error on a non-positive or malformed length.
 std::vector<int64_t> parse_lengths(const std::string& text);
 
+// A --memory-limit-mb value (> 0) in bytes, at most INT64_MAX (a larger limit is no limit there).
+int64_t megabytes_to_bytes(double megabytes);
+
 // Throws relpos::Error when `device` cannot run (a GPU in a CPU-only build or without one).
 void check_device(Device device);
 

@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
     bench::check_device(o.device);
     o.lengths = bench::parse_lengths(lengths);
     o.precision = precision == "bf16" ? DType::bf16 : DType::f32;
-    o.memory_limit_bytes = limit_mb << 20;
+    o.memory_limit_bytes =
+        limit_mb > 0 ? bench::megabytes_to_bytes(static_cast<double>(limit_mb)) : 0;
     o.time_forward = false;  // run_attention_bench.sh compares forward+backward only
     o.min_runs = 3;
     run(o, bench::select_variants(bench::split_list(filter)), json);

@@ -86,7 +86,7 @@ int bench_attention(AttentionArgs& a) {
   bench::check_device(o.device);
   if (!json_out.empty()) (void)atomic_write_target("bench", json_out);  // refused before the run
   if (limit_mb > 0)
-    o.memory_limit_bytes = static_cast<int64_t>(limit_mb * (1 << 20));
+    o.memory_limit_bytes = bench::megabytes_to_bytes(limit_mb);
   else if (o.device.is_cpu())
     o.memory_limit_bytes = available_cpu_memory().value_or(0);
   const int threads = omp_get_max_threads();
