@@ -21,6 +21,7 @@ const char* const kReader = "aan";
 class LineStream {
  public:
   explicit LineStream(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+    check_data_file(kReader, path);
     if (!in_) read_error(kReader, path, "open", "cannot read the file (missing or no permission)");
   }
 

@@ -72,10 +72,20 @@ std::vector<uint8_t> inflate_gzip(const std::string& reader, const std::string& 
 
 }  // namespace
 
-std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::string& path) {
+void check_data_file(const std::string& reader, const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  const std::filesystem::file_type type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::directory)
     read_error(reader, path, "open", "is a directory, not a data file");
+  if (type == std::filesystem::file_type::character || type == std::filesystem::file_type::block)
+    read_error(reader, path, "open",
+               std::string("is a ") +
+                   (type == std::filesystem::file_type::block ? "block" : "character") +
+                   " device, not a data file");
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::string& path) {
+  check_data_file(reader, path);
   std::ifstream f(path, std::ios::binary);
   if (!f) read_error(reader, path, "open", "cannot read the file (missing or no permission)");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -153,6 +153,16 @@ refused "a split file that is a directory" \
   "^relpos: \[char_corpus\] $tmp/chars_dir/train.txt: open: is a directory, not a data file$" \
   -- "$relpos" train "$tmp/chars_dir.yaml" --quiet
 
+# A split that links to a device: /dev/zero was read until the process was killed. /dev/null
+# stands in for it (the same refusal; a finite read should it ever fail).
+ln -s /dev/null "$tmp/chars_dir/valid.txt.link"
+rm -rf "$tmp/chars_dir/train.txt"
+cp "$d/train.txt" "$tmp/chars_dir/train.txt"
+mv "$tmp/chars_dir/valid.txt.link" "$tmp/chars_dir/valid.txt"
+refused "a split that links to a device" \
+  "^relpos: \[char_corpus\] $tmp/chars_dir/valid.txt: open: is a character device, not a data file$" \
+  -- "$relpos" train "$tmp/chars_dir.yaml" --quiet
+
 # --- Character LM: sizes whose sum or rows overflow int64 -----------------------------------
 head -c 400 "$d/train.txt" >"$d/valid.txt"
 refused "lm tgt_len 2^63 - 1 (tgt_len + mem_len wrapped to a negative max_len)" \

@@ -66,3 +66,21 @@ TEST_CASE("data files: bytes after a gzip stream are refused; concatenated membe
   std::filesystem::remove(two);
   std::filesystem::remove(junk);
 }
+
+TEST_CASE("data files: a folder or a device is no data file; a link to a file is read through") {
+  // A split linked to /dev/zero was read until the process was killed. /dev/null stands in for
+  // it: the same check, and a finite read should the check ever fail.
+  if (std::filesystem::is_character_file("/dev/null"))
+    CHECK(test::error_of([] { read_file_bytes("char_corpus", "/dev/null"); }) ==
+          "[char_corpus] /dev/null: open: is a character device, not a data file");
+  const std::string folder = temp_path("folder_as_data");
+  std::filesystem::create_directories(folder);
+  CHECK(test::error_of([&] { check_data_file("aan", folder); }) ==
+        "[aan] " + folder + ": open: is a directory, not a data file");
+  const std::string file = temp_path("linked.bin"), link = temp_path("link.bin");
+  write_file_atomic(file, std::vector<uint8_t>{1, 2, 3});
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(file, link);
+  CHECK(read_file_bytes("test", link) == std::vector<uint8_t>{1, 2, 3});
+  for (const std::string& p : {folder, file, link}) std::filesystem::remove(p);
+}
