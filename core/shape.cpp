@@ -1,6 +1,7 @@
 #include "core/shape.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 
@@ -25,7 +26,9 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
+    // Saturated: only a shape with a size 0 (no element to index) can get past int64 here.
+    if (__builtin_mul_overflow(s, std::max<int64_t>(shape[i], 1), &s))
+      s = std::numeric_limits<int64_t>::max();
   }
   return strides;
 }
