@@ -130,6 +130,17 @@ void check_model_keys(const ModelConfig& config) {
   model_registry().at(config.type).read(resolved);
 }
 
+namespace {
+// The trunk's sizes, for a model that does not fit: "num_layers 2, num_heads 4, model_dim 64, ...".
+std::string trunk_sizes(const ModelConfig& c) {
+  return fmt::format(
+      "num_layers {}, num_heads {}, model_dim {}, mlp_dim {}, qkv_dim {}, max_len {}, vocab_size "
+      "{}",
+      c.num_layers, c.num_heads, c.model_dim, c.mlp_dim, c.qkv_dim > 0 ? c.qkv_dim : c.model_dim,
+      c.max_len, c.vocab_size);
+}
+}  // namespace
+
 std::shared_ptr<Model> make_model(const ModelConfig& given, Generator& gen) {
   const ModelType& type = model_registry().at(given.type);
   const ModelConfig config = with_model_defaults(given);
@@ -139,11 +150,11 @@ std::shared_ptr<Model> make_model(const ModelConfig& given, Generator& gen) {
   try {
     model = type.build(config, gen);
   } catch (const OutOfMemory& e) {  // the allocator knows the bytes, not which sizes asked
-    fail<OutOfMemory>(kWho, "{} with these sizes does not fit in memory: {}", config.type,
-                      e.what());
+    fail<OutOfMemory>(kWho, "{} with {} does not fit in memory: {}", config.type,
+                      trunk_sizes(config), e.what());
   } catch (const std::bad_alloc&) {
-    fail<OutOfMemory>(kWho, "{} with these sizes does not fit in memory (std::bad_alloc)",
-                      config.type);
+    fail<OutOfMemory>(kWho, "{} with {} does not fit in memory (std::bad_alloc)", config.type,
+                      trunk_sizes(config));
   }
   // The type read its keys and the layers refused unknown options as they were built
   // (make_attention / make_positional); this also catches a mapping no layer read at all.

@@ -451,10 +451,10 @@ fi
 
 # --- Sizes no machine holds: one buffer (a tensor, or a host table) refused at once -----------
 refused "max_len 10^11 (a positions table of 12.8 TB)" \
-  "^relpos: \[model\] sequence_classifier with these sizes does not fit in memory: \[cpu allocator\] out of memory allocating 12800000000128 bytes: the system has [0-9]+ bytes left" \
+  "^relpos: \[model\] sequence_classifier with num_layers [0-9]+, num_heads [0-9]+, model_dim [0-9]+, mlp_dim [0-9]+, qkv_dim [0-9]+, max_len 100000000000, vocab_size [0-9]+ does not fit in memory: \[cpu allocator\] out of memory allocating 12800000000128 bytes: the system has [0-9]+ bytes left" \
   -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set data.max_len=100000000000 --quiet
 refused "performer num_features 10^12" \
-  "^relpos: \[model\] sequence_classifier with these sizes does not fit in memory: \[cpu allocator\] out of memory allocating 64000000000000 bytes" \
+  "^relpos: \[model\] sequence_classifier with num_layers [0-9]+, num_heads [0-9]+, model_dim [0-9]+, mlp_dim [0-9]+, qkv_dim [0-9]+, max_len [0-9]+, vocab_size [0-9]+ does not fit in memory: \[cpu allocator\] out of memory allocating 64000000000000 bytes" \
   -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/huge" --set model.attention.feature_map=performer \
   --set model.attention.num_features=1000000000000 --quiet
 
@@ -493,7 +493,7 @@ for parent in ${v1:+"/sys/fs/cgroup/memory$v1"} ${v2:+"/sys/fs/cgroup$v2"}; do
 done
 if [[ -n $cgroup ]]; then
   refused "num_layers 10^9 in 1 GiB" \
-    "^relpos: \[model\] sequence_classifier with these sizes does not fit in memory: \[cpu allocator\] out of memory allocating [0-9]+ bytes: the system has [0-9]+ bytes left \([0-9]+ held by tensors, 16777216 kept for the rest of the process\)$" \
+    "^relpos: \[model\] sequence_classifier with num_layers [0-9]+, num_heads [0-9]+, model_dim [0-9]+, mlp_dim [0-9]+, qkv_dim [0-9]+, max_len [0-9]+, vocab_size [0-9]+ does not fit in memory: \[cpu allocator\] out of memory allocating [0-9]+ bytes: the system has [0-9]+ bytes left \([0-9]+ held by tensors, 16777216 kept for the rest of the process\)$" \
     -- bash -c 'echo $$ >"$1/cgroup.procs" && exec "${@:2}"' _ "$cgroup" "$relpos" train \
     "$tmp/listops.yaml" --out "$tmp/huge" --set model.num_layers=1000000000 --set model.mlp_dim=4096 --quiet
 else
