@@ -227,7 +227,7 @@ refused "empty CIFAR batch" "^relpos: \[cifar10\] $d/data_batch_3.bin: byte 0: n
 
 # --- ListOps: tokens outside the closed vocabulary ----------------------------------------
 "$relpos" data prepare listops --out "$tmp/listops" --train 64 --val 16 --test 16 \
-  --min_length 10 --max_length 60 --seed 1 >/dev/null 2>&1 || fail "data prepare listops"
+  --min-length 10 --max_length 60 --seed 1 >/dev/null 2>&1 || fail "data prepare listops"
 cp -r "$tmp/listops" "$tmp/listops_good"
 # More trees than memory holds are refused after a sample of them, before memory fills up (the
 # generator keeps every tree to de-duplicate); split sizes whose sum overflows are refused.

@@ -1,6 +1,7 @@
 // `relpos data prepare NAME --out DIR [--key value ...]` (datasets/prepare.h): runs the dataset's
 // registered preparer, or prints how to get a dataset that cannot be made here. Its --help lists
 // every registered dataset (datasets/dataset_registry.h).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -28,7 +29,8 @@ struct PrepareArgs {
   std::string name, out;
 };
 
-// `extras`: the --key value pairs after the dataset's name, handed to its preparer.
+// `extras`: the --key value pairs after the dataset's name, handed to its preparer (dashes in a
+// key read as underscores: --max-depth is the option max_depth).
 int prepare(const PrepareArgs& a, const std::vector<std::string>& extras) {
   const DatasetEntry& entry = dataset_registry().at(a.name, "data prepare");
   PrepareRequest request;
@@ -36,7 +38,9 @@ int prepare(const PrepareArgs& a, const std::vector<std::string>& extras) {
   for (size_t i = 0; i < extras.size(); i += 2) {
     RELPOS_CHECK(extras[i].rfind("--", 0) == 0 && i + 1 < extras.size(), "data",
                  "expected --key value pairs after the dataset name, got '{}'", extras[i]);
-    request.options.set(extras[i].substr(2), extras[i + 1]);
+    std::string key = extras[i].substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');  // --max-depth as the command line spells it
+    request.options.set(key, extras[i + 1]);
   }
   if (!entry.prepare || (request.out_dir.empty() && request.options.empty())) {
     std::printf("%s\n", entry.how_to_get.c_str());
@@ -59,7 +63,8 @@ void add_data_command(CLI::App& app, int& status) {
   CLI::App* sub = data->add_subcommand(
       "prepare",
       "Writes a dataset made here into DIR; for the others, prints where to get them and the "
-      "layout read. Further --key value pairs are the dataset's own options.");
+      "layout read. Further --key value pairs are the dataset's own options (--max-depth or "
+      "--max_depth).");
   sub->footer(datasets_help);
   sub->add_option("NAME", a->name, "a dataset (relpos data --help lists them)")->required();
   sub->add_option("--out", a->out, "the folder written")->type_name("DIR");
