@@ -163,8 +163,7 @@ T Options::get_inherited(const std::string& key, const T& inherited) const {
 int64_t Options::get_size(const std::string& key, int64_t fallback, int64_t least) const {
   const auto size = get<int64_t>(key, fallback);
   RELPOS_CHECK(size >= least, state_->where, "{} must be >= {}, got {}", key, least, size);
-  RELPOS_CHECK(size <= kLargestSize, state_->where,
-               "{} {} is larger than any machine holds (at most 2^40)", key, size);
+  check_largest_size(state_->where, key, size);
   return size;
 }
 

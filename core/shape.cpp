@@ -21,6 +21,11 @@ int64_t shape_numel(const Shape& shape) {
   return *n;
 }
 
+void check_largest_size(const std::string& who, const std::string& key, int64_t value) {
+  RELPOS_CHECK(value <= kLargestSize, who, "{} {} is larger than any machine holds (at most 2^40)",
+               key, value);
+}
+
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
   int64_t s = 1;

@@ -15,6 +15,8 @@ using Shape = std::vector<int64_t>;
 // (2·window + 1, max_len + CLS + SEP) stay far inside int64. Sizes below it that do not fit are
 // the allocators' to refuse.
 inline constexpr int64_t kLargestSize = int64_t{1} << 40;
+// Throws "[who] key value is larger than any machine holds (at most 2^40)" above kLargestSize.
+void check_largest_size(const std::string& who, const std::string& key, int64_t value);
 
 // The product of the sizes (0 when one is 0); nullopt where it overflows int64. shape_numel
 // throws "[shape] ..." there instead.

@@ -12,15 +12,9 @@ namespace {
 
 constexpr const char* kWho = "model";
 
-// kLargestSize (core/shape.h) bounds the trunk's sizes as Options::get_size bounds the layers'.
-void check_size(const char* field, int64_t value) {
-  RELPOS_CHECK(value <= kLargestSize, kWho, "{} {} is larger than any machine holds (at most 2^40)",
-               field, value);
-}
-
 void check_positive(const char* field, int64_t value, const char* why) {
   RELPOS_CHECK(value > 0, kWho, "{} must be positive{}, got {}", field, why, value);
-  check_size(field, value);
+  check_largest_size(kWho, field, value);  // as Options::get_size bounds the layers' sizes
 }
 
 // The trunk's part of index_first's exactness (the types add theirs: inputs, memory).
@@ -71,7 +65,7 @@ void check_encoder_config(const EncoderConfig& c) {
   check_positive("mlp_dim", c.mlp_dim, "");
   RELPOS_CHECK(c.qkv_dim >= 0, kWho, "qkv_dim must be positive or 0 (model_dim), got {}",
                c.qkv_dim);
-  check_size("qkv_dim", c.qkv_dim);
+  check_largest_size(kWho, "qkv_dim", c.qkv_dim);
   const int64_t qkv = c.qkv_dim > 0 ? c.qkv_dim : c.model_dim;
   RELPOS_CHECK(qkv % c.num_heads == 0, kWho, "qkv_dim {} must be a multiple of num_heads {}", qkv,
                c.num_heads);
