@@ -94,9 +94,10 @@ void check_position_term_matches_cpu(const Sizes& s, DType dtype, bool padding, 
   if (padding) in.push_back(test::attention_padding_mask(s.batch, s.k_len, 5));
   const std::string what = fmt::format(
       "attention with the position term {} B {} H {} Lq {} Lk {} D {} Dv {}, padding and dropout "
-      "{}, window {} (-1: not causal), offset {} rows [{}, {}] x {} tables of width {}",
+      "{}, window {} (-1: not causal), offset {} rows [{}, {}] x {} tables of width {}, inputs in "
+      "±{}",
       dtype == DType::f64 ? "f64" : "f32", s.batch, s.heads, s.q_len, s.k_len, s.dim, s.value_dim,
-      padding, window, t.offset, t.min, t.max, t.tables, t.dim);
+      padding, window, t.offset, t.min, t.max, t.tables, t.dim, range);
   const double tol = dtype == DType::f64 ? 1e-10 : 2e-5;
   test::check_cuda_matches_cpu(
       what, [&spec](const std::vector<Tensor>& x) { return with_position_term(x, spec); }, in, tol,
@@ -108,6 +109,9 @@ void check_position_term_matches_cpu(const Sizes& s, DType dtype, bool padding, 
 TEST_CASE("attention on CUDA equals the CPU kernel: the position term, tiled and composed") {
   if (skip_without_gpu("attention CUDA == CPU with the position term")) return;
   // f64 up to width 32 and f32 up to 64 take the tiles; the widths past them the composed form.
+  // Large logits (inputs in ±4: logits in the hundreds) in f64 only: there a weight's f32 rounding
+  // is |logit| 2^-24 relative, and two summation orders differ by more than f32's 2e-5 (the
+  // H200 measured 2e-6 to 5e-6 absolute at head size 64), as in the f32 case without the term.
   const std::vector<std::pair<Sizes, DType>> cases = {
       {{2, 3, 37, 37, 5, 7}, DType::f64},    {{1, 2, 70, 200, 4, 3}, DType::f64},
       {{2, 1, 130, 200, 30, 2}, DType::f64}, {{1, 1, 65, 66, 40, 10}, DType::f64},
@@ -119,7 +123,8 @@ TEST_CASE("attention on CUDA equals the CPU kernel: the position term, tiled and
          test::rel_placements(s.q_len, s.k_len, s.heads, std::min<int64_t>(s.dim + 2, 64)))
       for (const bool padding : {false, true})
         for (const double range : {1.0, 4.0})
-          check_position_term_matches_cpu(s, dtype, padding, window, term, range);
+          if (dtype == DType::f64 || range == 1.0)
+            check_position_term_matches_cpu(s, dtype, padding, window, term, range);
 }
 
 TEST_CASE("attention on CUDA equals the CPU kernel: f64, every mask, large logits") {
