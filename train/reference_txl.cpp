@@ -9,12 +9,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
 #include "core/file_write.h"
 #include "core/json.h"
 #include "core/ops.h"
+#include "core/shape.h"
 #include "datasets/hdf5_handle.h"
 #include "layers/models/model.h"
 #include "train/checkpoint.h"
@@ -70,15 +73,49 @@ T hparam(const Json& h, const std::string& path, const char* key) {
     return h.at(key).get<T>();
   } catch (const Json::exception&) {
     fail(kWho, "'{}': '{}' must be {}, got {}", path, key,
-         std::is_same_v<T, bool> ? "true or false" : "a number", h.at(key).dump());
+         std::is_same_v<T, bool>                   ? "true or false"
+         : std::is_same_v<T, std::vector<int64_t>> ? "a list of integers"
+                                                   : "a number",
+         h.at(key).dump());
   }
 }
 
+// An integer key of the hyper-parameters in [least, 2^40]: a fraction, or a number past int64,
+// is refused by the file and the key instead of being cut or wrapped.
+int64_t integer_hparam(const Json& h, const std::string& path, const char* key, int64_t least) {
+  RELPOS_CHECK(h.contains(key), kWho, "'{}' has no '{}'", path, key);
+  const Json& v = h.at(key);
+  RELPOS_CHECK(v.is_number_integer(), kWho, "'{}': '{}' must be an integer, got {}", path, key,
+               v.dump());
+  // An unsigned number past int64 would wrap in get<int64_t>.
+  const bool fits = !v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{kLargestSize};
+  RELPOS_CHECK(fits && v.get<int64_t>() >= least && v.get<int64_t>() <= kLargestSize, kWho,
+               "'{}': '{}' must be in [{}, 2^40], got {}", path, key, least, v.dump());
+  return v.get<int64_t>();
+}
+
+// A size of the hyper-parameters: an integer >= 1 (mem_len: >= 0).
+int64_t size_hparam(const Json& h, const std::string& path, const char* key) {
+  return integer_hparam(h, path, key, std::string_view(key) == "mem_len" ? 0 : 1);
+}
+
+// A dropout probability of the hyper-parameters, in [0, 1).
+double probability_hparam(const Json& h, const std::string& path, const char* key) {
+  const double p = hparam<double>(h, path, key);
+  RELPOS_CHECK(p >= 0 && p < 1, kWho, "'{}': '{}' must be in [0, 1), got {}", path, key, p);
+  return p;
+}
+
 // The relpos configuration of the reference model: transformer_xl with its sizes, evaluated in
-// the reference's layout.
+// the reference's layout. The reference's extended context (ext_len) has no counterpart.
 std::string config_text(const Json& h, const ReferenceImport& r) {
   const std::string& p = r.hparams;
-  const int64_t heads = hparam<int64_t>(h, p, "n_head");
+  RELPOS_CHECK(!h.contains("ext_len") ||
+                   (h.at("ext_len").is_number_integer() && h.at("ext_len").get<int64_t>() == 0),
+               kWho,
+               "'{}': ext_len must be 0 (relpos's transformer_xl has no extended context), got {}",
+               p, h.contains("ext_len") ? h.at("ext_len").dump() : "");
+  const int64_t heads = size_hparam(h, p, "n_head");
   return fmt::format(
       "name: {}\n"
       "model:\n  type: transformer_xl\n  num_layers: {}\n  num_heads: {}\n  model_dim: {}\n"
@@ -87,16 +124,16 @@ std::string config_text(const Json& h, const ReferenceImport& r) {
       "  tie_weights: {}\n"
       "data: {{dataset: chars, dir: '{}', vocabulary: all, tgt_len: {}, batch_size: {}}}\n"
       "optimizer: {{type: adam}}\ntrain: {{steps: 1}}\neval: {{layout: reference}}\n",
-      std::filesystem::path(r.out).stem().string(), hparam<int64_t>(h, p, "n_layer"), heads,
-      hparam<int64_t>(h, p, "d_model"), heads * hparam<int64_t>(h, p, "d_head"),
-      hparam<int64_t>(h, p, "d_inner"), hparam<double>(h, p, "dropout"),
-      hparam<double>(h, p, "dropatt"), hparam<bool>(h, p, "pre_lnorm") ? "pre" : "post",
-      hparam<int64_t>(h, p, "n_token"), hparam<int64_t>(h, p, "mem_len"),
-      std::max<int64_t>(0, hparam<int64_t>(h, p, "clamp_len")),  // -1 and 0: no clamp
+      std::filesystem::path(r.out).stem().string(), size_hparam(h, p, "n_layer"), heads,
+      size_hparam(h, p, "d_model"), heads * size_hparam(h, p, "d_head"),
+      size_hparam(h, p, "d_inner"), probability_hparam(h, p, "dropout"),
+      probability_hparam(h, p, "dropatt"), hparam<bool>(h, p, "pre_lnorm") ? "pre" : "post",
+      size_hparam(h, p, "n_token"), size_hparam(h, p, "mem_len"),
+      // The reference clamps only when clamp_len > 0.
+      std::max<int64_t>(0, integer_hparam(h, p, "clamp_len", -kLargestSize)),
       hparam<bool>(h, p, "same_length") ? "true" : "false",
-      hparam<bool>(h, p, "tie_weight") ? "true" : "false", r.data_dir,
-      hparam<int64_t>(h, p, "tgt_len"),
-      h.contains("eval_batch_size") ? hparam<int64_t>(h, p, "eval_batch_size") : 10);
+      hparam<bool>(h, p, "tie_weight") ? "true" : "false", r.data_dir, size_hparam(h, p, "tgt_len"),
+      h.contains("eval_batch_size") ? size_hparam(h, p, "eval_batch_size") : 10);
 }
 
 // The hyper-parameters against the state's own sizes, before a model is built from them (a wrong
@@ -106,7 +143,7 @@ std::string config_text(const Json& h, const ReferenceImport& r) {
 void check_hparams_fit_state(const Json& h, const ReferenceImport& r,
                              const std::map<std::string, Tensor>& state) {
   const std::string& p = r.hparams;
-  const int64_t layers = hparam<int64_t>(h, p, "n_layer"), d = hparam<int64_t>(h, p, "d_model");
+  const int64_t layers = size_hparam(h, p, "n_layer"), d = size_hparam(h, p, "d_model");
   int64_t held = 0;
   while (state.count(fmt::format("layers.{}.dec_attn.qkv_net.weight", held))) ++held;
   RELPOS_CHECK(layers == held, kWho, "'{}': n_layer {}, but '{}' holds {} layers", p, layers,
@@ -117,13 +154,12 @@ void check_hparams_fit_state(const Json& h, const ReferenceImport& r,
                  "'{}': '{}' has shape {}, where {} in '{}' give {}", r.state, key,
                  shape_str(t->second.shape()), from, p, shape_str(shape));
   };
-  expect("word_emb.emb_layers.0.weight", {hparam<int64_t>(h, p, "n_token"), d},
-         "n_token and d_model");
-  if (layers == 0) return;
-  expect("layers.0.dec_attn.qkv_net.weight",
-         {3 * hparam<int64_t>(h, p, "n_head") * hparam<int64_t>(h, p, "d_head"), d},
-         "n_head, d_head and d_model");
-  expect("layers.0.pos_ff.CoreNet.0.weight", {hparam<int64_t>(h, p, "d_inner"), d},
+  expect("word_emb.emb_layers.0.weight", {size_hparam(h, p, "n_token"), d}, "n_token and d_model");
+  const std::optional<int64_t> qkv =
+      checked_numel({3, size_hparam(h, p, "n_head"), size_hparam(h, p, "d_head")});
+  RELPOS_CHECK(qkv.has_value(), kWho, "'{}': 3 n_head d_head is past int64", p);
+  expect("layers.0.dec_attn.qkv_net.weight", {*qkv, d}, "n_head, d_head and d_model");
+  expect("layers.0.pos_ff.CoreNet.0.weight", {size_hparam(h, p, "d_inner"), d},
          "d_inner and d_model");
 }
 
@@ -189,6 +225,30 @@ Tensor inverse_frequencies(int64_t d) {
   for (int64_t i = 0; i < d; i += 2)
     values.push_back(1.0f / std::pow(10000.0f, static_cast<float>(i) / static_cast<float>(d)));
   return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+}
+
+// Each of relpos's parameters in `data` replaced by its reference tensor (q, k and v by their
+// third of qkv_net), checked for shape and finiteness by the reference's name; the reference keys
+// used.
+std::map<std::string, bool> place_reference_tensors(CheckpointData& data,
+                                                    const std::map<std::string, Tensor>& state,
+                                                    const ReferenceImport& r) {
+  std::map<std::string, bool> used;
+  for (auto& [name, value] : data.params) {
+    const auto [theirs, third] = reference_name(name);
+    RELPOS_CHECK(state.count(theirs), kWho, "'{}' has no tensor for relpos's '{}' (expected '{}')",
+                 r.state, name, theirs.empty() ? "a MemTransformerLM key" : theirs);
+    const Tensor& t = state.at(theirs);
+    Shape want = value.shape();
+    if (third >= 0) want[0] *= 3;
+    RELPOS_CHECK(t.shape() == want, kWho, "'{}': '{}' has shape {}, where relpos's '{}' needs {}",
+                 r.state, theirs, shape_str(t.shape()), name, shape_str(want));
+    RELPOS_CHECK(all_finite(t), kWho, "'{}': '{}' holds NaN or Inf values", r.state, theirs);
+    value =
+        third < 0 ? t : t.slice(0, third * t.size(0) / 3, (third + 1) * t.size(0) / 3).contiguous();
+    used[theirs] = true;
+  }
+  return used;
 }
 
 }  // namespace
@@ -270,21 +330,13 @@ void import_reference(const ReferenceImport& r) {
   complete_config(config);
 
   CheckpointData data = capture_state(*model, nullptr);
-  std::map<std::string, bool> used;
-  for (auto& [name, value] : data.params) {
-    const auto [theirs, third] = reference_name(name);
-    RELPOS_CHECK(state.count(theirs), kWho, "'{}' has no tensor for relpos's '{}' (expected '{}')",
-                 r.state, name, theirs.empty() ? "a MemTransformerLM key" : theirs);
-    const Tensor& t = state.at(theirs);
-    value =
-        third < 0 ? t : t.slice(0, third * t.size(0) / 3, (third + 1) * t.size(0) / 3).contiguous();
-    used[theirs] = true;
-  }
+  const std::map<std::string, bool> used = place_reference_tensors(data, state, r);
   // The tied output weight is the embedding; the sinusoid's frequencies are computed.
   for (const auto& [name, t] : state) {
     if (used.count(name) || name == "pos_emb.inv_freq") continue;
-    RELPOS_CHECK(name == "crit.out_layers.0.weight" &&
-                     max(abs(sub(t, state.at("word_emb.emb_layers.0.weight")))).item() == 0,
+    const Tensor& embedding = state.at("word_emb.emb_layers.0.weight");
+    RELPOS_CHECK(name == "crit.out_layers.0.weight" && t.shape() == embedding.shape() &&
+                     max(abs(sub(t, embedding))).item() == 0,
                  kWho, "'{}': '{}' has no place in relpos's transformer_xl{}", r.state, name,
                  name == "crit.out_layers.0.weight" ? " (the output weight is tied: it must equal "
                                                       "the embedding)"
@@ -294,8 +346,12 @@ void import_reference(const ReferenceImport& r) {
   CheckpointData out = capture_state(*model, nullptr);
   out.texts["config"] = config.yaml;
   std::vector<uint8_t> bytes;
+  std::map<int64_t, size_t> id_of;  // symbol -> its first token id
   for (const int64_t s : symbols) {
     RELPOS_CHECK(s >= 0 && s < 256, kWho, "'{}': symbol {} is not a byte", r.hparams, s);
+    const auto [first, fresh] = id_of.emplace(s, bytes.size());
+    RELPOS_CHECK(fresh, kWho, "'{}': symbol {} is token {} and token {} (a byte has one id)",
+                 r.hparams, s, first->second, bytes.size());
     bytes.push_back(static_cast<uint8_t>(s));
   }
   out.state.emplace_back("vocabulary",

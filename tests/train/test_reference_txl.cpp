@@ -4,12 +4,14 @@
 // bits-per-character the reference's own evaluation reported (memory 16, none, 64, same_length);
 // exported again, it is the same tensors and settings.
 #include <doctest/doctest.h>
+#include <hdf5.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "core/json.h"
+#include "datasets/hdf5_handle.h"
 #include "tests/harness.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -30,6 +32,24 @@ std::string bytes_of(const std::string& path, size_t from, size_t count) {
   std::ifstream in(path, std::ios::binary);
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return all.substr(from, count);
+}
+
+// A copy of the fixture's state at `path` with dataset `name` written anew: f32 `shape`, every
+// value `value`.
+void write_state_with(const std::string& path, const std::string& name,
+                      const std::vector<hsize_t>& shape, float value) {
+  fs::copy_file(kData / "txl_reference_tiny.h5", path, fs::copy_options::overwrite_existing);
+  const H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+  REQUIRE(H5Ldelete(file.get(), name.c_str(), H5P_DEFAULT) >= 0);
+  const H5Handle space(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
+                       H5Sclose);
+  const H5Handle set(H5Dcreate2(file.get(), name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+                                H5P_DEFAULT, H5P_DEFAULT),
+                     H5Dclose);
+  hsize_t count = 1;
+  for (const hsize_t n : shape) count *= n;
+  const std::vector<float> values(count, value);
+  REQUIRE(H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
 }
 
 }  // namespace
@@ -143,5 +163,64 @@ TEST_CASE("import reference: a state that does not fit is refused, naming the fi
           import_reference({(kData / "txl_reference_tiny.h5").string(), no_heads, dir.file("x.h5"),
                             dir.file("gpl")});
         }).find("has no 'n_head'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("x.h5")));
+}
+
+TEST_CASE("import reference: hyper-parameters are integers in range and bytes have one id") {
+  test::ScratchDir dir;
+  const std::string state = (kData / "txl_reference_tiny.h5").string();
+  const Json h = read_json_file("test", (kData / "txl_reference_tiny.json").string());
+  // A fraction was cut (d_model 32.5 read as 32), a number past int64 wrapped (n_head 2^64 - 1
+  // gave a qkv_net of -3 rows), ext_len was ignored, a byte with two ids was accepted.
+  Json symbols = h.at("symbols");
+  symbols[1] = symbols[0];
+  for (const auto& [key, value, want] : std::vector<std::tuple<std::string, Json, std::string>>{
+           {"d_model", 32.5, "'d_model' must be an integer, got 32.5"},
+           {"clamp_len", 1.5, "'clamp_len' must be an integer, got 1.5"},
+           {"n_head", 18446744073709551615u,
+            "'n_head' must be in [1, 2^40], got 18446744073709551615"},
+           {"n_layer", 0, "'n_layer' must be in [1, 2^40], got 0"},
+           {"mem_len", -1, "'mem_len' must be in [0, 2^40], got -1"},
+           {"tgt_len", "16", "'tgt_len' must be an integer, got \"16\""},
+           {"ext_len", 8,
+            "ext_len must be 0 (relpos's transformer_xl has no extended context), "
+            "got 8"},
+           {"dropout", 1.0, "'dropout' must be in [0, 1), got 1"},
+           {"symbols", symbols,
+            fmt::format("symbol {} is token 0 and token 1 (a byte has one id)",
+                        symbols[0].get<int64_t>())}}) {
+    RELPOS_INFO("{} = {}", key, value.dump());
+    Json wrong = h;
+    wrong[key] = value;
+    const std::string path = dir.write(key + ".json", wrong.dump());
+    CHECK(test::error_of([&] {
+            import_reference({state, path, dir.file("x.h5"), dir.file("gpl")});
+          }) == fmt::format("[import] '{}': {}", path, want));
+  }
+  CHECK_FALSE(fs::exists(dir.file("x.h5")));
+}
+
+TEST_CASE("import reference: a state tensor of the wrong shape or not finite is named") {
+  test::ScratchDir dir;
+  const std::string hparams = (kData / "txl_reference_tiny.json").string();
+  const std::string state = dir.file("state.h5");
+  // These reached relpos's checkpoint loader, which named relpos's parameter and blamed a
+  // diverged training run.
+  write_state_with(state, "layers.0.pos_ff.CoreNet.0.bias", {3, 64}, 0.5f);
+  CHECK(test::error_of([&] {
+          import_reference({state, hparams, dir.file("x.h5"), dir.file("gpl")});
+        }) == fmt::format("[import] '{}': 'layers.0.pos_ff.CoreNet.0.bias' has shape [3, 64], "
+                          "where relpos's 'layers.0.mlp.fc1.bias' needs [64]",
+                          state));
+  write_state_with(state, "layers.0.pos_ff.CoreNet.0.bias", {64}, NAN);
+  CHECK(test::error_of([&] {
+          import_reference({state, hparams, dir.file("x.h5"), dir.file("gpl")});
+        }) == fmt::format("[import] '{}': 'layers.0.pos_ff.CoreNet.0.bias' holds NaN or Inf values",
+                          state));
+  // A tied output weight of another shape was compared by broadcasting.
+  write_state_with(state, "crit.out_layers.0.weight", {1, 1, 1}, 0.0f);
+  CHECK(test::error_of([&] {
+          import_reference({state, hparams, dir.file("x.h5"), dir.file("gpl")});
+        }).find("'crit.out_layers.0.weight' has no place") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.file("x.h5")));
 }
