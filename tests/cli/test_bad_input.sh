@@ -204,6 +204,16 @@ refused "resume on data with another vocabulary" \
   "^relpos: \[lm\] '$tmp/run_vocab/checkpoints/last.h5' was trained on other symbols" \
   -- "$relpos" train "$tmp/vocab.yaml" --set "data.dir=$tmp/chars_swapped" --set train.steps=2 \
   --resume "$tmp/run_vocab/checkpoints/last.h5" --allow-config-change --quiet
+# A checkpoint runs with the sizes it was trained with: eval --set model.num_layers=10^12 built
+# layers until memory ran out (minutes) for a model the checkpoint could not fill.
+refused "eval with another num_layers" \
+  "^relpos: \[eval\] model.num_layers 1000000000000 is not the 1 of the model '$tmp/run_vocab/checkpoints/last.h5' holds: a checkpoint runs with the sizes it was trained with$" \
+  -- "$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.num_layers=1000000000000
+refused "generate with another model_dim" "^relpos: \[generate\] model.model_dim 8 is not the 16 " \
+  -- "$relpos" generate "$tmp/run_vocab/checkpoints/last.h5" --prompt The --tokens 3 \
+  --set model.model_dim=8
+"$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.attention.fused=false >/dev/null \
+  2>&1 || fail "eval with the naive attention (not a size) is refused"
 
 # --- CIFAR-10: an empty batch -------------------------------------------------------------
 d=$tmp/cifar/cifar-10-batches-bin

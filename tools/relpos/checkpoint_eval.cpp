@@ -1,19 +1,48 @@
 // A checkpoint's model rebuilt for evaluation (checkpoint_eval.h).
 #include "tools/relpos/checkpoint_eval.h"
 
+#include <tuple>
+
 #include "core/error.h"
 #include "train/distributed.h"
 #include "train/training_state.h"
 
 namespace relpos::cli {
 
+RunConfig checkpoint_config(const char* who, const CheckpointData& data,
+                            const std::string& checkpoint,
+                            const std::vector<std::string>& overrides) {
+  const auto text = data.texts.find("config");
+  RELPOS_CHECK(text != data.texts.end(), who, "'{}' holds no configuration", checkpoint);
+  RunConfig config = parse_config(text->second, checkpoint, overrides);
+  const ModelConfig stored = parse_config(text->second, checkpoint).model;
+  const ModelConfig& now = config.model;
+  // Sizes as the model reads them: qkv_dim 0 is model_dim, stacked_hidden only shapes "stacked".
+  const auto qkv = [](const ModelConfig& m) { return m.qkv_dim > 0 ? m.qkv_dim : m.model_dim; };
+  const auto hidden = [](const ModelConfig& m) {
+    return m.head_combiner == "stacked" ? m.stacked_hidden : 0;
+  };
+  RELPOS_CHECK(stored.head_combiner == now.head_combiner, who,
+               "model.head_combiner {} is not the {} of the model '{}' holds", now.head_combiner,
+               stored.head_combiner, checkpoint);
+  for (const auto& [key, was, is] : {std::tuple{"num_layers", stored.num_layers, now.num_layers},
+                                     {"num_heads", stored.num_heads, now.num_heads},
+                                     {"model_dim", stored.model_dim, now.model_dim},
+                                     {"qkv_dim", qkv(stored), qkv(now)},
+                                     {"mlp_dim", stored.mlp_dim, now.mlp_dim},
+                                     {"stacked_hidden", hidden(stored), hidden(now)}})
+    RELPOS_CHECK(was == is, who,
+                 "model.{} {} is not the {} of the model '{}' holds: a checkpoint runs with the "
+                 "sizes it was trained with",
+                 key, is, was, checkpoint);
+  return config;
+}
+
 CheckpointEval load_for_eval(const char* who, const std::string& checkpoint,
                              const std::string& split, const std::vector<std::string>& overrides) {
   CheckpointEval e;
   e.data = read_checkpoint(checkpoint);
-  const auto text = e.data.texts.find("config");
-  RELPOS_CHECK(text != e.data.texts.end(), who, "'{}' holds no configuration", checkpoint);
-  e.config = parse_config(text->second, checkpoint, overrides);
+  e.config = checkpoint_config(who, e.data, checkpoint, overrides);
   const Device device = job_device(e.config.device, who);
   RELPOS_CHECK(split == "train" || split == "val" || split == "test", who,
                "unknown split '{}'; known: train, val, test", split);

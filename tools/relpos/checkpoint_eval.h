@@ -18,6 +18,14 @@ struct CheckpointEval {
   std::unique_ptr<Task> task;
 };
 
+// The configuration `data` stores, with `overrides` applied. Overrides may change how the model
+// runs, not its sizes: a trunk size (num_layers, num_heads, model_dim, qkv_dim, mlp_dim, and
+// stacked_hidden of stacked heads) other than the checkpoint's is refused before a model is built
+// from it.
+RunConfig checkpoint_config(const char* who, const CheckpointData& data,
+                            const std::string& checkpoint,
+                            const std::vector<std::string>& overrides);
+
 // Reads `checkpoint`, parses its configuration with `overrides` applied, builds the task with
 // the data of `split` (train | val | test) on the configured device (job_device: under mpirun,
 // the rank's), and loads the checkpoint's parameters into the model. `who` names the command in

@@ -18,6 +18,7 @@
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "tools/relpos/arguments.h"
+#include "tools/relpos/checkpoint_eval.h"
 #include "tools/relpos/commands.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -114,9 +115,7 @@ int generate(GenerateArgs& a) {
   const std::string &checkpoint = a.checkpoint, &prompt = a.prompt;
   if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
   const CheckpointData data = read_checkpoint(checkpoint);
-  const auto text = data.texts.find("config");
-  RELPOS_CHECK(text != data.texts.end(), "generate", "'{}' holds no configuration", checkpoint);
-  const RunConfig config = parse_config(text->second, checkpoint, a.overrides);
+  const RunConfig config = checkpoint_config("generate", data, checkpoint, a.overrides);
   const std::vector<uint8_t> symbols = vocabulary_of(data, config, checkpoint);
   std::vector<int64_t> id_of(256, -1);
   for (size_t i = 0; i < symbols.size(); ++i) id_of[symbols[i]] = static_cast<int64_t>(i);
