@@ -91,6 +91,20 @@ struct Reading {
 };
 Reading last;  // guarded by check_available_memory's mutex
 
+// The memory the system has left; read again after the freed memory this process keeps (the block
+// cache, glibc's free heap) goes back to the system when it is short of `size` bytes.
+std::optional<int64_t> memory_left_for(int64_t size) {
+  std::optional<int64_t> left = memory_reader.load()();
+  if (left && *left - kReserve < size) {
+    empty_cache();
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+    left = memory_reader.load()();
+  }
+  return left;
+}
+
 // Refuses a new buffer of `rounded` bytes that the memory the system has left, less kReserve,
 // cannot hold. The memory left is read again once the tensors could have taken half of it at the
 // rate last seen, so each reading comes closer to the end than the one before, and an
@@ -106,14 +120,7 @@ void check_available_memory(size_t nbytes, size_t rounded) {
   if (!growing && allowed_live_bytes.load() - live >= size) return;
   std::lock_guard<std::mutex> lock(mutex);
   allocations_since_reading = 0;
-  std::optional<int64_t> left = memory_reader.load()();
-  if (left && *left - kReserve < size) {
-    empty_cache();
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
-    left = memory_reader.load()();
-  }
+  const std::optional<int64_t> left = memory_left_for(size);
   if (!left) {  // nothing to go by: no more readings
     allowed_live_bytes = highest_read_live = std::numeric_limits<int64_t>::max();
     return;
@@ -179,6 +186,15 @@ void deallocate(void* ptr, size_t nbytes) {
     std::free(largest->second);
     cache.blocks.erase(largest);
   }
+}
+
+void check_memory_for(int64_t bytes, const std::string& what) {
+  const std::optional<int64_t> left = memory_left_for(bytes);
+  if (left && *left - kReserve < bytes)
+    fail<OutOfMemory>("cpu allocator",
+                      "{} take {} bytes: the system has {} bytes left ({} held by tensors, {} kept "
+                      "for the rest of the process)",
+                      what, bytes, *left, memory_counter().stats().current_bytes, kReserve);
 }
 
 AvailableMemoryReader set_available_memory_reader(AvailableMemoryReader reader) {

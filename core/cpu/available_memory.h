@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "core/allocator.h"
 
@@ -16,5 +17,10 @@ namespace relpos::cpu {
 // allocation reads the new one. Not while other threads allocate.
 using AvailableMemoryReader = std::optional<int64_t> (*)();
 AvailableMemoryReader set_available_memory_reader(AvailableMemoryReader reader);
+
+// Refuses, as the allocator refuses a buffer (OutOfMemory, "[cpu allocator] ..."), `bytes` more
+// that the memory left cannot hold, before a caller allocates them in many small buffers (a
+// model's layers) that would each pass until the machine's memory is spent. `what` names them.
+void check_memory_for(int64_t bytes, const std::string& what);
 
 }  // namespace relpos::cpu

@@ -3,8 +3,13 @@
 // blocks, final LayerNorm); the BERT-style one puts its LayerNorm on the embeddings instead.
 #include "layers/models/encoder.h"
 
+#include <limits>
+#include <optional>
+
 #include "autograd/functions.h"
+#include "core/cpu/available_memory.h"
 #include "core/deferred_checks.h"
+#include "core/shape.h"
 
 namespace relpos {
 EncoderBlock::EncoderBlock(const EncoderConfig& c, const MultiHeadAttentionConfig& attention,
@@ -17,6 +22,20 @@ EncoderBlock::EncoderBlock(const EncoderConfig& c, const MultiHeadAttentionConfi
                                                               activation_from_name(c.activation),
                                                               c.dropout, c.dtype, gen));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+}
+
+void add_encoder_blocks(ModuleList& layers, int64_t count, const EncoderConfig& config,
+                        const MultiHeadAttentionConfig& attention, Generator& gen) {
+  for (int64_t i = 0; i < count; ++i) {
+    const auto block = std::make_shared<EncoderBlock>(config, attention, gen);
+    layers.push_back(block);
+    if (i > 0 || count == 1) continue;
+    const int64_t bytes = block->num_parameters() * static_cast<int64_t>(dtype_size(config.dtype));
+    const std::optional<int64_t> rest = checked_numel({count - 1, bytes});
+    cpu::check_memory_for(
+        rest.value_or(std::numeric_limits<int64_t>::max()),
+        fmt::format("the parameters of {} more blocks of {} bytes", count - 1, bytes));
+  }
 }
 
 Var EncoderBlock::forward(const Var& x, const Tensor& key_mask) {
@@ -79,8 +98,7 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, const ClassifierCon
   attention_config_.gen = nullptr;  // `gen` is the caller's: set it again when building from this
   layers_ = register_module("layers", std::make_shared<ModuleList>());
   const int64_t blocks = k.tied_blocks ? 1 : c.num_layers;
-  for (int64_t i = 0; i < blocks; ++i)
-    layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
+  add_encoder_blocks(*layers_, blocks, c, mha, gen);
   if (c.norm == "pre")
     norm_ = register_module("norm", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
 }

@@ -58,6 +58,13 @@ class EncoderBlock : public Module {
   std::shared_ptr<Dropout> dropout_;
 };
 
+// Appends `count` blocks to `layers`: the one loop of every model's trunk. Once the first is
+// built, the parameters of the rest are checked against the memory the CPU has left (models are
+// built there): a count past it is refused (OutOfMemory) before the machine's memory is spent
+// building the blocks one by one.
+void add_encoder_blocks(ModuleList& layers, int64_t count, const EncoderConfig& config,
+                        const MultiHeadAttentionConfig& attention, Generator& gen);
+
 struct EncoderOutput {
   Var hidden;       // [B, L', model_dim]
   Tensor key_mask;  // [B, L'] u8, with the CLS-vector column; undefined: every token is real

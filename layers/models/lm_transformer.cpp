@@ -90,8 +90,7 @@ LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const LmShell
   mha.dtype = c.dtype;
   mha.gen = &gen;
   layers_ = register_module("layers", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < c.num_layers; ++i)
-    layers_->push_back(std::make_shared<EncoderBlock>(c, mha, gen));
+  add_encoder_blocks(*layers_, c.num_layers, c, mha, gen);
   if (shell.final_norm)
     norm_ = register_module("norm", std::make_shared<LayerNorm>(d, 1e-5, true, c.dtype));
   output_ = register_module(

@@ -487,7 +487,8 @@ refused "shaw window 2^63 - 1" \
 
 # --- A model larger than the memory left ----------------------------------------------------
 # model.num_layers 10^9 in a memory cgroup of 1 GiB: Linux grants the buffers and kills the
-# process (signal 9, no message) once they are written, unless the allocator refuses first.
+# process (signal 9, no message) once they are written, unless the allocator refuses first. The
+# blocks' parameters are checked against the group's limit once the first block is built.
 # Needs a memory cgroup this user can make (root; cgroup v1, or v2 with the memory controller
 # delegated); skipped visibly otherwise.
 v1=$(sed -n 's/^[0-9]*:memory:\(.*\)$/\1/p' /proc/self/cgroup)
@@ -503,7 +504,7 @@ for parent in ${v1:+"/sys/fs/cgroup/memory$v1"} ${v2:+"/sys/fs/cgroup$v2"}; do
 done
 if [[ -n $cgroup ]]; then
   refused "num_layers 10^9 in 1 GiB" \
-    "^relpos: \[model\] sequence_classifier with num_layers [0-9]+, num_heads [0-9]+, model_dim [0-9]+, mlp_dim [0-9]+, qkv_dim [0-9]+, max_len [0-9]+, vocab_size [0-9]+ does not fit in memory: \[cpu allocator\] out of memory allocating [0-9]+ bytes: the system has [0-9]+ bytes left \([0-9]+ held by tensors, 16777216 kept for the rest of the process\)$" \
+    "^relpos: \[model\] sequence_classifier with num_layers [0-9]+, num_heads [0-9]+, model_dim [0-9]+, mlp_dim [0-9]+, qkv_dim [0-9]+, max_len [0-9]+, vocab_size [0-9]+ does not fit in memory: \[cpu allocator\] the parameters of 999999999 more blocks of [0-9]+ bytes take [0-9]+ bytes: the system has [0-9]+ bytes left \([0-9]+ held by tensors, 16777216 kept for the rest of the process\)$" \
     -- bash -c 'echo $$ >"$1/cgroup.procs" && exec "${@:2}"' _ "$cgroup" "$relpos" train \
     "$tmp/listops.yaml" --out "$tmp/huge" --set model.num_layers=1000000000 --set model.mlp_dim=4096 --quiet
 else

@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "core/allocator.h"
+#include "core/cpu/available_memory.h"
 #include "layers/models/model.h"
 #include "tests/layers/attention_testing.h"
 #include "tests/layers/model_testing.h"
@@ -16,6 +18,12 @@ using test::build_model;
 using test::kRows;
 using test::logits_of;
 using test::tiny_model_config;
+
+namespace {
+std::optional<int64_t> quarter_gib_left() {
+  return int64_t{256} << 20;
+}
+}  // namespace
 
 TEST_CASE("models: bad configs fail with the field, the value and the valid choices") {
   const auto error = [](const std::function<void(ModelConfig&)>& edit) {
@@ -112,4 +120,32 @@ TEST_CASE("models: attention and positional options nothing read are refused by 
   build_model(c);
   CHECK_FALSE(c.attention.has("dropout"));
   CHECK(test::error_of([&] { c.attention.check_all_used(); }).empty());
+}
+
+TEST_CASE("models: a trunk whose blocks do not fit is refused after its first block") {
+  // num_layers 10^12 built blocks until the machine's memory was spent (2 minutes and 23 GB on a
+  // 24 GB machine) before the allocator refused one; the parameters of the rest are checked once
+  // the first is built. Here the system has 256 MiB left.
+  const Device cpu = Device::cpu();
+  const cpu::AvailableMemoryReader real = cpu::set_available_memory_reader(&quarter_gib_left);
+  for (const std::string type : {"sequence_classifier", "transformer_xl"}) {
+    ModelConfig c = tiny_model_config();
+    c.type = type;
+    if (type == "transformer_xl") {
+      c.attention.set("type", "rel_xl");
+      c.own = Options("model");  // no num_classes
+    }
+    c.num_layers = 1000000;
+    reset_peak_memory(cpu);
+    Generator gen(1);
+    const std::string error = test::error_of([&] { (void)make_model(c, gen); });
+    RELPOS_INFO("{}: {}", type, error);
+    CHECK(error.find(type + " with num_layers 1000000, ") == 8);
+    CHECK(error.find("does not fit in memory: [cpu allocator] the parameters of 999999 more "
+                     "blocks of ") != std::string::npos);
+    CHECK(memory_stats(cpu).allocations < 200);  // one block's parameters, not a million
+    c.num_layers = 3;
+    CHECK_NOTHROW((void)make_model(c, gen));
+  }
+  cpu::set_available_memory_reader(real);
 }
