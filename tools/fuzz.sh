@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of the `fuzz` build for a bounded time and fails on any finding.
-#   tools/fuzz.sh [SECONDS_PER_TARGET]      (default 30; the fuzz preset must be built)
+# Runs every libFuzzer target of the `asan` build for a bounded time and fails on any finding.
+#   tools/fuzz.sh [SECONDS_PER_TARGET]      (default 30; the asan preset must be built)
 # Each target starts from the seeds fuzz_seeds writes (valid files of today's formats) and the
 # inputs kept in tests/fuzz/corpus/<target>/ (text seeds, and every input that once crashed a
 # target: they are replayed first, so a fixed crash stays fixed). New inputs the fuzzer finds go
 # to a scratch folder, not into the repository. A finding leaves its input under
-# build/fuzz/findings/<target>/ and the script exits 1 naming it; copy it into
+# build/asan/findings/<target>/ and the script exits 1 naming it; copy it into
 # tests/fuzz/corpus/<target>/ with the fix, and add a test to the reader's suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 seconds=${1:-30}
-build=$root/build/fuzz
+build=$root/build/asan
 targets=(idx cifar listops aan imdb char_corpus token_cache config checkpoint)
 
 for t in "${targets[@]}" seeds; do
   if [[ ! -x $build/tests/fuzz/fuzz_$t ]]; then
-    echo "[fuzz] $build/tests/fuzz/fuzz_$t is missing: cmake --preset fuzz && cmake --build --preset fuzz" >&2
+    echo "[fuzz] $build/tests/fuzz/fuzz_$t is missing: cmake --preset asan && cmake --build --preset asan" >&2
     exit 2
   fi
 done
@@ -51,7 +51,7 @@ done
 
 if ((${#failed[@]})); then
   for t in "${failed[@]}"; do
-    echo "[fuzz] FINDING in fuzz_$t (log build/fuzz/findings/$t.log):" >&2
+    echo "[fuzz] FINDING in fuzz_$t (log build/asan/findings/$t.log):" >&2
     grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$build/findings/$t.log" | head -8 >&2
   done
   exit 1

@@ -17,7 +17,7 @@ packages=(
   doctest-dev zlib1g-dev libgomp1
   python3-h5py  # the tests read checkpoints back with h5py, as a user without relpos would
   python3-matplotlib  # tools/plots.py: the figures of `relpos reproduce` (tested by ctest plots)
-  clang libclang-rt-dev libomp-dev  # the asan and fuzz presets (clang, libFuzzer, OpenMP)
+  clang libclang-rt-dev libomp-dev  # the asan preset, fuzz targets too (clang, libFuzzer, OpenMP)
   libopenblas-serial-dev  # their BLAS: Debian's OpenMP OpenBLAS runs on GCC's OpenMP runtime
   libopenmpi-dev openmpi-bin  # data-parallel training over processes (mpirun), and its tests
   unzip  # relpos data prepare enwik8|text8 --from the published .zip
