@@ -79,8 +79,9 @@ struct ListOpsGenerator::Sampler {
 
 ListOpsGenerator::ListOpsGenerator(uint64_t seed, ListOpsGeneratorConfig config)
     : config_(config), generator_(seed) {
-  RELPOS_CHECK(config_.min_length >= 0 && config_.max_length > config_.min_length + 1 &&
-                   config_.max_length <= kMaxLength,
+  // max_length - min_length, not min_length + 1: the largest int64 min_length wrapped.
+  RELPOS_CHECK(config_.min_length >= 0 && config_.max_length > config_.min_length &&
+                   config_.max_length - config_.min_length > 1 && config_.max_length <= kMaxLength,
                kComponent,
                "length limits must satisfy 0 <= min_length < max_length - 1 and max_length <= {}, "
                "got {} and {}",

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
@@ -181,6 +182,11 @@ TEST_CASE("listops: generator refuses bad limits and limits that admit too few t
   ListOpsGeneratorConfig bad;
   bad.min_length = 10;
   bad.max_length = 11;
+  CHECK(error_of([&] { ListOpsGenerator(0, bad); }).find("length limits must satisfy") !=
+        std::string::npos);
+  // min_length + 1 wrapped for the largest int64: 10^7 draws (22 s) before the refusal.
+  bad.min_length = std::numeric_limits<int64_t>::max();
+  bad.max_length = 2000;
   CHECK(error_of([&] { ListOpsGenerator(0, bad); }).find("length limits must satisfy") !=
         std::string::npos);
   ListOpsGeneratorConfig wide;
