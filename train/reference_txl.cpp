@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -94,9 +93,9 @@ int64_t integer_hparam(const Json& h, const std::string& path, const char* key, 
   return v.get<int64_t>();
 }
 
-// A size of the hyper-parameters: an integer >= 1 (mem_len: >= 0).
+// A size of the hyper-parameters: an integer >= 1.
 int64_t size_hparam(const Json& h, const std::string& path, const char* key) {
-  return integer_hparam(h, path, key, std::string_view(key) == "mem_len" ? 0 : 1);
+  return integer_hparam(h, path, key, 1);
 }
 
 // A dropout probability of the hyper-parameters, in [0, 1).
@@ -110,9 +109,7 @@ double probability_hparam(const Json& h, const std::string& path, const char* ke
 // the reference's layout. The reference's extended context (ext_len) has no counterpart.
 std::string config_text(const Json& h, const ReferenceImport& r) {
   const std::string& p = r.hparams;
-  RELPOS_CHECK(!h.contains("ext_len") ||
-                   (h.at("ext_len").is_number_integer() && h.at("ext_len").get<int64_t>() == 0),
-               kWho,
+  RELPOS_CHECK(!h.contains("ext_len") || h.at("ext_len") == 0, kWho,
                "'{}': ext_len must be 0 (relpos's transformer_xl has no extended context), got {}",
                p, h.contains("ext_len") ? h.at("ext_len").dump() : "");
   const int64_t heads = size_hparam(h, p, "n_head");
@@ -128,7 +125,7 @@ std::string config_text(const Json& h, const ReferenceImport& r) {
       size_hparam(h, p, "d_model"), heads * size_hparam(h, p, "d_head"),
       size_hparam(h, p, "d_inner"), probability_hparam(h, p, "dropout"),
       probability_hparam(h, p, "dropatt"), hparam<bool>(h, p, "pre_lnorm") ? "pre" : "post",
-      size_hparam(h, p, "n_token"), size_hparam(h, p, "mem_len"),
+      size_hparam(h, p, "n_token"), integer_hparam(h, p, "mem_len", 0),
       // The reference clamps only when clamp_len > 0.
       std::max<int64_t>(0, integer_hparam(h, p, "clamp_len", -kLargestSize)),
       hparam<bool>(h, p, "same_length") ? "true" : "false",
