@@ -48,12 +48,12 @@ __device__ void load_band(BandTiles<S, kDim>& band, const AttentionArgs& a, cons
 }
 
 // acc *= factor.
-template <typename T>
-__device__ __forceinline__ void scale_tile(T (&acc)[kRowsPer][kColsPer], T factor) {
+template <typename S>
+__device__ __forceinline__ void scale_tile(Scores<S>& acc, Compute<S> factor) {
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r)
+  for (int r = 0; r < kRowsPer<S>; ++r)
 #pragma unroll
-    for (int c = 0; c < kColsPer; ++c) acc[r][c] *= factor;
+    for (int c = 0; c < kColsPer<S>; ++c) acc[r][c] *= factor;
 }
 
 // low, high = the two halves of G = factor rq·bandᵀ: G[x][g] = factor rq[x]·(band row g), kept in
@@ -63,26 +63,26 @@ __device__ __forceinline__ void band_scores(const RowTile<S, kDim>& rq,
                                             const BandTiles<S, kDim>& band,
                                             ScoreTile<Compute<S>>& low, ScoreTile<Compute<S>>& high,
                                             Compute<S> factor) {
-  Compute<S> g[kRowsPer][kColsPer];
+  Scores<S> g;
   tile_product<S, kDim>(rq, band[0], g);
-  scale_tile(g, factor);
-  store_scores<Compute<S>>(low, g);
+  scale_tile<S>(g, factor);
+  store_scores<S>(low, g);
   tile_product<S, kDim>(rq, band[1], g);
-  scale_tile(g, factor);
-  store_scores<Compute<S>>(high, g);
+  scale_tile<S>(g, factor);
+  store_scores<S>(high, g);
 }
 
 // acc[r][c] += G[query][query - key + kTile - 1] over this thread's pairs of the tile, whose rows
 // are queries and columns keys (kQueryRows) or the other way round.
-template <bool kQueryRows, typename T>
-__device__ __forceinline__ void add_band_scores(const ScoreTile<T>& low, const ScoreTile<T>& high,
-                                                T (&acc)[kRowsPer][kColsPer]) {
+template <bool kQueryRows, typename S>
+__device__ __forceinline__ void add_band_scores(const ScoreTile<Compute<S>>& low,
+                                                const ScoreTile<Compute<S>>& high, Scores<S>& acc) {
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r)
+  for (int r = 0; r < kRowsPer<S>; ++r)
 #pragma unroll
-    for (int c = 0; c < kColsPer; ++c) {
-      const int query = kQueryRows ? row_of(r) : col_of(c);
-      const int g = query - (kQueryRows ? col_of(c) : row_of(r)) + kTile - 1;
+    for (int c = 0; c < kColsPer<S>; ++c) {
+      const int query = kQueryRows ? row_of<S>(r) : col_of<S>(c);
+      const int g = query - (kQueryRows ? col_of<S>(c) : row_of<S>(r)) + kTile - 1;
       acc[r][c] += g < kTile ? low[query][g] : high[query][g - kTile];
     }
 }
@@ -102,16 +102,16 @@ __device__ void band_grads(const ScoreTile<S>& ds, ScoreTile<S>& low, ScoreTile<
 template <typename S, int kDim>
 __device__ __forceinline__ void accumulate_diagonals(const ScoreTile<S>& ds, int g0,
                                                      const ColTile<S, kDim>& values,
-                                                     Compute<S> (&acc)[kRowsPer][kDim / kLanes]) {
+                                                     RowShare<S, kDim>& acc) {
   using T = Compute<S>;
 #pragma unroll 2
   for (int x0 = 0; x0 < kTile; x0 += 4) {
-    T w[kRowsPer][4];
+    T w[kRowsPer<S>][4];
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
+    for (int r = 0; r < kRowsPer<S>; ++r)
 #pragma unroll
       for (int xx = 0; xx < 4; ++xx) {
-        const int key = x0 + xx - (g0 + row_of(r)) + kTile - 1;
+        const int key = x0 + xx - (g0 + row_of<S>(r)) + kTile - 1;
         w[r][xx] = key >= 0 && key < kTile ? T(ds[x0 + xx][key]) : T(0);
       }
     add_weighted_columns<S, kDim>(w, values, x0, acc);

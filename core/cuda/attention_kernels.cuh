@@ -20,7 +20,9 @@
 // bf16 operands (storage S) are computed on in f32 (T = Compute<S>): their products on the tensor
 // cores, the weights P̃ and dS rounded to bf16 as the products' operands (as FlashAttention-2 does
 // in bf16), and the scale applied to the products' f32 results rather than to the bf16 q (where it
-// would round q a second time); lse, D and d rel_key's sums stay f32.
+// would round q a second time); lse, D and d rel_key's sums stay f32. Their weights stay in the
+// registers the products leave them in: P̃ and dS are the A operands of O += P̃ V, dV += P̃ᵀ dO,
+// dK += dSᵀ Q and dQ += dS K (the dK/dV kernel's rows are keys, so its P̃ᵀ and dSᵀ are its own).
 #pragma once
 
 #include <cstdint>
@@ -39,7 +41,7 @@ struct ForwardTiles {
   RowTile<S, kDim> q;   // queries, pre-scaled
   ColTile<S, kDim> kt;  // keys, transposed
   ColTile<S, kDim> vt;  // values, transposed
-  ScoreTile<S> p;       // P̃ [query][key]
+  FmaScoreTile<S> p;    // P̃ [query][key]
   bool key_ok[kTile];   // the key exists and the mask keeps it
 };
 
@@ -49,8 +51,8 @@ struct KeyTiles {         // dK / dV kernel: the block's keys and values, one qu
   RowTile<S, kDim> v;     // values
   ColTile<S, kDim> qt;    // queries, transposed
   ColTile<S, kDim> got;   // output gradients, transposed
-  ScoreTile<S> p;         // P̃ [key][query]
-  ScoreTile<S> ds;        // dS [key][query]
+  FmaScoreTile<S> p;      // P̃ [key][query]
+  FmaScoreTile<S> ds;     // dS [key][query]
   Compute<S> lse[kTile];  // base-2 log-sum-exp of each query
   Compute<S> row_dot[kTile];  // D of each query
 };
@@ -86,42 +88,38 @@ struct PositionTiles {
   BandTiles<S, kDim> band;
 };
 
-// A kernel's tiles (after the staging tile), then its position tiles, 128-byte aligned.
-template <typename S>
-__device__ unsigned char* kernel_tiles() {
-  return smem + tiles_at<S>();
-}
-template <typename Tiles, typename S>
+// A kernel's tiles, then its position tiles, 128-byte aligned.
+template <typename Tiles>
 constexpr size_t position_tiles_at() {
-  return (tiles_at<S>() + sizeof(Tiles) + 127) / 128 * 128;
+  return (sizeof(Tiles) + 127) / 128 * 128;
 }
 template <typename Tiles, bool kRel, typename S, int kDim, int kScoreTiles = 2>
 constexpr size_t shared_bytes() {
-  return kRel ? position_tiles_at<Tiles, S>() + sizeof(PositionTiles<S, kDim>) +
+  return kRel ? position_tiles_at<Tiles>() + sizeof(PositionTiles<S, kDim>) +
                     kScoreTiles * sizeof(ScoreTile<Compute<S>>)
-              : tiles_at<S>() + sizeof(Tiles);
+              : sizeof(Tiles);
 }
 
 // A kernel's position tiles and G's halves; nullptr without the term (kRel false).
 template <bool kRel, typename Tiles, typename S, int kDim>
 __device__ PositionTiles<S, kDim>* position_tiles() {
   if constexpr (kRel)
-    return reinterpret_cast<PositionTiles<S, kDim>*>(smem + position_tiles_at<Tiles, S>());
+    return reinterpret_cast<PositionTiles<S, kDim>*>(smem + position_tiles_at<Tiles>());
   else
     return nullptr;
 }
 template <bool kRel, typename Tiles, typename S, int kDim>
 __device__ ScoreTile<Compute<S>>* score_tiles() {
   if constexpr (kRel)
-    return reinterpret_cast<ScoreTile<Compute<S>>*>(smem + position_tiles_at<Tiles, S>() +
+    return reinterpret_cast<ScoreTile<Compute<S>>*>(smem + position_tiles_at<Tiles>() +
                                                     sizeof(PositionTiles<S, kDim>));
   else
     return nullptr;
 }
 // The tile a kernel of f32 or f64 lends for a half of G (`own`), or for bf16 the extra score tile
 // (a pointer: with f32 and f64 the kernel may have no extra tiles).
-template <typename S>
-__device__ ScoreTile<Compute<S>>* g_tile(ScoreTile<S>& own, ScoreTile<Compute<S>>* extra) {
+template <typename S, typename Own>
+__device__ ScoreTile<Compute<S>>* g_tile(Own& own, ScoreTile<Compute<S>>* extra) {
   if constexpr (kTensorCores<S>)
     return extra;
   else
@@ -161,12 +159,32 @@ __device__ inline int64_t block_tile() {
   return static_cast<int64_t>(gridDim.y - 1 - blockIdx.y);
 }
 
+// The forward's end: O /= l and lse = (m + log2 l) ln 2 of each of the thread's rows, written out.
+template <typename S, int kDim>
+__device__ void finish_rows(const AttentionArgs& a, int64_t bh, int64_t i0,
+                            const Compute<S> (&m)[kRowsPer<S>], const Compute<S> (&l)[kRowsPer<S>],
+                            RowShare<S, kDim>& o, S* out, Compute<S>* lse) {
+  using T = Compute<S>;
+#pragma unroll
+  for (int r = 0; r < kRowsPer<S>; ++r) {
+    const T total = group_reduce<S>(l[r], [](T x, T y) { return x + y; });
+    const T inv = total > 0 ? T(1) / total : T(0);  // a row that sees no key outputs zeros
+#pragma unroll
+    for (int e = 0; e < kDim / kLanes<S>; ++e) o[r][e] *= inv;
+    const int64_t i = i0 + row_of<S>(r);
+    if (threadIdx.x % kLanes<S> == 0 && i < a.q_len)
+      lse[bh * a.q_len + i] =
+          total > 0 ? (m[r] + log2(total)) * static_cast<T>(kLn2) : neg_inf<T>();
+  }
+  store_rows<S, kDim>(o, out + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+}
+
 template <typename S, int kDim, bool kRel>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(AttentionArgs a, uint64_t threshold, const S* q, const S* k, const S* v, S* out,
                    Compute<S>* lse) {
   using T = Compute<S>;
-  auto& s = *reinterpret_cast<ForwardTiles<S, kDim>*>(kernel_tiles<S>());
+  auto& s = *reinterpret_cast<ForwardTiles<S, kDim>*>(smem);
   [[maybe_unused]] PositionTiles<S, kDim>* const pos =
       position_tiles<kRel, ForwardTiles<S, kDim>, S, kDim>();
   [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, ForwardTiles<S, kDim>, S, kDim>();
@@ -178,10 +196,10 @@ __global__ void __launch_bounds__(kThreads)
   load_rows<S, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, pre);
   if constexpr (kRel)
     load_rows<S, kDim>(pos->rq, rel_query_of<S>(a, bh), i0, a.q_len, a.rel_dim, pre);
-  T o[kRowsPer][kDim / kLanes] = {};
-  T m[kRowsPer], l[kRowsPer];
+  RowShare<S, kDim> o = {};
+  T m[kRowsPer<S>], l[kRowsPer<S>];
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r) m[r] = neg_inf<T>(), l[r] = 0;
+  for (int r = 0; r < kRowsPer<S>; ++r) m[r] = neg_inf<T>(), l[r] = 0;
   const TileRange tiles = key_tiles(a, i0);
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t j0 = t * kTile;
@@ -196,52 +214,46 @@ __global__ void __launch_bounds__(kThreads)
       band_scores<S, kDim>(pos->rq, pos->band, scores[0], scores[1], post);
       __syncthreads();
     }
-    T sc[kRowsPer][kColsPer];
+    Scores<S> sc;
     tile_product<S, kDim>(s.q, s.kt, sc);
-    if constexpr (kTensorCores<S>) scale_tile(sc, post);
-    if constexpr (kRel) add_band_scores<true>(scores[0], scores[1], sc);
+    if constexpr (kTensorCores<S>) scale_tile<S>(sc, post);
+    if constexpr (kRel) add_band_scores<true, S>(scores[0], scores[1], sc);
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) {
-      const int64_t i = i0 + row_of(r);
+    for (int r = 0; r < kRowsPer<S>; ++r) {
+      const int64_t i = i0 + row_of<S>(r);
       T tile_max = neg_inf<T>();
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {
-        if (!s.key_ok[col_of(c)] || !causal_visible(a, i, j0 + col_of(c))) sc[r][c] = neg_inf<T>();
+      for (int c = 0; c < kColsPer<S>; ++c) {
+        const int col = col_of<S>(c);
+        if (!s.key_ok[col] || !causal_visible(a, i, j0 + col)) sc[r][c] = neg_inf<T>();
         tile_max = max(tile_max, sc[r][c]);
       }
-      tile_max = group_reduce(tile_max, [](T x, T y) { return max(x, y); });
+      tile_max = group_reduce<S>(tile_max, [](T x, T y) { return max(x, y); });
       const T m_new = max(m[r], tile_max);
       // Nothing visible yet: every weight so far is 0, and nothing is rescaled.
       const T rescale = m_new == neg_inf<T>() ? T(1) : exp2_of(m[r] - m_new);
       m[r] = m_new;
       l[r] *= rescale;
 #pragma unroll
-      for (int e = 0; e < kDim / kLanes; ++e) o[r][e] *= rescale;
+      for (int e = 0; e < kDim / kLanes<S>; ++e) o[r][e] *= rescale;
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {  // sc becomes P̃
+      for (int c = 0; c < kColsPer<S>; ++c) {  // sc becomes P̃
         T p = sc[r][c] == neg_inf<T>() ? T(0) : exp2_of(sc[r][c] - m_new);
         l[r] += p;
         if (a.dropout > 0 && p != T(0) && i < a.q_len)
-          p *= keep_factor<T>(a, bh, i, j0 + col_of(c), threshold);
+          p *= keep_factor<T>(a, bh, i, j0 + col_of<S>(c), threshold);
         sc[r][c] = p;
       }
     }
-    store_scores<S>(s.p, sc);
-    __syncthreads();
-    accumulate_rows<S, kDim>(s.p, s.vt, o);
+    if constexpr (kTensorCores<S>) {
+      accumulate_weights<S, kDim>(sc, s.vt, o);
+    } else {
+      store_scores<S>(s.p, sc);
+      __syncthreads();
+      accumulate_rows<S, kDim>(s.p, s.vt, o);
+    }
   }
-#pragma unroll
-  for (int r = 0; r < kRowsPer; ++r) {
-    const T total = group_reduce(l[r], [](T x, T y) { return x + y; });
-    const T inv = total > 0 ? T(1) / total : T(0);  // a row that sees no key outputs zeros
-#pragma unroll
-    for (int e = 0; e < kDim / kLanes; ++e) o[r][e] *= inv;
-    const int64_t i = i0 + row_of(r);
-    if (threadIdx.x % kLanes == 0 && i < a.q_len)
-      lse[bh * a.q_len + i] =
-          total > 0 ? (m[r] + log2(total)) * static_cast<T>(kLn2) : neg_inf<T>();
-  }
-  store_rows<kDim>(o, out + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
+  finish_rows<S, kDim>(a, bh, i0, m, l, o, out, lse);
 }
 
 template <typename T>
@@ -267,7 +279,7 @@ __global__ void __launch_bounds__(kThreads)
     key_grad_kernel(AttentionArgs a, uint64_t threshold, const S* q, const S* k, const S* v,
                     const S* gout, const Compute<S>* lse, const Compute<S>* row_dot, S* dk, S* dv) {
   using T = Compute<S>;
-  auto& s = *reinterpret_cast<KeyTiles<S, kDim>*>(kernel_tiles<S>());
+  auto& s = *reinterpret_cast<KeyTiles<S, kDim>*>(smem);
   [[maybe_unused]] PositionTiles<S, kDim>* const pos =
       position_tiles<kRel, KeyTiles<S, kDim>, S, kDim>();
   [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, KeyTiles<S, kDim>, S, kDim>();
@@ -278,13 +290,13 @@ __global__ void __launch_bounds__(kThreads)
   const T pre = pre_scale<S>(a), post = post_scale<S>(a);
   load_rows<S, kDim>(s.k, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim, pre);
   load_rows<S, kDim>(s.v, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
-  bool key_ok[kRowsPer];
+  bool key_ok[kRowsPer<S>];
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r) {
-    const int64_t j = j0 + row_of(r);
+  for (int r = 0; r < kRowsPer<S>; ++r) {
+    const int64_t j = j0 + row_of<S>(r);
     key_ok[r] = j < a.k_len && (mask == nullptr || mask[j] != 0);
   }
-  T dk_acc[kRowsPer][kDim / kLanes] = {}, dv_acc[kRowsPer][kDim / kLanes] = {};
+  RowShare<S, kDim> dk_acc = {}, dv_acc = {};
   const TileRange tiles = query_tiles(a, j0);
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t i0 = t * kTile;
@@ -306,17 +318,17 @@ __global__ void __launch_bounds__(kThreads)
       band_scores<S, kDim>(pos->rq, pos->band, *g_low, *g_high, post);
       __syncthreads();
     }
-    T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
+    Scores<S> sc, dp;
     tile_product<S, kDim>(s.k, s.qt, sc);
-    if constexpr (kTensorCores<S>) scale_tile(sc, post);
-    if constexpr (kRel) add_band_scores<false>(*g_low, *g_high, sc);
+    if constexpr (kTensorCores<S>) scale_tile<S>(sc, post);
+    if constexpr (kRel) add_band_scores<false, S>(*g_low, *g_high, sc);
     tile_product<S, kDim>(s.v, s.got, dp);
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) {
-      const int64_t j = j0 + row_of(r);
+    for (int r = 0; r < kRowsPer<S>; ++r) {
+      const int64_t j = j0 + row_of<S>(r);
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {  // sc becomes P̃ and dp becomes dS
-        const int col = col_of(c);
+      for (int c = 0; c < kColsPer<S>; ++c) {  // sc becomes P̃ and dp becomes dS
+        const int col = col_of<S>(c);
         const int64_t i = i0 + col;
         const bool visible = key_ok[r] && i < a.q_len && causal_visible(a, i, j);
         const PairGradient<T> g = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c],
@@ -325,15 +337,21 @@ __global__ void __launch_bounds__(kThreads)
         dp[r][c] = g.ds;
       }
     }
-    if constexpr (kRel) __syncthreads();  // every pair has read G
-    store_scores<S>(s.p, sc);
-    store_scores<S>(s.ds, dp);
-    __syncthreads();
-    accumulate_rows<S, kDim>(s.p, s.got, dv_acc);
-    accumulate_rows<S, kDim>(s.ds, s.qt, dk_acc);
+    if constexpr (kTensorCores<S>) {
+      accumulate_weights<S, kDim>(sc, s.got, dv_acc);
+      accumulate_weights<S, kDim>(dp, s.qt, dk_acc);
+    } else {
+      if constexpr (kRel) __syncthreads();  // every pair has read G
+      store_scores<S>(s.p, sc);
+      store_scores<S>(s.ds, dp);
+      __syncthreads();
+      accumulate_rows<S, kDim>(s.p, s.got, dv_acc);
+      accumulate_rows<S, kDim>(s.ds, s.qt, dk_acc);
+    }
   }
-  store_rows<kDim>(dk_acc, dk + bh * a.k_len * a.dim, j0, a.k_len, a.dim, static_cast<T>(a.scale));
-  store_rows<kDim>(dv_acc, dv + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
+  store_rows<S, kDim>(dk_acc, dk + bh * a.k_len * a.dim, j0, a.k_len, a.dim,
+                      static_cast<T>(a.scale));
+  store_rows<S, kDim>(dv_acc, dv + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
 }
 
 template <typename S, int kDim, bool kRel>
@@ -342,7 +360,7 @@ __global__ void __launch_bounds__(kThreads)
                       const S* gout, const Compute<S>* lse, const Compute<S>* row_dot, S* dq,
                       S* d_rel_query) {
   using T = Compute<S>;
-  auto& s = *reinterpret_cast<QueryTiles<S, kDim>*>(kernel_tiles<S>());
+  auto& s = *reinterpret_cast<QueryTiles<S, kDim>*>(smem);
   [[maybe_unused]] PositionTiles<S, kDim>* const pos =
       position_tiles<kRel, QueryTiles<S, kDim>, S, kDim>();
   [[maybe_unused]] ScoreTile<T>* const scores = score_tiles<kRel, QueryTiles<S, kDim>, S, kDim>();
@@ -355,14 +373,14 @@ __global__ void __launch_bounds__(kThreads)
   load_rows<S, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
   if constexpr (kRel)
     load_rows<S, kDim>(pos->rq, rel_query_of<S>(a, bh), i0, a.q_len, a.rel_dim, pre);
-  T lse2[kRowsPer], dot[kRowsPer];
+  T lse2[kRowsPer<S>], dot[kRowsPer<S>];
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r) {
-    const int64_t i = i0 + row_of(r);
+  for (int r = 0; r < kRowsPer<S>; ++r) {
+    const int64_t i = i0 + row_of<S>(r);
     lse2[r] = i < a.q_len ? lse[bh * a.q_len + i] * static_cast<T>(kLog2e) : neg_inf<T>();
     dot[r] = i < a.q_len ? row_dot[bh * a.q_len + i] : T(0);
   }
-  T dq_acc[kRowsPer][kDim / kLanes] = {}, drq_acc[kRowsPer][kDim / kLanes] = {};
+  RowShare<S, kDim> dq_acc = {}, drq_acc = {};
   const TileRange tiles = key_tiles(a, i0);
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t j0 = t * kTile;
@@ -377,25 +395,30 @@ __global__ void __launch_bounds__(kThreads)
       band_scores<S, kDim>(pos->rq, pos->band, scores[0], scores[1], post);
       __syncthreads();
     }
-    T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
+    Scores<S> sc, dp;
     tile_product<S, kDim>(s.q, s.kt, sc);
-    if constexpr (kTensorCores<S>) scale_tile(sc, post);
-    if constexpr (kRel) add_band_scores<true>(scores[0], scores[1], sc);
+    if constexpr (kTensorCores<S>) scale_tile<S>(sc, post);
+    if constexpr (kRel) add_band_scores<true, S>(scores[0], scores[1], sc);
     tile_product<S, kDim>(s.go, s.vt, dp);
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) {
-      const int64_t i = i0 + row_of(r);
+    for (int r = 0; r < kRowsPer<S>; ++r) {
+      const int64_t i = i0 + row_of<S>(r);
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {  // dp becomes dS
-        const int64_t j = j0 + col_of(c);
-        const bool visible = s.key_ok[col_of(c)] && i < a.q_len && causal_visible(a, i, j);
+      for (int c = 0; c < kColsPer<S>; ++c) {  // dp becomes dS
+        const int64_t j = j0 + col_of<S>(c);
+        const bool visible = s.key_ok[col_of<S>(c)] && i < a.q_len && causal_visible(a, i, j);
         dp[r][c] =
             pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], lse2[r], dp[r][c], dot[r]).ds;
       }
     }
-    store_scores<S>(s.ds, dp);
-    __syncthreads();
-    accumulate_rows<S, kDim>(s.ds, s.kt, dq_acc);
+    if constexpr (kTensorCores<S>) {
+      accumulate_weights<S, kDim>(dp, s.kt, dq_acc);
+      if constexpr (kRel) store_scores<S>(s.ds, dp);
+    } else {
+      store_scores<S>(s.ds, dp);
+    }
+    if constexpr (kRel || !kTensorCores<S>) __syncthreads();
+    if constexpr (!kTensorCores<S>) accumulate_rows<S, kDim>(s.ds, s.kt, dq_acc);
     if constexpr (kRel) {  // d rel_query += dG band, dG over G's tiles (read before the barrier)
       auto& dg_low = *reinterpret_cast<ScoreTile<S>*>(&scores[0]);
       auto& dg_high = *reinterpret_cast<ScoreTile<S>*>(&scores[1]);
@@ -405,10 +428,11 @@ __global__ void __launch_bounds__(kThreads)
       accumulate_rows<S, kDim>(dg_high, pos->band[1], drq_acc);
     }
   }
-  store_rows<kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim, static_cast<T>(a.scale));
+  store_rows<S, kDim>(dq_acc, dq + bh * a.q_len * a.dim, i0, a.q_len, a.dim,
+                      static_cast<T>(a.scale));
   if constexpr (kRel)
-    store_rows<kDim>(drq_acc, d_rel_query + bh * a.q_len * a.rel_dim, i0, a.q_len, a.rel_dim,
-                     static_cast<T>(a.scale));
+    store_rows<S, kDim>(drq_acc, d_rel_query + bh * a.q_len * a.rel_dim, i0, a.q_len, a.rel_dim,
+                        static_cast<T>(a.scale));
 }
 
 }  // namespace relpos::cuda::tiled_attention

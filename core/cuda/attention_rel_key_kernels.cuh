@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kThreads)
                         const S* gout, const Compute<S>* lse, const Compute<S>* row_dot,
                         Compute<S>* part) {
   using T = Compute<S>;
-  auto& s = *reinterpret_cast<DiagonalTiles<S, kDim>*>(kernel_tiles<S>());
+  auto& s = *reinterpret_cast<DiagonalTiles<S, kDim>*>(smem);
   PositionTiles<S, kDim>* const pos = position_tiles<true, DiagonalTiles<S, kDim>, S, kDim>();
   ScoreTile<T>* const scores = score_tiles<true, DiagonalTiles<S, kDim>, S, kDim>();
   // G's halves: the low one in the dS tile (f32, f64) until the pairs have read it.
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t query_tiles = (a.q_len + kTile - 1) / kTile;
   const int64_t key_tiles_count = (a.k_len + kTile - 1) / kTile;
   const int64_t diagonal = static_cast<int64_t>(blockIdx.y) - (key_tiles_count - 1);
-  T sums_low[kRowsPer][kDim / kLanes] = {}, sums_high[kRowsPer][kDim / kLanes] = {};
+  RowShare<S, kDim> sums_low = {}, sums_high = {};
   const uint8_t* mask = mask_row(a, bh);
   const T pre = pre_scale<S>(a), post = post_scale<S>(a);
   const int64_t first = larger(int64_t{0}, diagonal);
@@ -71,19 +71,19 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     band_scores<S, kDim>(pos->rq, pos->band, low, high, post);
     __syncthreads();
-    T sc[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
+    Scores<S> sc, dp;
     tile_product<S, kDim>(s.q, s.kt, sc);
-    if constexpr (kTensorCores<S>) scale_tile(sc, post);
-    add_band_scores<true>(low, high, sc);
+    if constexpr (kTensorCores<S>) scale_tile<S>(sc, post);
+    add_band_scores<true, S>(low, high, sc);
     tile_product<S, kDim>(s.go, s.vt, dp);
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) {
-      const int row = row_of(r);
+    for (int r = 0; r < kRowsPer<S>; ++r) {
+      const int row = row_of<S>(r);
       const int64_t i = i0 + row;
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) {  // dp becomes dS
-        const int64_t j = j0 + col_of(c);
-        const bool visible = s.key_ok[col_of(c)] && i < a.q_len && causal_visible(a, i, j);
+      for (int c = 0; c < kColsPer<S>; ++c) {  // dp becomes dS
+        const int64_t j = j0 + col_of<S>(c);
+        const bool visible = s.key_ok[col_of<S>(c)] && i < a.q_len && causal_visible(a, i, j);
         dp[r][c] = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], s.lse[row], dp[r][c],
                                  s.row_dot[row])
                        .ds;
@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(kThreads)
     accumulate_diagonals<S, kDim>(s.ds, kTile, s.rqt, sums_high);
   }
   T* band_sums = part + (bh * gridDim.y + blockIdx.y) * (2 * kTile) * a.rel_dim;  // [2 kTile][R]
-  store_rows<kDim>(sums_low, band_sums, 0, kTile, a.rel_dim, T(1));
-  store_rows<kDim>(sums_high, band_sums + kTile * a.rel_dim, 0, kTile, a.rel_dim, T(1));
+  store_rows<S, kDim>(sums_low, band_sums, 0, kTile, a.rel_dim, T(1));
+  store_rows<S, kDim>(sums_high, band_sums + kTile * a.rel_dim, 0, kTile, a.rel_dim, T(1));
 }
 
 __device__ __forceinline__ int64_t floor_div(int64_t x, int64_t y) {

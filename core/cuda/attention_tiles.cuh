@@ -3,14 +3,14 @@
 // the shared-memory tiles (row_of, col_of, dim_of) with their vector loads, products and stores
 // (the position term's band is attention_band.cuh).
 // Storage S is f32, f64 or bf16; a kernel computes in Compute<S> (f32 for bf16). f32 and f64 tiles
-// multiply with FMAs into each thread's registers; bf16 tiles on the tensor cores (WMMA 16x16x16,
-// f32 sums), each warp 16 rows of a product, through an f32 staging tile at the start of shared
-// memory from which each thread takes its share.
+// multiply with FMAs into each thread's registers; bf16 tiles on the tensor cores (mma.sync
+// m16n8k16, f32 sums, tensor_core.cuh), each warp 16 rows of a product, and each thread's share of
+// a score tile is the one the instruction's result fragments give it, so a bf16 kernel's weights
+// P̃ and dS go from one product into the next without shared memory.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <mma.h>
 
 #include <cmath>
 #include <cstdint>
@@ -19,25 +19,39 @@
 
 #include "core/bf16.h"
 #include "core/cuda/attention_kernels.h"
+#include "core/cuda/tensor_core.cuh"
 #include "core/philox.h"
 
 namespace relpos::cuda::attention_tiles {
 
-constexpr int kTile = 64;                            // rows per block and columns per inner tile
-constexpr int kLanes = 8;                            // threads sharing a row group
-constexpr int kRowsPer = 4;                          // rows per thread
-constexpr int kColsPer = kTile / kLanes;             // tile columns per thread
-constexpr int kThreads = kTile / kRowsPer * kLanes;  // 128
+constexpr int kTile = 64;                           // rows per block and columns per inner tile
+constexpr int kThreads = 128;                       // 4 warps
+constexpr int kWarpRows = kTile / (kThreads / 32);  // a warp owns 16 consecutive rows of a tile
 constexpr int kMaxDim = 128;
-constexpr int kMma = 16;  // a WMMA fragment is kMma x kMma
+constexpr int kMma = 16;  // the tensor cores' product: [kMma x kMma] times [kMma x 8]
 
 // bf16 tiles go through the tensor cores, and their kernels compute in f32.
 template <typename S>
 constexpr bool kTensorCores = std::is_same_v<S, bf16>;
 template <typename S>
 using Compute = std::conditional_t<kTensorCores<S>, float, S>;
+
+// Each thread's share of a tile (row_of, col_of, dim_of below): kLanes consecutive lanes share a
+// row, each holding kRowsPer rows x kColsPer of a score tile's columns and kDim / kLanes of an
+// output row. FMA tiles (f32, f64): groups of 8 lanes, 4 rows x 8 columns; tensor-core tiles
+// (bf16): the instruction's quads of 4 lanes, 2 rows x 16 columns.
+template <typename S>
+constexpr int kLanes = kTensorCores<S> ? 4 : 8;
+template <typename S>
+constexpr int kRowsPer = kWarpRows* kLanes<S> / 32;
+template <typename S>
+constexpr int kColsPer = kTile / kLanes<S>;
+// A thread's columns come in runs of kRun neighbours: 4 (a vector load) or 2 (a fragment's pair).
+template <typename S>
+constexpr int kRun = kTensorCores<S> ? 2 : 4;
+
 // Elements after each shared row: 4 (f32 and f64 rows stay 16-byte aligned for vector loads), 8
-// for bf16 (WMMA wants a multiple of 8 elements per row and 32-byte aligned fragments).
+// for bf16 (rows of 16-byte multiples, so a fragment's pairs of a row fall in distinct banks).
 template <typename S>
 constexpr int kPad = kTensorCores<S> ? 8 : 4;
 constexpr double kLog2e = 1.4426950408889634;
@@ -55,10 +69,10 @@ __device__ __forceinline__ double exp2_of(double x) {
 }
 
 // Merge over the kLanes threads of a row group (consecutive lanes of one warp).
-template <typename T, typename Merge>
+template <typename S, typename T, typename Merge>
 __device__ __forceinline__ T group_reduce(T v, Merge merge) {
 #pragma unroll
-  for (int m = 1; m < kLanes; m *= 2) v = merge(v, __shfl_xor_sync(0xffffffffu, v, m));
+  for (int m = 1; m < kLanes<S>; m *= 2) v = merge(v, __shfl_xor_sync(0xffffffffu, v, m));
   return v;
 }
 
@@ -119,21 +133,32 @@ inline __device__ TileRange query_tiles(const AttentionArgs& a, int64_t j0) {
   return tiles_of(larger(int64_t{0}, j0 - shift), end);
 }
 
-// Thread (warp w, group g of the warp, lane l) holds tile rows 16 w + g + 4 r (r < 4): a warp owns
-// 16 consecutive rows, the rows its tensor-core products form (bf16), and its four groups read
-// neighbouring rows, so a vector load of each row's next four values is free of bank conflicts.
+// Thread (warp w, group g of the warp, lane l of the group) holds tile rows
+// 16 w + g + (32 / kLanes) r: a warp owns 16 consecutive rows, the rows its tensor-core products
+// form, and its groups read neighbouring rows (FMA tiles: a vector load of each row's next four
+// values is free of bank conflicts; bf16: the fragments' rows g and g + 8).
+template <typename S>
 __device__ __forceinline__ int row_of(int r) {
-  constexpr int kWarpRows = kTile / (kThreads / 32), kGroups = 32 / kLanes;
+  constexpr int kGroups = 32 / kLanes<S>;
   return kWarpRows * static_cast<int>(threadIdx.x / 32) +
-         static_cast<int>(threadIdx.x % 32) / kLanes + kGroups * r;
+         static_cast<int>(threadIdx.x % 32) / kLanes<S> + kGroups * r;
 }
-// ... and tile columns 32 (c / 4) + 4 l + c % 4 (c < 8): two runs of four, read as vectors.
+// ... and tile columns kRun kLanes (c / kRun) + kRun l + c % kRun: FMA tiles two runs of four (read
+// as vectors), bf16 the fragments' pairs 8 n + 2 l, + 1 of each 8-column block n.
+template <typename S>
 __device__ __forceinline__ int col_of(int c) {
-  return 32 * (c / 4) + 4 * (threadIdx.x % kLanes) + c % 4;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes<S>;
+  return kRun<S> * kLanes<S> * (c / kRun<S>)+kRun<S> * lane + c % kRun<S>;
 }
-// ... and head-size columns l + 8 e of its output rows.
+// ... and head-size columns of its output rows: l + 8 e (FMA), the fragments' 8 (e / 2) + 2 l +
+// e % 2 (bf16).
+template <typename S>
 __device__ __forceinline__ int dim_of(int e) {
-  return threadIdx.x % kLanes + kLanes * e;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes<S>;
+  if constexpr (kTensorCores<S>)
+    return 8 * (e / 2) + 2 * lane + e % 2;
+  else
+    return lane + kLanes<S> * e;
 }
 
 // Four consecutive values of shared memory, 16-byte aligned, in vector loads and stores.
@@ -168,17 +193,20 @@ template <typename S, int kDim>
 using ColTile = S[kDim][kTile + kPad<S>];
 template <typename S>
 using ScoreTile = S[kTile][kTile + kPad<S>];
-
-// The dynamic shared memory of every kernel: with bf16 tiles an f32 staging tile for the tensor
-// cores' results first, then the kernel's own tiles (from tiles_at).
-extern __shared__ __align__(128) unsigned char smem[];
+// A score tile that only the FMA kernels keep in shared memory: bf16 kernels keep their weights in
+// the tensor cores' fragments.
+struct NoTile {};
 template <typename S>
-constexpr size_t tiles_at() {
-  return kTensorCores<S> ? (sizeof(ScoreTile<float>) + 127) / 128 * 128 : 0;
-}
-__device__ inline ScoreTile<float>& staging_tile() {
-  return *reinterpret_cast<ScoreTile<float>*>(smem);
-}
+using FmaScoreTile = std::conditional_t<kTensorCores<S>, NoTile, ScoreTile<S>>;
+
+// A thread's share of a score tile, and of kDim output columns, in the compute type.
+template <typename S>
+using Scores = Compute<S>[kRowsPer<S>][kColsPer<S>];
+template <typename S, int kDim>
+using RowShare = Compute<S>[kRowsPer<S>][kDim / kLanes<S>];
+
+// The dynamic shared memory of every kernel.
+extern __shared__ __align__(128) unsigned char smem[];
 
 // rows[r][d] = x[row0 + r][d] * factor; zero past `len` rows or `dim`.
 template <typename S, int kDim>
@@ -201,69 +229,99 @@ __device__ void load_cols(ColTile<S, kDim>& cols, const S* x, int64_t col0, int6
   }
 }
 
-// Warp w forms rows [kMma w, kMma (w + 1)) of the [kTile, kN] product A·B on the tensor cores (A
-// [kTile][kK] row-major at a with row stride lda; B(k, n) at b[k ldb + n] when LayoutB is
-// row_major, b[n ldb + k] when col_major) and writes them to the staging tile, once each of its
-// threads has taken its share of the previous product from there. Those rows are the warp's own
-// (row_of), so warp barriers order the staging tile's writes and reads.
-template <int kN, int kK, typename LayoutB>
-__device__ __forceinline__ void stage_product(const bf16* a, int lda, const bf16* b, int ldb) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();  // bf16 WMMA needs sm_80; tiled_attention_fits sends bf16 elsewhere on older GPUs
-#else
-  namespace wmma = nvcuda::wmma;
-  static_assert(kTile / (kThreads / 32) == kMma, "a warp's rows are one fragment's");
-  static_assert(kN <= kTile, "the staging tile holds kTile columns (bf16 heads up to 64)");
-  const int row0 = kMma * static_cast<int>(threadIdx.x / 32);
-  wmma::fragment<wmma::accumulator, kMma, kMma, kMma, float> acc[kN / kMma];
-#pragma unroll
-  for (int n = 0; n < kN / kMma; ++n) wmma::fill_fragment(acc[n], 0.0f);
+// The tensor cores' products (bf16). A warp forms rows [kWarpRows w, kWarpRows (w + 1)) of
+// A·B into acc, whose element [r][2 n + h] is the result fragment's d[2 r + h] of 8-column block n
+// (row_of, col_of and dim_of of bf16 are those fragments' places). A(m, k) is read from a[m][k]
+// (row-major, lda elements a row); load_b(b, k0, n0) gives the B fragment of rows k0.., columns
+// n0.. (tensor_core.cuh's b[0], b[1]).
+template <int kN, int kK, typename LoadB>
+__device__ __forceinline__ void mma_rows(const bf16* a, int lda, LoadB load_b,
+                                         float (&acc)[2][kN / 4]) {
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  const bf16* rows = a + (kWarpRows * static_cast<int>(threadIdx.x / 32) + g) * lda + 2 * t;
 #pragma unroll
   for (int k0 = 0; k0 < kK; k0 += kMma) {
-    wmma::fragment<wmma::matrix_a, kMma, kMma, kMma, __nv_bfloat16, wmma::row_major> fa;
-    wmma::load_matrix_sync(fa, reinterpret_cast<const __nv_bfloat16*>(a + row0 * lda + k0), lda);
+    const uint32_t fa[4] = {
+        tensor_core::load_pair(rows + k0), tensor_core::load_pair(rows + 8 * lda + k0),
+        tensor_core::load_pair(rows + k0 + 8), tensor_core::load_pair(rows + 8 * lda + k0 + 8)};
 #pragma unroll
-    for (int n = 0; n < kN / kMma; ++n) {
-      wmma::fragment<wmma::matrix_b, kMma, kMma, kMma, __nv_bfloat16, LayoutB> fb;
-      const bf16* at = std::is_same_v<LayoutB, wmma::row_major> ? b + k0 * ldb + kMma * n
-                                                                : b + kMma * n * ldb + k0;
-      wmma::load_matrix_sync(fb, reinterpret_cast<const __nv_bfloat16*>(at), ldb);
-      wmma::mma_sync(acc[n], fa, fb, acc[n]);
+    for (int n = 0; n < kN / 8; ++n) {
+      uint32_t fb[2];
+      load_b(fb, k0, 8 * n);
+      tensor_core::mma_bf16(acc[0][2 * n], acc[0][2 * n + 1], acc[1][2 * n], acc[1][2 * n + 1], fa,
+                            fb);
     }
   }
-  __syncwarp();  // the warp's threads have read the previous product
-  ScoreTile<float>& out = staging_tile();
-#pragma unroll
-  for (int n = 0; n < kN / kMma; ++n)
-    wmma::store_matrix_sync(&out[row0][kMma * n], acc[n], kTile + kPad<float>, wmma::mem_row_major);
-  __syncwarp();
-#endif
 }
+
+// ... with A from a thread's weights w (a score tile's share, rounded to bf16 as operands): the
+// fragments of 16 columns are w's columns 4 k .. 4 k + 3.
+template <int kN, typename LoadB>
+__device__ __forceinline__ void mma_weights(const float (&w)[2][kTile / 4], LoadB load_b,
+                                            float (&acc)[2][kN / 4]) {
+#pragma unroll
+  for (int k = 0; k < kTile / kMma; ++k) {
+    const uint32_t fa[4] = {
+        tensor_core::pack(w[0][4 * k], w[0][4 * k + 1]),
+        tensor_core::pack(w[1][4 * k], w[1][4 * k + 1]),
+        tensor_core::pack(w[0][4 * k + 2], w[0][4 * k + 3]),
+        tensor_core::pack(w[1][4 * k + 2], w[1][4 * k + 3]),
+    };
+#pragma unroll
+    for (int n = 0; n < kN / 8; ++n) {
+      uint32_t fb[2];
+      load_b(fb, kMma * k, 8 * n);
+      tensor_core::mma_bf16(acc[0][2 * n], acc[0][2 * n + 1], acc[1][2 * n], acc[1][2 * n + 1], fa,
+                            fb);
+    }
+  }
+}
+
+// B fragments from shared memory: B(k, n) = b[k][n] (a pair of rows, read as two values), or
+// B(k, n) = b[n][k] (a pair within a row, read as one register).
+template <int kLd>
+struct RowsOfB {
+  const bf16 (*b)[kLd];
+  __device__ __forceinline__ void operator()(uint32_t (&f)[2], int k0, int n0) const {
+    const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+    const int k = k0 + 2 * t, n = n0 + g;
+    f[0] = tensor_core::pack(b[k][n], b[k + 1][n]);
+    f[1] = tensor_core::pack(b[k + 8][n], b[k + 9][n]);
+  }
+};
+template <int kLd>
+struct ColumnsOfB {
+  const bf16 (*b)[kLd];
+  __device__ __forceinline__ void operator()(uint32_t (&f)[2], int k0, int n0) const {
+    const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+    f[0] = tensor_core::load_pair(&b[n0 + g][k0 + 2 * t]);
+    f[1] = tensor_core::load_pair(&b[n0 + g][k0 + 2 * t + 8]);
+  }
+};
 
 // acc[r][c] = Σ_d rows[row_of(r)][d] cols[d][col_of(c)] with FMAs (f32, f64).
 template <typename T, int kDim>
 __device__ __forceinline__ void fma_tile_product(const RowTile<T, kDim>& rows,
-                                                 const ColTile<T, kDim>& cols,
-                                                 T (&acc)[kRowsPer][kColsPer]) {
-  const int lane = threadIdx.x % kLanes;
+                                                 const ColTile<T, kDim>& cols, Scores<T>& acc) {
+  const int lane = threadIdx.x % kLanes<T>;
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r)
+  for (int r = 0; r < kRowsPer<T>; ++r)
 #pragma unroll
-    for (int c = 0; c < kColsPer; ++c) acc[r][c] = 0;
+    for (int c = 0; c < kColsPer<T>; ++c) acc[r][c] = 0;
 #pragma unroll 2
   for (int d0 = 0; d0 < kDim; d0 += 4) {
-    T x[kRowsPer][4];
+    T x[kRowsPer<T>][4];
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) load4(&rows[row_of(r)][d0], x[r]);
+    for (int r = 0; r < kRowsPer<T>; ++r) load4(&rows[row_of<T>(r)][d0], x[r]);
 #pragma unroll
     for (int dd = 0; dd < 4; ++dd) {
       T y[2][4];
       load4(&cols[d0 + dd][4 * lane], y[0]);
       load4(&cols[d0 + dd][32 + 4 * lane], y[1]);
 #pragma unroll
-      for (int r = 0; r < kRowsPer; ++r)
+      for (int r = 0; r < kRowsPer<T>; ++r)
 #pragma unroll
-        for (int c = 0; c < kColsPer; ++c) acc[r][c] = fma(x[r][dd], y[c / 4][c % 4], acc[r][c]);
+        for (int c = 0; c < kColsPer<T>; ++c) acc[r][c] = fma(x[r][dd], y[c / 4][c % 4], acc[r][c]);
     }
   }
 }
@@ -271,16 +329,13 @@ __device__ __forceinline__ void fma_tile_product(const RowTile<T, kDim>& rows,
 // acc[r][c] = Σ_d rows[row_of(r)][d] cols[d][col_of(c)]: this thread's part of rows · colsᵀ.
 template <typename S, int kDim>
 __device__ __forceinline__ void tile_product(const RowTile<S, kDim>& rows,
-                                             const ColTile<S, kDim>& cols,
-                                             Compute<S> (&acc)[kRowsPer][kColsPer]) {
+                                             const ColTile<S, kDim>& cols, Scores<S>& acc) {
   if constexpr (kTensorCores<S>) {
-    stage_product<kTile, kDim, nvcuda::wmma::row_major>(&rows[0][0], kDim + kPad<S>, &cols[0][0],
-                                                        kTile + kPad<S>);
-    const ScoreTile<float>& out = staging_tile();
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
+    for (int r = 0; r < kRowsPer<S>; ++r)
 #pragma unroll
-      for (int c = 0; c < kColsPer; ++c) acc[r][c] = out[row_of(r)][col_of(c)];
+      for (int c = 0; c < kColsPer<S>; ++c) acc[r][c] = 0;
+    mma_rows<kTile, kDim>(&rows[0][0], kDim + kPad<S>, RowsOfB<kTile + kPad<S>>{cols}, acc);
   } else {
     fma_tile_product<S, kDim>(rows, cols, acc);
   }
@@ -288,31 +343,17 @@ __device__ __forceinline__ void tile_product(const RowTile<S, kDim>& rows,
 
 // acc[r][e] += Σ_i w[r][i] values[dim_of(e)][c0 + i] over four columns, with FMAs.
 template <typename S, int kDim>
-__device__ __forceinline__ void add_weighted_columns(const Compute<S> (&w)[kRowsPer][4],
+__device__ __forceinline__ void add_weighted_columns(const Compute<S> (&w)[kRowsPer<S>][4],
                                                      const ColTile<S, kDim>& values, int c0,
-                                                     Compute<S> (&acc)[kRowsPer][kDim / kLanes]) {
+                                                     RowShare<S, kDim>& acc) {
 #pragma unroll
-  for (int e = 0; e < kDim / kLanes; ++e) {
+  for (int e = 0; e < kDim / kLanes<S>; ++e) {
     Compute<S> x[4];
-    load4(&values[dim_of(e)][c0], x);
+    load4(&values[dim_of<S>(e)][c0], x);
 #pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
+    for (int r = 0; r < kRowsPer<S>; ++r)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[r][e] = fma(w[r][i], x[i], acc[r][e]);
-  }
-}
-
-// acc[r][e] += Σ_c weights[row_of(r)][c] values[dim_of(e)][c] with FMAs (f32, f64).
-template <typename T, int kDim>
-__device__ __forceinline__ void fma_accumulate_rows(const ScoreTile<T>& weights,
-                                                    const ColTile<T, kDim>& values,
-                                                    T (&acc)[kRowsPer][kDim / kLanes]) {
-#pragma unroll 2
-  for (int c0 = 0; c0 < kTile; c0 += 4) {
-    T w[kRowsPer][4];
-#pragma unroll
-    for (int r = 0; r < kRowsPer; ++r) load4(&weights[row_of(r)][c0], w[r]);
-    add_weighted_columns<T, kDim>(w, values, c0, acc);
   }
 }
 
@@ -320,45 +361,62 @@ __device__ __forceinline__ void fma_accumulate_rows(const ScoreTile<T>& weights,
 template <typename S, int kDim>
 __device__ __forceinline__ void accumulate_rows(const ScoreTile<S>& weights,
                                                 const ColTile<S, kDim>& values,
-                                                Compute<S> (&acc)[kRowsPer][kDim / kLanes]) {
+                                                RowShare<S, kDim>& acc) {
   if constexpr (kTensorCores<S>) {
-    stage_product<kDim, kTile, nvcuda::wmma::col_major>(&weights[0][0], kTile + kPad<S>,
-                                                        &values[0][0], kTile + kPad<S>);
-    const ScoreTile<float>& out = staging_tile();
-#pragma unroll
-    for (int r = 0; r < kRowsPer; ++r)
-#pragma unroll
-      for (int e = 0; e < kDim / kLanes; ++e) acc[r][e] += out[row_of(r)][dim_of(e)];
+    mma_rows<kDim, kTile>(&weights[0][0], kTile + kPad<S>, ColumnsOfB<kTile + kPad<S>>{values},
+                          acc);
   } else {
-    fma_accumulate_rows<S, kDim>(weights, values, acc);
+#pragma unroll 2
+    for (int c0 = 0; c0 < kTile; c0 += 4) {
+      S w[kRowsPer<S>][4];
+#pragma unroll
+      for (int r = 0; r < kRowsPer<S>; ++r) load4(&weights[row_of<S>(r)][c0], w[r]);
+      add_weighted_columns<S, kDim>(w, values, c0, acc);
+    }
   }
 }
 
-// weights[row_of(r)][col_of(c)] = w[r][c], as vector stores.
-template <typename S>
-__device__ __forceinline__ void store_scores(ScoreTile<S>& weights,
-                                             const Compute<S> (&w)[kRowsPer][kColsPer]) {
-  const int lane = threadIdx.x % kLanes;
+// acc[r][e] += Σ_c w[r][c] values[dim_of(e)][col_of(c)], the weights in this thread's registers
+// (bf16: the tensor cores take them there; f32, f64 do not use it).
+template <typename S, int kDim>
+__device__ __forceinline__ void accumulate_weights(const Scores<S>& w,
+                                                   const ColTile<S, kDim>& values,
+                                                   RowShare<S, kDim>& acc) {
+  static_assert(kTensorCores<S>, "FMA tiles accumulate from shared memory (accumulate_rows)");
+  mma_weights<kDim>(w, ColumnsOfB<kTile + kPad<S>>{values}, acc);
+}
+
+// weights[row_of(r)][col_of(c)] = w[r][c] (FMA tiles: as vector stores).
+template <typename S, typename T>
+__device__ __forceinline__ void store_scores(ScoreTile<T>& weights, const Scores<S>& w) {
+  if constexpr (kTensorCores<S>) {
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r)
+    for (int r = 0; r < kRowsPer<S>; ++r)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      store4(&weights[row_of(r)][32 * h + 4 * lane], w[r][4 * h], w[r][4 * h + 1], w[r][4 * h + 2],
-             w[r][4 * h + 3]);
+      for (int c = 0; c < kColsPer<S>; ++c) weights[row_of<S>(r)][col_of<S>(c)] = T(w[r][c]);
+  } else {
+    const int lane = threadIdx.x % kLanes<S>;
+#pragma unroll
+    for (int r = 0; r < kRowsPer<S>; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        store4(&weights[row_of<S>(r)][32 * h + 4 * lane], w[r][4 * h], w[r][4 * h + 1],
+               w[r][4 * h + 2], w[r][4 * h + 3]);
+  }
 }
 
 // Writes acc (rows row_of(r), columns dim_of(e)) times `factor` to x [len, dim] from row0,
 // skipping rows past len and columns past dim.
-template <int kDim, typename T, typename O>
-__device__ void store_rows(const T (&acc)[kRowsPer][kDim / kLanes], O* x, int64_t row0, int64_t len,
-                           int dim, T factor) {
+template <typename S, int kDim, typename O>
+__device__ void store_rows(const RowShare<S, kDim>& acc, O* x, int64_t row0, int64_t len, int dim,
+                           Compute<S> factor) {
 #pragma unroll
-  for (int r = 0; r < kRowsPer; ++r) {
-    const int64_t row = row0 + row_of(r);
+  for (int r = 0; r < kRowsPer<S>; ++r) {
+    const int64_t row = row0 + row_of<S>(r);
     if (row >= len) continue;
 #pragma unroll
-    for (int e = 0; e < kDim / kLanes; ++e)
-      if (dim_of(e) < dim) x[row * dim + dim_of(e)] = O(acc[r][e] * factor);
+    for (int e = 0; e < kDim / kLanes<S>; ++e)
+      if (dim_of<S>(e) < dim) x[row * dim + dim_of<S>(e)] = O(acc[r][e] * factor);
   }
 }
 

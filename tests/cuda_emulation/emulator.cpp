@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
+
 namespace relpos::cuda_emulation {
 
 uint3 thread_index, block_index;
@@ -45,7 +47,7 @@ struct Block {
   const std::function<void()>* kernel = nullptr;
   Barrier block_barrier;
   std::vector<Barrier> warp_barriers;
-  std::vector<unsigned char> lanes;  // [warps][kWarp][8]: the values a shuffle exchanges
+  std::vector<unsigned char> lanes;  // [warps][kWarp][kSlotBytes]: the values lanes exchange
 };
 
 Block block;
@@ -101,12 +103,23 @@ void shuffle_xor(const void* value, void* out, size_t bytes, int lane_mask) {
   if (bytes > 8) throw std::runtime_error("cuda emulation: shuffles of more than 8 bytes");
   const int warp = warp_of_running(), lane = static_cast<int>(thread_index.x) % kWarp;
   const int size = warp_size_of(warp);
-  unsigned char* lanes = block.lanes.data() + static_cast<size_t>(warp) * kWarp * 8;
-  std::memcpy(lanes + lane * 8, value, bytes);
+  unsigned char* lanes = block.lanes.data() + static_cast<size_t>(warp) * kWarp * kSlotBytes;
+  std::memcpy(lanes + lane * kSlotBytes, value, bytes);
   wait_at(block.warp_barriers[warp], size);
   const int source = lane ^ lane_mask;
-  std::memcpy(out, lanes + (source < size ? source : lane) * 8, bytes);
+  std::memcpy(out, lanes + (source < size ? source : lane) * kSlotBytes, bytes);
   wait_at(block.warp_barriers[warp], size);  // nobody overwrites a slot before it is read
+}
+
+void exchange_in_warp(const void* mine, size_t bytes, unsigned char* all) {
+  const int warp = warp_of_running(), lane = static_cast<int>(thread_index.x) % kWarp;
+  if (bytes > kSlotBytes || warp_size_of(warp) != kWarp)
+    throw std::runtime_error("cuda emulation: a warp-wide exchange needs 32 lanes of <= 32 bytes");
+  unsigned char* lanes = block.lanes.data() + static_cast<size_t>(warp) * kWarp * kSlotBytes;
+  std::memcpy(lanes + lane * kSlotBytes, mine, bytes);
+  wait_at(block.warp_barriers[warp], kWarp);
+  std::memcpy(all, lanes, kWarp * kSlotBytes);
+  wait_at(block.warp_barriers[warp], kWarp);
 }
 
 void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_bytes,
@@ -119,7 +132,7 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
   block.kernel = &kernel;
   block.fibers.resize(threads);
   block.warp_barriers.assign((threads + kWarp - 1) / kWarp, Barrier{});
-  block.lanes.assign(block.warp_barriers.size() * kWarp * 8, 0);
+  block.lanes.assign(block.warp_barriers.size() * kWarp * kSlotBytes, 0);
   for (Fiber& f : block.fibers)
     if (!f.stack) f.stack = std::make_unique<char[]>(kStackBytes);
   for (unsigned z = 0; z < grid.z; ++z)
@@ -171,3 +184,55 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
 }
 
 }  // namespace relpos::cuda_emulation
+
+void emulated_mma_m16n8k16_bf16(float& d0, float& d1, float& d2, float& d3, const uint32_t (&a)[4],
+                                const uint32_t (&b)[2]) {
+  using relpos::cuda_emulation::kSlotBytes;
+  struct Fragments {
+    uint32_t a[4], b[2];
+  } mine{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}};
+  unsigned char all[32 * kSlotBytes];
+  relpos::cuda_emulation::exchange_in_warp(&mine, sizeof mine, all);
+  const auto half = [](uint32_t reg, int h) {
+    return relpos::float_of_bf16_bits(static_cast<uint16_t>(reg >> (16 * h)));
+  };
+  float A[16][16], B[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    Fragments f;
+    std::memcpy(&f, all + lane * kSlotBytes, sizeof f);
+    const int g = lane / 4, t = lane % 4;
+    for (int h = 0; h < 2; ++h) {
+      A[g][2 * t + h] = half(f.a[0], h);
+      A[g + 8][2 * t + h] = half(f.a[1], h);
+      A[g][2 * t + 8 + h] = half(f.a[2], h);
+      A[g + 8][2 * t + 8 + h] = half(f.a[3], h);
+      B[2 * t + h][g] = half(f.b[0], h);
+      B[2 * t + 8 + h][g] = half(f.b[1], h);
+    }
+  }
+  const int lane = static_cast<int>(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
+  float* d[4] = {&d0, &d1, &d2, &d3};
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+    float sum = *d[i];
+    for (int k = 0; k < 16; ++k) sum += A[row][k] * B[k][col];
+    *d[i] = sum;
+  }
+}
+
+void emulated_ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transposed) {
+  using relpos::cuda_emulation::kSlotBytes;
+  if (reinterpret_cast<uintptr_t>(row) % 16 != 0)
+    throw std::runtime_error("cuda emulation: ldmatrix row address not 16-byte aligned");
+  unsigned char all[32 * kSlotBytes];
+  relpos::cuda_emulation::exchange_in_warp(&row, sizeof row, all);
+  const auto element = [&](int lane, int column) {  // of the row lane `lane` gave
+    const uint16_t* p;
+    std::memcpy(&p, all + lane * kSlotBytes, sizeof p);
+    return static_cast<uint32_t>(p[column]);
+  };
+  const int lane = static_cast<int>(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i)
+    r[i] = transposed ? element(8 * i + 2 * t, g) | element(8 * i + 2 * t + 1, g) << 16
+                      : element(8 * i + g, 2 * t) | element(8 * i + g, 2 * t + 1) << 16;
+}

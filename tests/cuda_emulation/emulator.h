@@ -1,11 +1,11 @@
 // Runs CUDA kernels compiled as host C++ (cuda_runtime.h here) on the CPU, so their indexing,
 // masking and reductions are tested where no GPU is: the blocks of a grid one after another, the
 // threads of a block as fibers on one system thread, switched at __syncthreads and at warp-wide
-// calls (shuffles, WMMA). A warp runs, its threads in turn, until all of them have reached the next
-// block barrier, then the next warp (every other block from the last warp and thread), so a read
-// of shared memory that another thread writes without a barrier between them sees stale bytes,
-// and shared memory starts each block as NaN bytes: a missing barrier or an unwritten tile shows
-// in the results.
+// calls (shuffles, the tensor cores' mma). A warp runs, its threads in turn, until all of them have
+// reached the next block barrier, then the next warp (every other block from the last warp and
+// thread), so a read of shared memory that another thread writes without a barrier between them
+// sees stale bytes, and shared memory starts each block as NaN bytes: a missing barrier or an
+// unwritten tile shows in the results.
 #pragma once
 
 #include <cstddef>

@@ -6,8 +6,8 @@
 // input gradient, with and without the position term (Transformer-XL's per-head table, Shaw's
 // clipped distances, skew's every distance), over padding x causal x window x dropout, at sizes on
 // both sides of the 64-row tiles, Lq != Lk both ways, and logits large enough to stress the running
-// maximum; and the bf16 kernels (tensor cores, WMMA) to bf16's precision. It runs on every machine,
-// so the kernels' index arithmetic is tested where no GPU is; on a GPU,
+// maximum; and the bf16 kernels (tensor cores, mma.sync) to bf16's precision. It runs on every
+// machine, so the kernels' index arithmetic is tested where no GPU is; on a GPU,
 // tests/autograd/test_attention_cuda.cpp and test_attention_bf16.cpp compare the compiled kernels.
 #include <cmath>
 
