@@ -232,24 +232,45 @@ __device__ void load_cols(ColTile<S, kDim>& cols, const S* x, int64_t col0, int6
 // The tensor cores' products (bf16). A warp forms rows [kWarpRows w, kWarpRows (w + 1)) of
 // A·B into acc, whose element [r][2 n + h] is the result fragment's d[2 r + h] of 8-column block n
 // (row_of, col_of and dim_of of bf16 are those fragments' places). A(m, k) is read from a[m][k]
-// (row-major, lda elements a row); load_b(b, k0, n0) gives the B fragment of rows k0.., columns
-// n0.. (tensor_core.cuh's b[0], b[1]).
+// (row-major, lda elements a row); load_b(b, k0, n0) gives the B fragments of rows k0 .. k0 + 15
+// and the two 8-column blocks from n0 (b[0], b[1], then b[2], b[3]: tensor_core.cuh's b[0], b[1]
+// of each). Operands come from shared memory by ldmatrix, each lane giving one row of one of the
+// four 8 x 8 matrices: lanes 8 i + x address row x of matrix i.
+// With the matrices of a 16 x 16 block in the order (rows 0-7, columns 0-7), (8-15, 0-7),
+// (0-7, 8-15), (8-15, 8-15), lane 8 i + x addresses row ldmatrix_row() = x + 8 (i % 2) from
+// column ldmatrix_col() = 8 (i / 2).
+__device__ __forceinline__ int ldmatrix_row() {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  return lane % 8 + 8 * (lane / 8 % 2);
+}
+__device__ __forceinline__ int ldmatrix_col() {
+  return 8 * (static_cast<int>(threadIdx.x % 32) / 16);
+}
+
+template <int kN>
+__device__ __forceinline__ void mma_blocks(const uint32_t (&fa)[4], const uint32_t (&fb)[4], int n,
+                                           float (&acc)[2][kN / 4]) {
+  const uint32_t low[2] = {fb[0], fb[1]}, high[2] = {fb[2], fb[3]};
+  tensor_core::mma_bf16(acc[0][2 * n], acc[0][2 * n + 1], acc[1][2 * n], acc[1][2 * n + 1], fa,
+                        low);
+  tensor_core::mma_bf16(acc[0][2 * n + 2], acc[0][2 * n + 3], acc[1][2 * n + 2], acc[1][2 * n + 3],
+                        fa, high);
+}
+
 template <int kN, int kK, typename LoadB>
 __device__ __forceinline__ void mma_rows(const bf16* a, int lda, LoadB load_b,
                                          float (&acc)[2][kN / 4]) {
-  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  const bf16* rows = a + (kWarpRows * static_cast<int>(threadIdx.x / 32) + g) * lda + 2 * t;
+  const bf16* row =
+      a + (kWarpRows * static_cast<int>(threadIdx.x / 32) + ldmatrix_row()) * lda + ldmatrix_col();
 #pragma unroll
   for (int k0 = 0; k0 < kK; k0 += kMma) {
-    const uint32_t fa[4] = {
-        tensor_core::load_pair(rows + k0), tensor_core::load_pair(rows + 8 * lda + k0),
-        tensor_core::load_pair(rows + k0 + 8), tensor_core::load_pair(rows + 8 * lda + k0 + 8)};
+    uint32_t fa[4];
+    tensor_core::load_matrices<false>(fa, row + k0);
 #pragma unroll
-    for (int n = 0; n < kN / 8; ++n) {
-      uint32_t fb[2];
+    for (int n = 0; n < kN / 8; n += 2) {
+      uint32_t fb[4];
       load_b(fb, k0, 8 * n);
-      tensor_core::mma_bf16(acc[0][2 * n], acc[0][2 * n + 1], acc[1][2 * n], acc[1][2 * n + 1], fa,
-                            fb);
+      mma_blocks<kN>(fa, fb, n, acc);
     }
   }
 }
@@ -268,34 +289,33 @@ __device__ __forceinline__ void mma_weights(const float (&w)[2][kTile / 4], Load
         tensor_core::pack(w[1][4 * k + 2], w[1][4 * k + 3]),
     };
 #pragma unroll
-    for (int n = 0; n < kN / 8; ++n) {
-      uint32_t fb[2];
+    for (int n = 0; n < kN / 8; n += 2) {
+      uint32_t fb[4];
       load_b(fb, kMma * k, 8 * n);
-      tensor_core::mma_bf16(acc[0][2 * n], acc[0][2 * n + 1], acc[1][2 * n], acc[1][2 * n + 1], fa,
-                            fb);
+      mma_blocks<kN>(fa, fb, n, acc);
     }
   }
 }
 
-// B fragments from shared memory: B(k, n) = b[k][n] (a pair of rows, read as two values), or
-// B(k, n) = b[n][k] (a pair within a row, read as one register).
+// B fragments from shared memory: B(k, n) = b[k][n] (matrices transposed by ldmatrix: rows k0..,
+// k0 + 8.. of columns n0.., then of n0 + 8..), or B(k, n) = b[n][k] (rows n0.. of columns k0..,
+// k0 + 8.., then rows n0 + 8..).
 template <int kLd>
 struct RowsOfB {
   const bf16 (*b)[kLd];
-  __device__ __forceinline__ void operator()(uint32_t (&f)[2], int k0, int n0) const {
-    const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-    const int k = k0 + 2 * t, n = n0 + g;
-    f[0] = tensor_core::pack(b[k][n], b[k + 1][n]);
-    f[1] = tensor_core::pack(b[k + 8][n], b[k + 9][n]);
+  __device__ __forceinline__ void operator()(uint32_t (&f)[4], int k0, int n0) const {
+    tensor_core::load_matrices<true>(f, &b[k0 + ldmatrix_row()][n0 + ldmatrix_col()]);
   }
 };
 template <int kLd>
 struct ColumnsOfB {
   const bf16 (*b)[kLd];
-  __device__ __forceinline__ void operator()(uint32_t (&f)[2], int k0, int n0) const {
-    const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-    f[0] = tensor_core::load_pair(&b[n0 + g][k0 + 2 * t]);
-    f[1] = tensor_core::load_pair(&b[n0 + g][k0 + 2 * t + 8]);
+  __device__ __forceinline__ void operator()(uint32_t (&f)[4], int k0, int n0) const {
+    // The B fragments' order is (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), ...: rows and
+    // columns of ldmatrix_row and ldmatrix_col swapped.
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    tensor_core::load_matrices<false>(f,
+                                      &b[n0 + lane % 8 + ldmatrix_col()][k0 + 8 * (lane / 8 % 2)]);
   }
 };
 

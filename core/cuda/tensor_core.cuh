@@ -38,11 +38,6 @@ __device__ __forceinline__ uint32_t pack(float low, float high) {
 #endif
 }
 
-// The two bf16 at p, p + 1 (p 4-byte aligned) as one operand register.
-__device__ __forceinline__ uint32_t load_pair(const bf16* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
-
 // Lanes 8 i .. 8 i + 7 give the addresses of matrix i's 8 rows (8 bf16 each, 16-byte aligned); r[i]
 // of lane L receives matrix i's row L / 4, columns 2 (L % 4) and 2 (L % 4) + 1 (kTransposed: rows
 // 2 (L % 4) and 2 (L % 4) + 1 of column L / 4), the first in the low half.
