@@ -16,10 +16,10 @@ namespace relpos::cuda::attention_tiles {
 // halves of kTile columns, from which each pair picks its column (the rel-shift as index
 // arithmetic); its gradients are products with dG, the pairs' dS placed at their columns.
 
-// The band's table rows, transposed as the keys are: band[h][d][x] holds band row h kTile + x
-// (row 2 kTile - 1 stays zero).
+// The band's table rows as the keys are kept (OperandTile): band[h] holds band rows h kTile ..
+// h kTile + kTile - 1 (row 2 kTile - 1 stays zero).
 template <typename T, int kDim>
-using BandTiles = ColTile<T, kDim>[2];
+using BandTiles = OperandTile<T, kDim>[2];
 
 __device__ __forceinline__ int64_t rel_row(const AttentionArgs& a, int64_t delta) {
   return smaller(larger(delta, a.rel_min), a.rel_max) - a.rel_min;
@@ -40,7 +40,7 @@ __device__ void load_band(BandTiles<S, kDim>& band, const AttentionArgs& a, cons
                           int64_t delta0, Compute<S> factor) {
   for (int e = threadIdx.x; e < 2 * kTile * kDim; e += kThreads) {
     const int g = e / kDim, d = e % kDim;
-    band[g / kTile][d][g % kTile] =
+    operand_at<S, kDim>(band[g / kTile], g % kTile, d) =
         g < 2 * kTile - 1 && d < a.rel_dim
             ? S(Compute<S>(table[rel_row(a, delta0 + g) * a.rel_dim + d]) * factor)
             : S(0);

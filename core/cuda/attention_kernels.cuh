@@ -38,32 +38,32 @@ using namespace attention_tiles;  // the kernels are written in its terms
 // are (post_scale).
 template <typename S, int kDim>
 struct ForwardTiles {
-  RowTile<S, kDim> q;   // queries, pre-scaled
-  ColTile<S, kDim> kt;  // keys, transposed
-  ColTile<S, kDim> vt;  // values, transposed
-  FmaScoreTile<S> p;    // P̃ [query][key]
-  bool key_ok[kTile];   // the key exists and the mask keeps it
+  RowTile<S, kDim> q;       // queries, pre-scaled
+  OperandTile<S, kDim> kt;  // keys (transposed but for bf16)
+  OperandTile<S, kDim> vt;  // values (transposed but for bf16)
+  FmaScoreTile<S> p;        // P̃ [query][key]
+  bool key_ok[kTile];       // the key exists and the mask keeps it
 };
 
 template <typename S, int kDim>
-struct KeyTiles {         // dK / dV kernel: the block's keys and values, one query tile at a time
-  RowTile<S, kDim> k;     // keys, pre-scaled
-  RowTile<S, kDim> v;     // values
-  ColTile<S, kDim> qt;    // queries, transposed
-  ColTile<S, kDim> got;   // output gradients, transposed
-  FmaScoreTile<S> p;      // P̃ [key][query]
-  FmaScoreTile<S> ds;     // dS [key][query]
-  Compute<S> lse[kTile];  // base-2 log-sum-exp of each query
+struct KeyTiles {           // dK / dV kernel: the block's keys and values, one query tile at a time
+  RowTile<S, kDim> k;       // keys, pre-scaled
+  RowTile<S, kDim> v;       // values
+  OperandTile<S, kDim> qt;  // queries (transposed but for bf16)
+  OperandTile<S, kDim> got;   // output gradients (transposed but for bf16)
+  FmaScoreTile<S> p;          // P̃ [key][query]
+  FmaScoreTile<S> ds;         // dS [key][query]
+  Compute<S> lse[kTile];      // base-2 log-sum-exp of each query
   Compute<S> row_dot[kTile];  // D of each query
 };
 
 template <typename S, int kDim>
-struct QueryTiles {     // dQ kernel: the block's queries, one key tile at a time
-  RowTile<S, kDim> q;   // queries, pre-scaled
-  RowTile<S, kDim> go;  // output gradients
-  ColTile<S, kDim> kt;  // keys, transposed
-  ColTile<S, kDim> vt;  // values, transposed
-  ScoreTile<S> ds;      // dS [query][key]
+struct QueryTiles {         // dQ kernel: the block's queries, one key tile at a time
+  RowTile<S, kDim> q;       // queries, pre-scaled
+  RowTile<S, kDim> go;      // output gradients
+  OperandTile<S, kDim> kt;  // keys (transposed but for bf16)
+  OperandTile<S, kDim> vt;  // values (transposed but for bf16)
+  ScoreTile<S> ds;          // dS [query][key]
   bool key_ok[kTile];
 };
 
@@ -204,8 +204,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t j0 = t * kTile;
     __syncthreads();  // the previous tile is no longer read
-    load_cols<S, kDim>(s.kt, kb, j0, a.k_len, a.dim);
-    load_cols<S, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
+    load_operand<S, kDim>(s.kt, kb, j0, a.k_len, a.dim);
+    load_operand<S, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     if constexpr (kRel)
       load_band<S, kDim>(pos->band, a, table_of<S>(a, bh), band_start(a, i0, j0), 1);
@@ -301,8 +301,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t i0 = t * kTile;
     __syncthreads();
-    load_cols<S, kDim>(s.qt, qb, i0, a.q_len, a.dim);
-    load_cols<S, kDim>(s.got, gb, i0, a.q_len, a.value_dim);
+    load_operand<S, kDim>(s.qt, qb, i0, a.q_len, a.dim);
+    load_operand<S, kDim>(s.got, gb, i0, a.q_len, a.value_dim);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
     if constexpr (kRel) {
       load_rows<S, kDim>(pos->rq, rel_query_of<S>(a, bh), i0, a.q_len, a.rel_dim, pre);
@@ -385,8 +385,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t = tiles.first; t < tiles.end; ++t) {
     const int64_t j0 = t * kTile;
     __syncthreads();
-    load_cols<S, kDim>(s.kt, kb, j0, a.k_len, a.dim);
-    load_cols<S, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
+    load_operand<S, kDim>(s.kt, kb, j0, a.k_len, a.dim);
+    load_operand<S, kDim>(s.vt, vb, j0, a.k_len, a.value_dim);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     if constexpr (kRel)
       load_band<S, kDim>(pos->band, a, table_of<S>(a, bh), band_start(a, i0, j0), 1);

@@ -12,14 +12,14 @@
 namespace relpos::cuda::tiled_attention {
 
 template <typename S, int kDim>
-struct DiagonalTiles {    // d rel_key kernel: one tile of a diagonal at a time
-  RowTile<S, kDim> q;     // queries, pre-scaled
-  ColTile<S, kDim> kt;    // keys, transposed
-  RowTile<S, kDim> go;    // output gradients
-  ColTile<S, kDim> vt;    // values, transposed
-  ColTile<S, kDim> rqt;   // rel_query, transposed (not scaled): dGᵀ·rq is the band's gradient
-  ScoreTile<S> ds;        // dS [query][key]
-  Compute<S> lse[kTile];  // base-2 log-sum-exp of each query
+struct DiagonalTiles {      // d rel_key kernel: one tile of a diagonal at a time
+  RowTile<S, kDim> q;       // queries, pre-scaled
+  OperandTile<S, kDim> kt;  // keys (transposed but for bf16)
+  RowTile<S, kDim> go;      // output gradients
+  OperandTile<S, kDim> vt;  // values (transposed but for bf16)
+  ColTile<S, kDim> rqt;     // rel_query, transposed (not scaled): dGᵀ·rq is the band's gradient
+  ScoreTile<S> ds;          // dS [query][key]
+  Compute<S> lse[kTile];    // base-2 log-sum-exp of each query
   Compute<S> row_dot[kTile];  // D of each query
   bool key_ok[kTile];
 };
@@ -59,9 +59,9 @@ __global__ void __launch_bounds__(kThreads)
     if (ti - diagonal < visible_keys.first || ti - diagonal >= visible_keys.end) continue;
     __syncthreads();
     load_rows<S, kDim>(s.q, q + bh * a.q_len * a.dim, i0, a.q_len, a.dim, pre);
-    load_cols<S, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
+    load_operand<S, kDim>(s.kt, k + bh * a.k_len * a.dim, j0, a.k_len, a.dim);
     load_rows<S, kDim>(s.go, gout + bh * a.q_len * a.value_dim, i0, a.q_len, a.value_dim, T(1));
-    load_cols<S, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
+    load_operand<S, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
     const S* rel_query = rel_query_of<S>(a, bh);
     load_rows<S, kDim>(pos->rq, rel_query, i0, a.q_len, a.rel_dim, T(1));
     load_cols<S, kDim>(s.rqt, rel_query, i0, a.q_len, a.rel_dim);

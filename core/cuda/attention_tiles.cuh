@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -147,14 +148,14 @@ __device__ __forceinline__ int row_of(int r) {
 // as vectors), bf16 the fragments' pairs 8 n + 2 l, + 1 of each 8-column block n.
 template <typename S>
 __device__ __forceinline__ int col_of(int c) {
-  const int lane = static_cast<int>(threadIdx.x) % kLanes<S>;
+  const int lane = static_cast<int>(threadIdx.x % kLanes<S>);
   return kRun<S> * kLanes<S> * (c / kRun<S>)+kRun<S> * lane + c % kRun<S>;
 }
 // ... and head-size columns of its output rows: l + 8 e (FMA), the fragments' 8 (e / 2) + 2 l +
 // e % 2 (bf16).
 template <typename S>
 __device__ __forceinline__ int dim_of(int e) {
-  const int lane = static_cast<int>(threadIdx.x) % kLanes<S>;
+  const int lane = static_cast<int>(threadIdx.x % kLanes<S>);
   if constexpr (kTensorCores<S>)
     return 8 * (e / 2) + 2 * lane + e % 2;
   else
@@ -185,6 +186,23 @@ __device__ __forceinline__ void store4(bf16* p, float x0, float x1, float x2, fl
   p[0] = bf16(x0), p[1] = bf16(x1), p[2] = bf16(x2), p[3] = bf16(x3);
 }
 
+// 16 bytes from `from` to `to` (or zeros), 16-byte aligned, as one vector (as host C++ in
+// tests/cuda_emulation, memcpy and memset: the host compiler's aliasing rules forbid the cast).
+__device__ __forceinline__ void copy16(void* to, const void* from) {
+#if defined(__CUDACC__)
+  *static_cast<uint4*>(to) = *static_cast<const uint4*>(from);
+#else
+  std::memcpy(to, from, 16);
+#endif
+}
+__device__ __forceinline__ void zero16(void* to) {
+#if defined(__CUDACC__)
+  *static_cast<uint4*>(to) = uint4{};
+#else
+  std::memset(to, 0, 16);
+#endif
+}
+
 // Shared tiles: rows [kTile][kDim + kPad] (a row per query or key) and columns
 // [kDim][kTile + kPad] (transposed).
 template <typename S, int kDim>
@@ -208,10 +226,25 @@ using RowShare = Compute<S>[kRowsPer<S>][kDim / kLanes<S>];
 // The dynamic shared memory of every kernel.
 extern __shared__ __align__(128) unsigned char smem[];
 
-// rows[r][d] = x[row0 + r][d] * factor; zero past `len` rows or `dim`.
+// rows[r][d] = x[row0 + r][d] * factor; zero past `len` rows or `dim`. bf16 rows of whole 16-byte
+// runs (dim a multiple of 8, x aligned) are copied as 16-byte vectors.
 template <typename S, int kDim>
 __device__ void load_rows(RowTile<S, kDim>& rows, const S* x, int64_t row0, int64_t len, int dim,
                           Compute<S> factor) {
+  if constexpr (kTensorCores<S>) {
+    constexpr int kRuns = kDim / 8;  // 16-byte runs of a tile row
+    if (factor == 1 && dim % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+      for (int e = threadIdx.x; e < kTile * kRuns; e += kThreads) {
+        const int r = e / kRuns, d = e % kRuns * 8;
+        const int64_t row = row0 + r;
+        if (row < len && d < dim)
+          copy16(&rows[r][d], x + row * dim + d);
+        else
+          zero16(&rows[r][d]);
+      }
+      return;
+    }
+  }
   for (int e = threadIdx.x; e < kTile * kDim; e += kThreads) {
     const int r = e / kDim, d = e % kDim;
     const int64_t row = row0 + r;
@@ -227,6 +260,29 @@ __device__ void load_cols(ColTile<S, kDim>& cols, const S* x, int64_t col0, int6
     const int64_t col = col0 + c;
     cols[d][c] = col < len && d < dim ? x[col * dim + d] : S(0);
   }
+}
+
+// The second operand of a kernel's products (keys, values, queries or output gradients of the
+// block's other side, the position term's band) as the products read it: transposed (ColTile) for
+// the FMA tiles, whose products read kTile values of a column as vectors; as rows (RowTile) for
+// bf16, which ldmatrix reads either way round, and which then loads as 16-byte vectors.
+template <typename S, int kDim>
+using OperandTile = std::conditional_t<kTensorCores<S>, RowTile<S, kDim>, ColTile<S, kDim>>;
+template <typename S, int kDim>
+__device__ void load_operand(OperandTile<S, kDim>& t, const S* x, int64_t row0, int64_t len,
+                             int dim) {
+  if constexpr (kTensorCores<S>)
+    load_rows<S, kDim>(t, x, row0, len, dim, Compute<S>(1));
+  else
+    load_cols<S, kDim>(t, x, row0, len, dim);
+}
+// Element (row, d) of an operand tile.
+template <typename S, int kDim>
+__device__ __forceinline__ S& operand_at(OperandTile<S, kDim>& t, int row, int d) {
+  if constexpr (kTensorCores<S>)
+    return t[row][d];
+  else
+    return t[d][row];
 }
 
 // The tensor cores' products (bf16). A warp forms rows [kWarpRows w, kWarpRows (w + 1)) of
@@ -346,16 +402,16 @@ __device__ __forceinline__ void fma_tile_product(const RowTile<T, kDim>& rows,
   }
 }
 
-// acc[r][c] = Σ_d rows[row_of(r)][d] cols[d][col_of(c)]: this thread's part of rows · colsᵀ.
+// acc[r][c] = Σ_d rows[row_of(r)][d] cols(col_of(c), d): this thread's part of rows · colsᵀ.
 template <typename S, int kDim>
 __device__ __forceinline__ void tile_product(const RowTile<S, kDim>& rows,
-                                             const ColTile<S, kDim>& cols, Scores<S>& acc) {
+                                             const OperandTile<S, kDim>& cols, Scores<S>& acc) {
   if constexpr (kTensorCores<S>) {
 #pragma unroll
     for (int r = 0; r < kRowsPer<S>; ++r)
 #pragma unroll
       for (int c = 0; c < kColsPer<S>; ++c) acc[r][c] = 0;
-    mma_rows<kTile, kDim>(&rows[0][0], kDim + kPad<S>, RowsOfB<kTile + kPad<S>>{cols}, acc);
+    mma_rows<kTile, kDim>(&rows[0][0], kDim + kPad<S>, ColumnsOfB<kDim + kPad<S>>{cols}, acc);
   } else {
     fma_tile_product<S, kDim>(rows, cols, acc);
   }
@@ -377,14 +433,13 @@ __device__ __forceinline__ void add_weighted_columns(const Compute<S> (&w)[kRows
   }
 }
 
-// acc[r][e] += Σ_c weights[row_of(r)][c] values[dim_of(e)][c] over the tile's kTile columns.
+// acc[r][e] += Σ_c weights[row_of(r)][c] values(c, dim_of(e)) over the tile's kTile columns.
 template <typename S, int kDim>
 __device__ __forceinline__ void accumulate_rows(const ScoreTile<S>& weights,
-                                                const ColTile<S, kDim>& values,
+                                                const OperandTile<S, kDim>& values,
                                                 RowShare<S, kDim>& acc) {
   if constexpr (kTensorCores<S>) {
-    mma_rows<kDim, kTile>(&weights[0][0], kTile + kPad<S>, ColumnsOfB<kTile + kPad<S>>{values},
-                          acc);
+    mma_rows<kDim, kTile>(&weights[0][0], kTile + kPad<S>, RowsOfB<kDim + kPad<S>>{values}, acc);
   } else {
 #pragma unroll 2
     for (int c0 = 0; c0 < kTile; c0 += 4) {
@@ -396,14 +451,14 @@ __device__ __forceinline__ void accumulate_rows(const ScoreTile<S>& weights,
   }
 }
 
-// acc[r][e] += Σ_c w[r][c] values[dim_of(e)][col_of(c)], the weights in this thread's registers
+// acc[r][e] += Σ_c w[r][c] values(col_of(c), dim_of(e)), the weights in this thread's registers
 // (bf16: the tensor cores take them there; f32, f64 do not use it).
 template <typename S, int kDim>
 __device__ __forceinline__ void accumulate_weights(const Scores<S>& w,
-                                                   const ColTile<S, kDim>& values,
+                                                   const OperandTile<S, kDim>& values,
                                                    RowShare<S, kDim>& acc) {
   static_assert(kTensorCores<S>, "FMA tiles accumulate from shared memory (accumulate_rows)");
-  mma_weights<kDim>(w, ColumnsOfB<kTile + kPad<S>>{values}, acc);
+  mma_weights<kDim>(w, RowsOfB<kDim + kPad<S>>{values}, acc);
 }
 
 // weights[row_of(r)][col_of(c)] = w[r][c] (FMA tiles: as vector stores).

@@ -22,6 +22,9 @@
 struct float4 {
   float x, y, z, w;
 };
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
 struct double2 {
   double x, y;
 };
