@@ -12,7 +12,7 @@ namespace {
 
 using namespace tiled_attention;
 
-// bf16 tiles need the tensor cores' bf16 WMMA: compute capability 8.0 or later.
+// bf16 tiles need the tensor cores' bf16 mma.sync: compute capability 8.0 or later.
 bool has_bf16_tensor_cores() {
   int device = 0, major = 0;
   return cudaGetDevice(&device) == cudaSuccess &&
