@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/attention_kernels.cuh"
 
@@ -17,9 +18,10 @@ struct DiagonalTiles {      // d rel_key kernel: one tile of a diagonal at a tim
   OperandTile<S, kDim> kt;  // keys (transposed but for bf16)
   RowTile<S, kDim> go;      // output gradients
   OperandTile<S, kDim> vt;  // values (transposed but for bf16)
-  ColTile<S, kDim> rqt;     // rel_query, transposed (not scaled): dGᵀ·rq is the band's gradient
-  ScoreTile<S> ds;          // dS [query][key]
-  Compute<S> lse[kTile];    // base-2 log-sum-exp of each query
+  // rel_query transposed (not scaled) for the FMA tiles' dGᵀ·rq (bf16 reads the rq position tile)
+  std::conditional_t<kTensorCores<S>, NoTile, ColTile<S, kDim>> rqt;
+  ScoreTile<S> ds;            // dS [query][key]
+  Compute<S> lse[kTile];      // base-2 log-sum-exp of each query
   Compute<S> row_dot[kTile];  // D of each query
   bool key_ok[kTile];
 };
@@ -64,7 +66,7 @@ __global__ void __launch_bounds__(kThreads)
     load_operand<S, kDim>(s.vt, v + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim);
     const S* rel_query = rel_query_of<S>(a, bh);
     load_rows<S, kDim>(pos->rq, rel_query, i0, a.q_len, a.rel_dim, T(1));
-    load_cols<S, kDim>(s.rqt, rel_query, i0, a.q_len, a.rel_dim);
+    if constexpr (!kTensorCores<S>) load_cols<S, kDim>(s.rqt, rel_query, i0, a.q_len, a.rel_dim);
     load_band<S, kDim>(pos->band, a, table_of<S>(a, bh), band_start(a, i0, j0), pre);
     load_key_ok(s.key_ok, mask, j0, a.k_len);
     load_query_stats(s.lse, s.row_dot, a, lse, row_dot, bh, i0);
@@ -92,8 +94,17 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // every pair has read G
     store_scores<S>(s.ds, dp);
     __syncthreads();
-    accumulate_diagonals<S, kDim>(s.ds, 0, s.rqt, sums_low);
-    accumulate_diagonals<S, kDim>(s.ds, kTile, s.rqt, sums_high);
+    if constexpr (kTensorCores<S>) {  // dG's halves over G's tiles, then dGᵀ·rq on the tensor cores
+      auto& dg_low = *reinterpret_cast<ScoreTile<S>*>(&low);
+      auto& dg_high = *reinterpret_cast<ScoreTile<S>*>(&high);
+      band_grads<S>(s.ds, dg_low, dg_high);
+      __syncthreads();
+      accumulate_columns<S, kDim>(dg_low, pos->rq, sums_low);
+      accumulate_columns<S, kDim>(dg_high, pos->rq, sums_high);
+    } else {
+      accumulate_diagonals<S, kDim>(s.ds, 0, s.rqt, sums_low);
+      accumulate_diagonals<S, kDim>(s.ds, kTile, s.rqt, sums_high);
+    }
   }
   T* band_sums = part + (bh * gridDim.y + blockIdx.y) * (2 * kTile) * a.rel_dim;  // [2 kTile][R]
   store_rows<S, kDim>(sums_low, band_sums, 0, kTile, a.rel_dim, T(1));

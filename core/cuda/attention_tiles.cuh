@@ -288,13 +288,13 @@ __device__ __forceinline__ S& operand_at(OperandTile<S, kDim>& t, int row, int d
 // The tensor cores' products (bf16). A warp forms rows [kWarpRows w, kWarpRows (w + 1)) of
 // A·B into acc, whose element [r][2 n + h] is the result fragment's d[2 r + h] of 8-column block n
 // (row_of, col_of and dim_of of bf16 are those fragments' places). A(m, k) is read from a[m][k]
-// (row-major, lda elements a row); load_b(b, k0, n0) gives the B fragments of rows k0 .. k0 + 15
-// and the two 8-column blocks from n0 (b[0], b[1], then b[2], b[3]: tensor_core.cuh's b[0], b[1]
-// of each). Operands come from shared memory by ldmatrix, each lane giving one row of one of the
-// four 8 x 8 matrices: lanes 8 i + x address row x of matrix i.
-// With the matrices of a 16 x 16 block in the order (rows 0-7, columns 0-7), (8-15, 0-7),
-// (0-7, 8-15), (8-15, 8-15), lane 8 i + x addresses row ldmatrix_row() = x + 8 (i % 2) from
-// column ldmatrix_col() = 8 (i / 2).
+// (row-major, lda elements a row; from a[k][m] with kAColumns); load_b(b, k0, n0) gives the B
+// fragments of rows k0 .. k0 + 15 and the two 8-column blocks from n0 (b[0], b[1], then b[2], b[3]:
+// tensor_core.cuh's b[0], b[1] of each). Operands come from shared memory by ldmatrix, each lane
+// giving one row of one of the four 8 x 8 matrices: lanes 8 i + x address row x of matrix i. With
+// the matrices of a 16 x 16 block in the order (rows 0-7, columns 0-7), (8-15, 0-7), (0-7, 8-15),
+// (8-15, 8-15), lane 8 i + x addresses row ldmatrix_row() = x + 8 (i % 2) from column
+// ldmatrix_col() = 8 (i / 2).
 __device__ __forceinline__ int ldmatrix_row() {
   const int lane = static_cast<int>(threadIdx.x % 32);
   return lane % 8 + 8 * (lane / 8 % 2);
@@ -313,15 +313,19 @@ __device__ __forceinline__ void mma_blocks(const uint32_t (&fa)[4], const uint32
                         fa, high);
 }
 
-template <int kN, int kK, typename LoadB>
+template <int kN, int kK, bool kAColumns = false, typename LoadB>
 __device__ __forceinline__ void mma_rows(const bf16* a, int lda, LoadB load_b,
                                          float (&acc)[2][kN / 4]) {
-  const bf16* row =
-      a + (kWarpRows * static_cast<int>(threadIdx.x / 32) + ldmatrix_row()) * lda + ldmatrix_col();
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int m0 = kWarpRows * static_cast<int>(threadIdx.x / 32);
+  // kAColumns: A(m, k) = a[k][m], its matrices transposed by ldmatrix, and the rows and columns
+  // the lanes address swapped.
+  const bf16* row = kAColumns ? a + (lane % 8 + ldmatrix_col()) * lda + m0 + 8 * (lane / 8 % 2)
+                              : a + (m0 + ldmatrix_row()) * lda + ldmatrix_col();
 #pragma unroll
   for (int k0 = 0; k0 < kK; k0 += kMma) {
     uint32_t fa[4];
-    tensor_core::load_matrices<false>(fa, row + k0);
+    tensor_core::load_matrices<kAColumns>(fa, row + (kAColumns ? k0 * lda : k0));
 #pragma unroll
     for (int n = 0; n < kN / 8; n += 2) {
       uint32_t fb[4];
@@ -459,6 +463,17 @@ __device__ __forceinline__ void accumulate_weights(const Scores<S>& w,
                                                    RowShare<S, kDim>& acc) {
   static_assert(kTensorCores<S>, "FMA tiles accumulate from shared memory (accumulate_rows)");
   mma_weights<kDim>(w, RowsOfB<kDim + kPad<S>>{values}, acc);
+}
+
+// acc[r][e] += Σ_x weights[x][row_of(r)] values[x][dim_of(e)]: rows of weightsᵀ·values on the
+// tensor cores (bf16).
+template <typename S, int kDim>
+__device__ __forceinline__ void accumulate_columns(const ScoreTile<S>& weights,
+                                                   const RowTile<S, kDim>& values,
+                                                   RowShare<S, kDim>& acc) {
+  static_assert(kTensorCores<S>, "FMA tiles sum along diagonals (accumulate_diagonals)");
+  mma_rows<kDim, kTile, true>(&weights[0][0], kTile + kPad<S>, RowsOfB<kDim + kPad<S>>{values},
+                              acc);
 }
 
 // weights[row_of(r)][col_of(c)] = w[r][c] (FMA tiles: as vector stores).
