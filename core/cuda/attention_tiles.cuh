@@ -44,7 +44,7 @@ using Compute = std::conditional_t<kTensorCores<S>, float, S>;
 template <typename S>
 constexpr int kLanes = kTensorCores<S> ? 4 : 8;
 template <typename S>
-constexpr int kRowsPer = kWarpRows* kLanes<S> / 32;
+constexpr int kRowsPer = kWarpRows / (32 / kLanes<S>);
 template <typename S>
 constexpr int kColsPer = kTile / kLanes<S>;
 // A thread's columns come in runs of kRun neighbours: 4 (a vector load) or 2 (a fragment's pair).
@@ -52,7 +52,8 @@ template <typename S>
 constexpr int kRun = kTensorCores<S> ? 2 : 4;
 
 // Elements after each shared row: 4 (f32 and f64 rows stay 16-byte aligned for vector loads), 8
-// for bf16 (rows of 16-byte multiples, so a fragment's pairs of a row fall in distinct banks).
+// for bf16 (rows 16-byte aligned, as ldmatrix's row addresses must be, and strides of 80 or 144
+// bytes, which put the 8 rows of an 8 x 8 matrix in distinct banks).
 template <typename S>
 constexpr int kPad = kTensorCores<S> ? 8 : 4;
 constexpr double kLog2e = 1.4426950408889634;
@@ -303,6 +304,7 @@ __device__ __forceinline__ int ldmatrix_col() {
   return 8 * (static_cast<int>(threadIdx.x % 32) / 16);
 }
 
+// acc's 8-column blocks n and n + 1 += A times B's fragments of each (fb[0..1], fb[2..3]).
 template <int kN>
 __device__ __forceinline__ void mma_blocks(const uint32_t (&fa)[4], const uint32_t (&fb)[4], int n,
                                            float (&acc)[2][kN / 4]) {
