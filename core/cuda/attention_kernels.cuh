@@ -237,12 +237,15 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < kDim / kLanes<S>; ++e) o[r][e] *= rescale;
 #pragma unroll
-      for (int c = 0; c < kColsPer<S>; ++c) {  // sc becomes P̃
-        T p = sc[r][c] == neg_inf<T>() ? T(0) : exp2_of(sc[r][c] - m_new);
-        l[r] += p;
-        if (a.dropout > 0 && p != T(0) && i < a.q_len)
-          p *= keep_factor<T>(a, bh, i, j0 + col_of<S>(c), threshold);
-        sc[r][c] = p;
+      for (int c0 = 0; c0 < kColsPer<S>; c0 += kRun<S>) {  // sc becomes P̃
+        T keep[kRun<S>];
+        keep_run<S>(a, bh, i, j0 + col_of<S>(c0), threshold, keep);
+#pragma unroll
+        for (int x = 0; x < kRun<S>; ++x) {
+          const T p = sc[r][c0 + x] == neg_inf<T>() ? T(0) : exp2_of(sc[r][c0 + x] - m_new);
+          l[r] += p;
+          sc[r][c0 + x] = p * keep[x];
+        }
       }
     }
     if constexpr (kTensorCores<S>) {
@@ -262,15 +265,13 @@ struct PairGradient {
   T ds;    // dS = P ∘ (dP ∘ keep - D)
 };
 
-// P = 2^(S - lse) of a visible pair (0 otherwise), from its base-2 logit s2 and dP = dO·v_j.
+// P = 2^(S - lse) of a visible pair (0 otherwise), from its base-2 logit s2, dP = dO·v_j and its
+// dropout keep factor.
 template <typename T>
-__device__ __forceinline__ PairGradient<T> pair_gradient(const AttentionArgs& a, uint64_t threshold,
-                                                         int64_t bh, int64_t i, int64_t j,
-                                                         bool visible, T s2, T lse2, T dp,
-                                                         T row_dot) {
+__device__ __forceinline__ PairGradient<T> pair_gradient(bool visible, T s2, T lse2, T dp,
+                                                         T row_dot, T keep) {
   if (!visible || lse2 == neg_inf<T>()) return {T(0), T(0)};
   const T p = exp2_of(s2 - lse2);
-  const T keep = a.dropout > 0 ? keep_factor<T>(a, bh, i, j, threshold) : T(1);
   return {p * keep, p * (dp * keep - row_dot)};
 }
 
@@ -331,8 +332,10 @@ __global__ void __launch_bounds__(kThreads)
         const int col = col_of<S>(c);
         const int64_t i = i0 + col;
         const bool visible = key_ok[r] && i < a.q_len && causal_visible(a, i, j);
-        const PairGradient<T> g = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c],
-                                                s.lse[col], dp[r][c], s.row_dot[col]);
+        // The columns are queries: neighbours are Lk pairs apart, a Philox block each.
+        const T keep = visible && a.dropout > 0 ? keep_factor<T>(a, bh, i, j, threshold) : T(1);
+        const PairGradient<T> g =
+            pair_gradient(visible, sc[r][c], s.lse[col], dp[r][c], s.row_dot[col], keep);
         sc[r][c] = g.kept;
         dp[r][c] = g.ds;
       }
@@ -352,6 +355,35 @@ __global__ void __launch_bounds__(kThreads)
   store_rows<S, kDim>(dk_acc, dk + bh * a.k_len * a.dim, j0, a.k_len, a.dim,
                       static_cast<T>(a.scale));
   store_rows<S, kDim>(dv_acc, dv + bh * a.k_len * a.value_dim, j0, a.k_len, a.value_dim, T(1));
+}
+
+// dp becomes dS over a tile whose rows are queries from i0 and columns keys from j0 (the dQ and
+// d rel_key kernels), each row's base-2 log-sum-exp and D given: a run of neighbouring keys shares
+// its dropout draws (keep_run).
+template <typename S>
+__device__ __forceinline__ void query_rows_ds(const AttentionArgs& a, uint64_t threshold,
+                                              int64_t bh, int64_t i0, int64_t j0,
+                                              const bool* key_ok,
+                                              const Compute<S> (&lse2)[kRowsPer<S>],
+                                              const Compute<S> (&dot)[kRowsPer<S>],
+                                              const Scores<S>& sc, Scores<S>& dp) {
+  using T = Compute<S>;
+#pragma unroll
+  for (int r = 0; r < kRowsPer<S>; ++r) {
+    const int64_t i = i0 + row_of<S>(r);
+#pragma unroll
+    for (int c0 = 0; c0 < kColsPer<S>; c0 += kRun<S>) {
+      T keep[kRun<S>];
+      keep_run<S>(a, bh, i, j0 + col_of<S>(c0), threshold, keep);
+#pragma unroll
+      for (int x = 0; x < kRun<S>; ++x) {
+        const int c = c0 + x;
+        const bool visible =
+            key_ok[col_of<S>(c)] && i < a.q_len && causal_visible(a, i, j0 + col_of<S>(c));
+        dp[r][c] = pair_gradient(visible, sc[r][c], lse2[r], dp[r][c], dot[r], keep[x]).ds;
+      }
+    }
+  }
 }
 
 template <typename S, int kDim, bool kRel>
@@ -400,17 +432,7 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kTensorCores<S>) scale_tile<S>(sc, post);
     if constexpr (kRel) add_band_scores<true, S>(scores[0], scores[1], sc);
     tile_product<S, kDim>(s.go, s.vt, dp);
-#pragma unroll
-    for (int r = 0; r < kRowsPer<S>; ++r) {
-      const int64_t i = i0 + row_of<S>(r);
-#pragma unroll
-      for (int c = 0; c < kColsPer<S>; ++c) {  // dp becomes dS
-        const int64_t j = j0 + col_of<S>(c);
-        const bool visible = s.key_ok[col_of<S>(c)] && i < a.q_len && causal_visible(a, i, j);
-        dp[r][c] =
-            pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], lse2[r], dp[r][c], dot[r]).ds;
-      }
-    }
+    query_rows_ds<S>(a, threshold, bh, i0, j0, s.key_ok, lse2, dot, sc, dp);
     if constexpr (kTensorCores<S>) {
       accumulate_weights<S, kDim>(dp, s.kt, dq_acc);
       if constexpr (kRel) store_scores<S>(s.ds, dp);

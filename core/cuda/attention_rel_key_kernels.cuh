@@ -78,19 +78,11 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kTensorCores<S>) scale_tile<S>(sc, post);
     add_band_scores<true, S>(low, high, sc);
     tile_product<S, kDim>(s.go, s.vt, dp);
+    T lse2[kRowsPer<S>], dot[kRowsPer<S>];
 #pragma unroll
-    for (int r = 0; r < kRowsPer<S>; ++r) {
-      const int row = row_of<S>(r);
-      const int64_t i = i0 + row;
-#pragma unroll
-      for (int c = 0; c < kColsPer<S>; ++c) {  // dp becomes dS
-        const int64_t j = j0 + col_of<S>(c);
-        const bool visible = s.key_ok[col_of<S>(c)] && i < a.q_len && causal_visible(a, i, j);
-        dp[r][c] = pair_gradient(a, threshold, bh, i, j, visible, sc[r][c], s.lse[row], dp[r][c],
-                                 s.row_dot[row])
-                       .ds;
-      }
-    }
+    for (int r = 0; r < kRowsPer<S>; ++r)
+      lse2[r] = s.lse[row_of<S>(r)], dot[r] = s.row_dot[row_of<S>(r)];
+    query_rows_ds<S>(a, threshold, bh, i0, j0, s.key_ok, lse2, dot, sc, dp);
     __syncthreads();  // every pair has read G
     store_scores<S>(s.ds, dp);
     __syncthreads();

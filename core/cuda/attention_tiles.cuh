@@ -87,13 +87,19 @@ __device__ __forceinline__ bool causal_visible(const AttentionArgs& a, int64_t i
 }
 
 // 1/(1 - p) when dropout keeps pair (bh, i, j), else 0.
+__device__ __forceinline__ uint64_t pair_index(const AttentionArgs& a, int64_t bh, int64_t i,
+                                               int64_t j) {
+  return static_cast<uint64_t>((bh * a.q_len + i) * a.k_len + j);
+}
+template <typename T>
+__device__ __forceinline__ T keep_of(const AttentionArgs& a, uint32_t word, uint64_t threshold) {
+  return word >= threshold ? static_cast<T>(1.0 / (1.0 - a.dropout)) : T(0);
+}
 template <typename T>
 __device__ __forceinline__ T keep_factor(const AttentionArgs& a, int64_t bh, int64_t i, int64_t j,
                                          uint64_t threshold) {
-  const uint64_t pair = static_cast<uint64_t>((bh * a.q_len + i) * a.k_len + j);
-  const philox::Block b = philox::block_at(a.seed, a.offset + pair / 4);
-  const uint32_t word = b.v[pair % 4];
-  return word >= threshold ? static_cast<T>(1.0 / (1.0 - a.dropout)) : T(0);
+  const uint64_t pair = pair_index(a, bh, i, j);
+  return keep_of<T>(a, philox::block_at(a.seed, a.offset + pair / 4).v[pair % 4], threshold);
 }
 
 // Dropout keeps a pair whose uniform number word / 2^32 is >= p: whose word is >= ceil(p 2^32).
@@ -161,6 +167,28 @@ __device__ __forceinline__ int dim_of(int e) {
     return 8 * (e / 2) + 2 * lane + e % 2;
   else
     return lane + kLanes<S> * e;
+}
+
+// keep[x] = the keep factor of pair (bh, i, j + x) for a run of kRun neighbouring keys (1 without
+// dropout, or past Lq): one Philox block per four pairs, where keep_factor draws a block per pair
+// (a run of at most four crosses at most one block's end).
+template <typename S>
+__device__ __forceinline__ void keep_run(const AttentionArgs& a, int64_t bh, int64_t i, int64_t j,
+                                         uint64_t threshold, Compute<S> (&keep)[kRun<S>]) {
+  static_assert(kRun<S> <= 4, "a run crosses at most one Philox block's end");
+  if (a.dropout == 0 || i >= a.q_len) {
+#pragma unroll
+    for (int x = 0; x < kRun<S>; ++x) keep[x] = 1;
+    return;
+  }
+  const uint64_t first = pair_index(a, bh, i, j);
+  philox::Block b = philox::block_at(a.seed, a.offset + first / 4);
+#pragma unroll
+  for (int x = 0; x < kRun<S>; ++x) {
+    const uint64_t pair = first + x;
+    if (x > 0 && pair % 4 == 0) b = philox::block_at(a.seed, a.offset + pair / 4);
+    keep[x] = keep_of<Compute<S>>(a, b.v[pair % 4], threshold);
+  }
 }
 
 // Four consecutive values of shared memory, 16-byte aligned, in vector loads and stores.
