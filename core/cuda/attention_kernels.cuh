@@ -1,9 +1,10 @@
-// Tiled attention kernels (FlashAttention-2, Dao 2023, Algorithms 1-2), f32 and f64, head sizes
-// up to kMaxDim; the launchers are attention_kernels.cu. A block of 128 threads owns 64 rows
+// Tiled attention kernels (FlashAttention-2, Dao 2023, Algorithms 1-2), f32, f64 and bf16, head
+// sizes up to kMaxDim; the launchers are attention_kernels.cu. A block of 128 threads owns 64 rows
 // (queries, or keys in the dK/dV kernel) of one batch·head and walks over tiles of 64 columns
-// (keys, or queries); each thread holds 4 x 8 of each 64 x 64 score tile in registers (row_of,
-// col_of) and reads its shared operands with vector loads. Logits are kept in base 2 (q pre-scaled
-// by scale·log2 e) so every exponential is one exp2.
+// (keys, or queries); each thread holds its share of each 64 x 64 score tile in registers (row_of,
+// col_of: 4 x 8 with FMAs, read from shared memory by vector loads; 2 x 16 in bf16, the tensor
+// cores' fragments). Logits are kept in base 2 (q pre-scaled by scale·log2 e) so every
+// exponential is one exp2.
 //   forward:  per key tile S = Q Kᵀ, online softmax (running max m and sum l per row, O and l
 //             rescaled by 2^(m_old - m_new)), O += P̃ V; at the end O /= l, lse = (m + log2 l) ln 2.
 //   dK, dV:   per key tile, over the query tiles that can see it: P = 2^(S - lse), dP = V dOᵀ,
@@ -11,7 +12,8 @@
 //   dQ:       per query tile, over its key tiles: the same P and dS, dQ += scale dS K.
 // dQ has its own kernel (it recomputes S and dP) instead of atomics, so results never depend on
 // timing. Causal tiles past a tile's last visible pair are never visited. Dropout draws the
-// Philox word of pair ((b H + h) Lq + i) Lk + j, as dropout_mask and the CPU kernel do.
+// Philox word of pair ((b H + h) Lq + i) Lk + j, as dropout_mask and the CPU kernel do (a block of
+// four words serves a thread's run of neighbouring keys, keep_run).
 // With the position term (kRel), S gains scale rel_query_i·rel_key[rel_row(δ)] (Transformer-XL's
 // (b) + (d), Dai et al. 2019 §3.3): per tile one product G = rq·bandᵀ against the 2 kTile - 1
 // table rows the tile's distances read, each pair picking its column (attention_band.cuh); the
