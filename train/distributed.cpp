@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <new>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "core/comm/comm.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/filesystem_error.h"
 #include "core/ops.h"
 
 namespace relpos {
@@ -169,6 +171,11 @@ int run_job(const std::function<int()>& body) {
     comm::abort(2);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "relpos: %s: %s\n", comm::describe_rank().c_str(), kHostOutOfMemory);
+    std::fflush(stderr);
+    comm::abort(2);
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::fprintf(stderr, "relpos: %s: %s\n", comm::describe_rank().c_str(),
+                 describe_filesystem_error(e).c_str());
     std::fflush(stderr);
     comm::abort(2);
   } catch (const std::exception& e) {

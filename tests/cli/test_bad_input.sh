@@ -331,6 +331,18 @@ refused "a config that never ends" "^relpos: \[config\] '/dev/zero' is longer th
 refused "a folder as config" "^relpos: \[config\] cannot read '$tmp': it is a folder" \
   -- "$relpos" train "$tmp"
 
+# --- Paths the operating system refuses: the path and the cause, never an internal error ----
+# (a name longer than NAME_MAX, a loop of symbolic links: std::filesystem throws for both)
+long_name=$(printf 'x%.0s' {1..300})
+refused "a --from name too long" \
+  "^relpos: \[filesystem\] cannot use '$long_name': File name too long$" \
+  -- "$relpos" data prepare text8 --from "$long_name" --out "$tmp/text8_long"
+ln -s "$tmp/loop_b" "$tmp/loop_a"
+ln -s "$tmp/loop_a" "$tmp/loop_b"
+refused "data.dir in a loop of symbolic links" \
+  "^relpos: \[filesystem\] cannot use '$tmp/loop_a': Too many levels of symbolic links$" \
+  -- "$relpos" train "$tmp/mnist.yaml" --quiet --set data.dir="$tmp/loop_a"
+
 # --- Numbers on the command line: the flag named, never the library's exception ------------
 refused "a seed count that is not a number" "^relpos: \[reproduce\] --seeds expects an integer, got 'abc'" \
   -- "$relpos" reproduce table2 --seeds abc
