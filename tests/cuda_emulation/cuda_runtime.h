@@ -22,9 +22,6 @@
 struct float4 {
   float x, y, z, w;
 };
-struct alignas(16) uint4 {
-  unsigned x, y, z, w;
-};
 struct double2 {
   double x, y;
 };
