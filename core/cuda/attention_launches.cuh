@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/cuda/attention_grad_kernels.cuh"
 #include "core/cuda/attention_kernels.cuh"
 #include "core/cuda/attention_rel_key_kernels.cuh"
 

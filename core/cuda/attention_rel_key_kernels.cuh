@@ -1,14 +1,14 @@
-// The gradient of the position term's table, d rel_key (attention_kernels.cuh has the other
-// kernels): a block per tile diagonal (query tile - key tile fixed) recomputes dS over its tiles
-// and sums scale dS rq into the 2 kTile - 1 band rows they share, then one thread per table row x
-// feature adds the bands of neighbouring diagonals (and every clamped distance) into the row.
-// Every sum has one owner, in a fixed order: no atomics.
+// The gradient of the position term's table, d rel_key (attention_kernels.cuh and
+// attention_grad_kernels.cuh have the other kernels): a block per tile diagonal (query tile - key
+// tile fixed) recomputes dS over its tiles and sums scale dS rq into the 2 kTile - 1 band rows they
+// share, then one thread per table row x feature adds the bands of neighbouring diagonals (and
+// every clamped distance) into the row. Every sum has one owner, in a fixed order: no atomics.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
-#include "core/cuda/attention_kernels.cuh"
+#include "core/cuda/attention_grad_kernels.cuh"
 
 namespace relpos::cuda::tiled_attention {
 
