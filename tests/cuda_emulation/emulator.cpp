@@ -40,20 +40,76 @@ struct Fiber {
   unsigned waiting_generation = 0;
 };
 
+// Where the order of turns stands in a block: warp w (in the block's order), its thread k, and
+// whether a thread ran in this round through the warp and in this pass through the warps.
+struct Cursor {
+  unsigned w = 0, k = 0;
+  bool ran_in_round = false, ran_in_pass = false;
+};
+
 struct Block {
   ucontext_t scheduler{};
+  Cursor cursor;
+  bool from_last = false;  // this block takes its warps, and their threads, from the last
   std::vector<Fiber> fibers;
   Fiber* running = nullptr;
   const std::function<void()>* kernel = nullptr;
   Barrier block_barrier;
   std::vector<Barrier> warp_barriers;
-  std::vector<unsigned char> lanes;  // [warps][kWarp][kSlotBytes]: the values lanes exchange
+  // [warps][2][kWarp][kSlotBytes]: the values lanes exchange, in two sets used by turns (by the
+  // parity of the warp barrier's generation), so a lane writes the next exchange's slot while
+  // slower lanes still read the last one's, and one barrier per exchange suffices.
+  std::vector<unsigned char> lanes;
 };
 
 Block block;
 
+bool runnable(const Fiber& f) {
+  return !f.done && (f.waiting_on == nullptr || f.waiting_on->generation != f.waiting_generation);
+}
+
+// The next thread to run: a warp's threads in turn, round after round, until none of them can run
+// (each waits at the block barrier or has ended), then the next warp's; null after a pass through
+// every warp in which no thread ran (the block has ended, or its threads wait for each other).
+Fiber* next_runnable() {
+  Cursor& c = block.cursor;
+  const unsigned threads = static_cast<unsigned>(block.fibers.size());
+  const unsigned warps = (threads + kWarp - 1) / kWarp;
+  for (;;) {
+    const unsigned warp = block.from_last ? warps - 1 - c.w : c.w;
+    const unsigned first = warp * kWarp, size = std::min<unsigned>(kWarp, threads - first);
+    while (c.k < size) {
+      Fiber& f = block.fibers[first + (block.from_last ? size - 1 - c.k : c.k)];
+      ++c.k;
+      if (runnable(f)) {
+        c.ran_in_round = c.ran_in_pass = true;
+        return &f;
+      }
+    }
+    c.k = 0;
+    if (c.ran_in_round) {  // another round through this warp
+      c.ran_in_round = false;
+      continue;
+    }
+    if (++c.w < warps) continue;
+    c.w = 0;
+    if (!c.ran_in_pass) return nullptr;
+    c.ran_in_pass = false;
+  }
+}
+
+// Switches from the running thread to the next one, or to the scheduler when none can run: one
+// context switch per turn (each costs a system call, for the signal mask).
 void yield() {
-  swapcontext(&block.running->context, &block.scheduler);
+  Fiber* const from = block.running;
+  Fiber* const to = next_runnable();
+  if (to == nullptr) {
+    swapcontext(&from->context, &block.scheduler);
+    return;
+  }
+  block.running = to;
+  thread_index = to->index;
+  swapcontext(&from->context, &to->context);
 }
 
 // Waits until `participants` threads have arrived at b.
@@ -70,10 +126,6 @@ void wait_at(Barrier& b, int participants) {
   block.running->waiting_on = nullptr;
 }
 
-bool runnable(const Fiber& f) {
-  return !f.done && (f.waiting_on == nullptr || f.waiting_on->generation != f.waiting_generation);
-}
-
 void run_thread() {
   (*block.kernel)();
   block.running->done = true;
@@ -86,6 +138,14 @@ int warp_of_running() {
 int warp_size_of(int warp) {
   const int threads = static_cast<int>(block.fibers.size());
   return std::min(kWarp, threads - warp * kWarp);
+}
+
+// The slots of `warp` for the exchange the warp's lanes join next: the generation of the warp
+// barrier does not change before every lane has arrived, and a lane that writes the same set two
+// generations later has passed a barrier that every reader of this one reached after reading.
+unsigned char* slots_of(int warp) {
+  const size_t set = block.warp_barriers[warp].generation % 2;
+  return block.lanes.data() + (static_cast<size_t>(warp) * 2 + set) * kWarp * kSlotBytes;
 }
 
 }  // namespace
@@ -103,23 +163,21 @@ void shuffle_xor(const void* value, void* out, size_t bytes, int lane_mask) {
   if (bytes > 8) throw std::runtime_error("cuda emulation: shuffles of more than 8 bytes");
   const int warp = warp_of_running(), lane = static_cast<int>(thread_index.x) % kWarp;
   const int size = warp_size_of(warp);
-  unsigned char* lanes = block.lanes.data() + static_cast<size_t>(warp) * kWarp * kSlotBytes;
+  unsigned char* lanes = slots_of(warp);
   std::memcpy(lanes + lane * kSlotBytes, value, bytes);
   wait_at(block.warp_barriers[warp], size);
   const int source = lane ^ lane_mask;
   std::memcpy(out, lanes + (source < size ? source : lane) * kSlotBytes, bytes);
-  wait_at(block.warp_barriers[warp], size);  // nobody overwrites a slot before it is read
 }
 
 void exchange_in_warp(const void* mine, size_t bytes, unsigned char* all) {
   const int warp = warp_of_running(), lane = static_cast<int>(thread_index.x) % kWarp;
   if (bytes > kSlotBytes || warp_size_of(warp) != kWarp)
     throw std::runtime_error("cuda emulation: a warp-wide exchange needs 32 lanes of <= 32 bytes");
-  unsigned char* lanes = block.lanes.data() + static_cast<size_t>(warp) * kWarp * kSlotBytes;
+  unsigned char* lanes = slots_of(warp);
   std::memcpy(lanes + lane * kSlotBytes, mine, bytes);
   wait_at(block.warp_barriers[warp], kWarp);
   std::memcpy(all, lanes, kWarp * kSlotBytes);
-  wait_at(block.warp_barriers[warp], kWarp);
 }
 
 void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_bytes,
@@ -132,7 +190,7 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
   block.kernel = &kernel;
   block.fibers.resize(threads);
   block.warp_barriers.assign((threads + kWarp - 1) / kWarp, Barrier{});
-  block.lanes.assign(block.warp_barriers.size() * kWarp * kSlotBytes, 0);
+  block.lanes.assign(block.warp_barriers.size() * 2 * kWarp * kSlotBytes, 0);
   for (Fiber& f : block.fibers)
     if (!f.stack) f.stack = std::make_unique<char[]>(kStackBytes);
   for (unsigned z = 0; z < grid.z; ++z)
@@ -155,31 +213,19 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
         // Every other block runs its warps, and their threads, from the last: a read of shared
         // memory that another thread writes in the same phase (no barrier between) then sees
         // stale bytes in some block whichever of the two threads is the lower.
-        const bool from_last = (x + y + z) % 2 == 1;
-        const unsigned warps = (threads + kWarp - 1) / kWarp;
-        for (bool alive = true; alive;) {
-          bool ran = false;
-          for (unsigned w = 0; w < warps; ++w) {
-            const unsigned warp = from_last ? warps - 1 - w : w;
-            const unsigned first = warp * kWarp, size = std::min<unsigned>(kWarp, threads - first);
-            for (bool again = true; again;) {  // until the warp waits at the block barrier
-              again = false;
-              for (unsigned k = 0; k < size; ++k) {
-                Fiber& f = block.fibers[first + (from_last ? size - 1 - k : k)];
-                if (!runnable(f)) continue;
-                block.running = &f;
-                thread_index = f.index;
-                swapcontext(&block.scheduler, &f.context);
-                again = ran = true;
-              }
-            }
-          }
-          alive = std::any_of(block.fibers.begin(), block.fibers.end(),
-                              [](const Fiber& f) { return !f.done; });
-          if (alive && !ran)
-            throw std::runtime_error("cuda emulation: the threads of block (" + std::to_string(x) +
-                                     ", " + std::to_string(y) + ") wait for each other forever");
+        block.from_last = (x + y + z) % 2 == 1;
+        block.cursor = Cursor{};
+        // A thread that waits switches to the next itself (yield); the scheduler takes over when
+        // a thread ends or none can run.
+        while (Fiber* f = next_runnable()) {
+          block.running = f;
+          thread_index = f->index;
+          swapcontext(&block.scheduler, &f->context);
         }
+        if (std::any_of(block.fibers.begin(), block.fibers.end(),
+                        [](const Fiber& f) { return !f.done; }))
+          throw std::runtime_error("cuda emulation: the threads of block (" + std::to_string(x) +
+                                   ", " + std::to_string(y) + ") wait for each other forever");
       }
 }
 
