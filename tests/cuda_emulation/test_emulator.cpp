@@ -51,9 +51,9 @@ TEST_CASE("the emulator: threads that never meet at a barrier are an error, not 
   };
   CHECK_THROWS_WITH_AS(run(), doctest::Contains("wait for each other forever"), std::runtime_error);
   // More shared memory than a block may have is refused before anything runs.
-  CHECK_THROWS_AS(cuda_emulation::launch(dim3(1), 32, shared, cuda_emulation::kMaxSharedBytes + 1,
-                                         [] {}),
-                  std::runtime_error);
+  CHECK_THROWS_AS(
+      cuda_emulation::launch(dim3(1), 32, shared, cuda_emulation::kMaxSharedBytes + 1, [] {}),
+      std::runtime_error);
 }
 
 TEST_CASE("the emulator: back-to-back shuffles and exchanges deliver each call's own values") {
