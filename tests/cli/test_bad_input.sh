@@ -415,6 +415,18 @@ refused "predictions onto a FIFO" \
 refused "bench --json onto a FIFO" \
   "^relpos: \[bench\] cannot write '$tmp/pipe.h5': it is a FIFO, not a regular file" \
   -- "$relpos" bench attention --lengths 8 --filter softmax --min-time 0.001 --json-out "$tmp/pipe.h5"
+# --json-out in a folder that does not exist yet: made before the run (the run used to end in
+# "cannot write ...: No such file or directory" after timing everything); one that cannot be made
+# is refused before the run.
+"$relpos" bench attention --lengths 8 --filter softmax --min-time 0.001 \
+  --json-out "$tmp/new/folder/bench.json" >/dev/null 2>&1 ||
+  fail "bench --json-out into a new folder failed"
+grep -q '"variant": "softmax"' "$tmp/new/folder/bench.json" ||
+  fail "bench --json-out into a new folder: $(head -c 200 "$tmp/new/folder/bench.json")"
+refused "bench --json-out under a file" \
+  "^relpos: \[bench\] cannot create the folder '$tmp/pipe.h5/sub'" \
+  -- "$relpos" bench attention --lengths 8 --filter softmax --min-time 0.001 \
+  --json-out "$tmp/pipe.h5/sub/bench.json"
 size=$(stat -c %s "$checkpoint")
 cp "$checkpoint" "$tmp/damaged.h5"
 # 4 KB of flipped bits in the middle of the file.

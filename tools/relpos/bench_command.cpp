@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -35,7 +36,7 @@ constexpr const char* kAttentionFooter =
     "{\"device\", \"batch\", \"heads\", \"dim\", \"threads\", \"results\": [{\"variant\",\n"
     "\"length\", \"forward_ms\", \"forward_backward_ms\", \"peak_bytes\", \"oom\"}, ...]} (an OOM\n"
     "entry has null times and a \"reason\"); progress goes to stderr. --json-out FILE writes\n"
-    "that object to FILE and still prints the table.";
+    "that object to FILE (making its folder) and still prints the table.";
 
 // The command line of `bench attention`, numbers as given (checked by bench_attention).
 struct AttentionArgs {
@@ -84,7 +85,11 @@ int bench_attention(AttentionArgs& a) {
   const std::string& json_out = a.json_out;
   const auto variants = bench::select_variants(bench::split_list(a.filter));
   bench::check_device(o.device);
-  if (!json_out.empty()) (void)atomic_write_target("bench", json_out);  // refused before the run
+  if (!json_out.empty()) {  // its folder made, or the file refused, before the run
+    const std::filesystem::path folder = std::filesystem::path(json_out).parent_path();
+    if (!folder.empty()) make_directories("bench", folder.string());
+    (void)atomic_write_target("bench", json_out);
+  }
   if (limit_mb > 0)
     o.memory_limit_bytes = bench::megabytes_to_bytes(limit_mb);
   else if (o.device.is_cpu())
