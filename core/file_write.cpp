@@ -88,4 +88,10 @@ void make_directories(const std::string& component, const std::string& path) {
   RELPOS_CHECK(!ec, component, "cannot create the folder '{}': {}", path, ec.message());
 }
 
+void prepare_write(const std::string& component, const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty()) make_directories(component, folder.string());
+  (void)atomic_write_target(component, path);
+}
+
 }  // namespace relpos

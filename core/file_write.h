@@ -25,6 +25,10 @@ std::string atomic_write_target(const std::string& component, const std::string&
 // read-only filesystem) throws "[component] cannot create the folder '<path>': <the reason>".
 void make_directories(const std::string& component, const std::string& path);
 
+// Before work whose result goes to `path`: makes its folder (make_directories) and checks it
+// (atomic_write_target), so a path that cannot be written is refused before the work, not after.
+void prepare_write(const std::string& component, const std::string& path);
+
 // The same for bytes of the data tools (component "data").
 inline void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
   write_file_atomic("data", path,

@@ -223,6 +223,11 @@ expect_error_line "run dir under a file" "relpos: \[train\] cannot create the ru
 expect_status 2 "predictions under a file" -- "$relpos" eval "$tmp/run/checkpoints/last.h5" \
   --predictions "$tmp/plain_file/p.h5"
 expect_error_line "predictions under a file" "relpos: \[predictions\] cannot create the folder"
+# ... refused before the model and its data are loaded (a data folder that does not exist is not
+# reached), where it used to be found after the whole evaluation.
+expect_status 2 "predictions under a file, first" -- "$relpos" eval "$tmp/run/checkpoints/last.h5" \
+  --predictions "$tmp/plain_file/p.h5" --data-dir "$tmp/no_such_data"
+expect_error_line "predictions under a file, first" "relpos: \[predictions\] cannot create the folder"
 
 # User errors: exit 2, one line.
 expect_status 2 "unknown config key" -- "$relpos" train "$tmp/tiny.yaml" --set model.layers=2

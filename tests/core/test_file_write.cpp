@@ -66,3 +66,19 @@ TEST_CASE("file write: a link's file is replaced, the link kept; no regular file
     CHECK_MESSAGE(entry.path().filename().string().find(".tmp.") == std::string::npos,
                   entry.path());
 }
+
+TEST_CASE("prepare_write makes the folder of a path, or refuses it, before the work") {
+  namespace fs = std::filesystem;
+  test::ScratchDir dir;
+  const std::string nested = dir.file("a/b/out.json");
+  prepare_write("bench", nested);
+  CHECK(fs::is_directory(dir.file("a/b")));
+  CHECK_FALSE(fs::exists(nested));  // nothing is written yet
+  write_file_atomic("bench", dir.file("plain"), "x");
+  CHECK(test::error_of([&] { prepare_write("predictions", dir.file("plain/sub/p.h5")); }) ==
+        "[predictions] cannot create the folder '" + dir.file("plain/sub") + "': Not a directory");
+  CHECK(test::error_of([&] { prepare_write("bench", dir.file("a")); }) ==
+        "[bench] cannot write '" + dir.file("a") + "': it is a folder, not a regular file");
+  prepare_write("bench", "relative_name_without_folder.json");  // the working folder: nothing made
+  CHECK_FALSE(fs::exists("relative_name_without_folder.json"));
+}

@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -85,11 +84,7 @@ int bench_attention(AttentionArgs& a) {
   const std::string& json_out = a.json_out;
   const auto variants = bench::select_variants(bench::split_list(a.filter));
   bench::check_device(o.device);
-  if (!json_out.empty()) {  // its folder made, or the file refused, before the run
-    const std::filesystem::path folder = std::filesystem::path(json_out).parent_path();
-    if (!folder.empty()) make_directories("bench", folder.string());
-    (void)atomic_write_target("bench", json_out);
-  }
+  if (!json_out.empty()) prepare_write("bench", json_out);
   if (limit_mb > 0)
     o.memory_limit_bytes = bench::megabytes_to_bytes(limit_mb);
   else if (o.device.is_cpu())

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/comm/comm.h"
 #include "core/file_write.h"
 #include "tools/relpos/checkpoint_eval.h"
 #include "tools/relpos/commands.h"
@@ -33,8 +34,9 @@ int eval(EvalArgs& a) {
   const std::string &checkpoint = a.checkpoint, &split = a.split;
   // Under mpirun the ranks evaluate disjoint shards of the split; an error on any one ends the job.
   return run_job([&] {
-    // A --predictions path that names no regular file is refused before the model is built.
-    if (!a.predictions.empty()) (void)atomic_write_target("predictions", a.predictions);
+    // A --predictions path that cannot be written is refused before the model is built (under
+    // mpirun the task refuses predictions themselves, and no folder is made).
+    if (!a.predictions.empty() && !comm::distributed()) prepare_write("predictions", a.predictions);
     const CheckpointEval e = load_for_eval("eval", checkpoint, split, a.overrides);
     const CheckpointData& data = e.data;
     const RunConfig& config = e.config;
