@@ -55,11 +55,9 @@ std::string prepare_listops(const PrepareRequest& request) {
                  "listops split sizes must be in [0, 2^63 / 3), got {}", size);
   RELPOS_CHECK(seed >= 0, "data prepare", "listops seed must be >= 0, got {}", seed);
 
+  make_directories("data prepare", request.out_dir);  // before the trees are drawn
   const std::vector<ListOpsTree> trees =
       generate_listops(static_cast<uint64_t>(seed), sizes[0] + sizes[1] + sizes[2], config);
-  std::error_code ec;
-  std::filesystem::create_directories(request.out_dir, ec);
-  RELPOS_CHECK(!ec, "data prepare", "cannot create {}: {}", request.out_dir, ec.message());
   const char* names[3] = {"basic_train.tsv", "basic_val.tsv", "basic_test.tsv"};
   size_t begin = 0;
   for (int split = 0; split < 3; ++split) {

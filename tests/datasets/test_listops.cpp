@@ -176,6 +176,15 @@ TEST_CASE("listops: prepare is deterministic per seed, splits disjoint, files re
   typo.options.set("trian", 5);
   CHECK(error_of([&] { prepare_listops(typo); }).find("unknown option 'trian'") !=
         std::string::npos);
+
+  // A folder that cannot be made is refused before any tree is drawn (10^7 trees would take
+  // minutes; they were drawn first, then the folder failed).
+  const std::filesystem::path file = a.path / "basic_train.tsv";
+  PrepareRequest under_file{(file / "sub").string(), Options("data prepare")};
+  under_file.options.set("train", 10'000'000);
+  CHECK(error_of([&] { prepare_listops(under_file); }) ==
+        "[data prepare] cannot create the folder '" + (file / "sub").string() +
+            "': Not a directory");
 }
 
 TEST_CASE("listops: generator refuses bad limits and limits that admit too few trees") {
