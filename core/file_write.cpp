@@ -88,9 +88,38 @@ void make_directories(const std::string& component, const std::string& path) {
   RELPOS_CHECK(!ec, component, "cannot create the folder '{}': {}", path, ec.message());
 }
 
-void prepare_write(const std::string& component, const std::string& path) {
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty()) make_directories(component, folder.string());
+void check_directories_can_be_made(const std::string& component, const std::string& path) {
+  namespace fs = std::filesystem;
+  const auto refuse = [&](const std::string& reason) {
+    fail(component, "cannot create the folder '{}': {}", path, reason);
+  };
+  // From `path` up to the nearest folder that exists: it must be one this process may add to.
+  for (fs::path at = path.empty() ? fs::path(".") : fs::path(path);;) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(at, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      refuse(ec.message());  // a file on the way
+    if (!ec && fs::exists(status)) {
+      if (!fs::is_directory(status)) refuse(std::strerror(ENOTDIR));
+      if (at != fs::path(path) && ::access(at.c_str(), W_OK | X_OK) != 0)
+        refuse(std::strerror(errno));
+      return;
+    }
+    fs::path up = at.parent_path();
+    if (up.empty()) up = ".";
+    if (up == at) refuse(std::strerror(ENOENT));  // not even the working folder exists
+    at = up;
+  }
+}
+
+void check_write(const std::string& component, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path folder =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  check_directories_can_be_made(component, folder.string());
+  std::error_code ec;
+  if (fs::is_directory(folder, ec) && ::access(folder.c_str(), W_OK | X_OK) != 0)
+    fail(component, "cannot write '{}': {}", path, std::strerror(errno));
   (void)atomic_write_target(component, path);
 }
 

@@ -25,9 +25,15 @@ std::string atomic_write_target(const std::string& component, const std::string&
 // read-only filesystem) throws "[component] cannot create the folder '<path>': <the reason>".
 void make_directories(const std::string& component, const std::string& path);
 
-// Before work whose result goes to `path`: makes its folder (make_directories) and checks it
-// (atomic_write_target), so a path that cannot be written is refused before the work, not after.
-void prepare_write(const std::string& component, const std::string& path);
+// Refuses, with make_directories' message, a folder that make_directories could not make,
+// without making anything: the nearest part of `path` that exists must be a folder this process
+// may add to (a regular file on the way, or no permission, is refused).
+void check_directories_can_be_made(const std::string& component, const std::string& path);
+
+// Before work whose result goes to `path`: refuses a path whose folder cannot be made
+// (check_directories_can_be_made) or that names no regular file (atomic_write_target), so the
+// work is not done for nothing; nothing is made or written.
+void check_write(const std::string& component, const std::string& path);
 
 // The same for bytes of the data tools (component "data").
 inline void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {

@@ -55,9 +55,10 @@ std::string prepare_listops(const PrepareRequest& request) {
                  "listops split sizes must be in [0, 2^63 / 3), got {}", size);
   RELPOS_CHECK(seed >= 0, "data prepare", "listops seed must be >= 0, got {}", seed);
 
-  make_directories("data prepare", request.out_dir);  // before the trees are drawn
+  check_directories_can_be_made("data prepare", request.out_dir);  // before the trees are drawn
   const std::vector<ListOpsTree> trees =
       generate_listops(static_cast<uint64_t>(seed), sizes[0] + sizes[1] + sizes[2], config);
+  make_directories("data prepare", request.out_dir);
   const char* names[3] = {"basic_train.tsv", "basic_val.tsv", "basic_test.tsv"};
   size_t begin = 0;
   for (int split = 0; split < 3; ++split) {

@@ -1,6 +1,7 @@
 // write_file_atomic: the whole file or nothing, failures that name the file and the reason, links
 // followed, and no rename over what is not a regular file.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,18 +68,28 @@ TEST_CASE("file write: a link's file is replaced, the link kept; no regular file
                   entry.path());
 }
 
-TEST_CASE("prepare_write makes the folder of a path, or refuses it, before the work") {
+TEST_CASE("check_write refuses what a later write would, before the work, and makes nothing") {
   namespace fs = std::filesystem;
   test::ScratchDir dir;
-  const std::string nested = dir.file("a/b/out.json");
-  prepare_write("bench", nested);
-  CHECK(fs::is_directory(dir.file("a/b")));
-  CHECK_FALSE(fs::exists(nested));  // nothing is written yet
-  write_file_atomic("bench", dir.file("plain"), "x");
-  CHECK(test::error_of([&] { prepare_write("predictions", dir.file("plain/sub/p.h5")); }) ==
+  check_write("bench", dir.file("a/b/out.json"));  // folders to be made: accepted
+  CHECK_FALSE(fs::exists(dir.file("a")));
+  const std::string plain = dir.write("plain", "x");
+  CHECK(test::error_of([&] { check_write("predictions", dir.file("plain/sub/p.h5")); }) ==
         "[predictions] cannot create the folder '" + dir.file("plain/sub") + "': Not a directory");
-  CHECK(test::error_of([&] { prepare_write("bench", dir.file("a")); }) ==
-        "[bench] cannot write '" + dir.file("a") + "': it is a folder, not a regular file");
-  prepare_write("bench", "relative_name_without_folder.json");  // the working folder: nothing made
+  CHECK(test::error_of([&] { check_write("predictions", dir.file("plain/p.h5")); }) ==
+        "[predictions] cannot create the folder '" + plain + "': Not a directory");
+  fs::create_directory(dir.file("folder"));
+  CHECK(test::error_of([&] { check_write("bench", dir.file("folder")); }) ==
+        "[bench] cannot write '" + dir.file("folder") + "': it is a folder, not a regular file");
+  check_write("bench", "relative_name_without_folder.json");  // in the working folder
   CHECK_FALSE(fs::exists("relative_name_without_folder.json"));
+  if (::geteuid() != 0) {  // root may write anywhere
+    fs::create_directory(dir.file("locked"));
+    fs::permissions(dir.file("locked"), fs::perms::owner_read | fs::perms::owner_exec);
+    CHECK(test::error_of([&] { check_write("bench", dir.file("locked/new/x.json")); }) ==
+          "[bench] cannot create the folder '" + dir.file("locked/new") + "': Permission denied");
+    CHECK(test::error_of([&] { check_write("bench", dir.file("locked/x.json")); }) ==
+          "[bench] cannot write '" + dir.file("locked/x.json") + "': Permission denied");
+    fs::permissions(dir.file("locked"), fs::perms::owner_all);
+  }
 }

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -84,7 +85,7 @@ int bench_attention(AttentionArgs& a) {
   const std::string& json_out = a.json_out;
   const auto variants = bench::select_variants(bench::split_list(a.filter));
   bench::check_device(o.device);
-  if (!json_out.empty()) prepare_write("bench", json_out);
+  if (!json_out.empty()) check_write("bench", json_out);  // refused before the run
   if (limit_mb > 0)
     o.memory_limit_bytes = bench::megabytes_to_bytes(limit_mb);
   else if (o.device.is_cpu())
@@ -130,7 +131,11 @@ int bench_attention(AttentionArgs& a) {
                         {"threads", threads},       {"results", results}};
   const std::string object = json_line(summary) + "\n";
   if (json) std::fputs(object.c_str(), stdout);
-  if (!json_out.empty()) write_file_atomic("bench", json_out, object);
+  if (!json_out.empty()) {
+    const std::filesystem::path folder = std::filesystem::path(json_out).parent_path();
+    if (!folder.empty()) make_directories("bench", folder.string());
+    write_file_atomic("bench", json_out, object);
+  }
   return 0;
 }
 

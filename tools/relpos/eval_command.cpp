@@ -35,8 +35,8 @@ int eval(EvalArgs& a) {
   // Under mpirun the ranks evaluate disjoint shards of the split; an error on any one ends the job.
   return run_job([&] {
     // A --predictions path that cannot be written is refused before the model is built (under
-    // mpirun the task refuses predictions themselves, and no folder is made).
-    if (!a.predictions.empty() && !comm::distributed()) prepare_write("predictions", a.predictions);
+    // mpirun the task refuses predictions themselves).
+    if (!a.predictions.empty() && !comm::distributed()) check_write("predictions", a.predictions);
     const CheckpointEval e = load_for_eval("eval", checkpoint, split, a.overrides);
     const CheckpointData& data = e.data;
     const RunConfig& config = e.config;
