@@ -104,6 +104,7 @@ std::string prepare_enwik8(const PrepareRequest& request) {
                "--vocabulary must be bytes (every byte kept) or reference (newline bytes dropped, "
                "as Transformer-XL's preparation and reader leave them out), got '{}'",
                vocabulary);
+  check_directories_can_be_made("data", request.out_dir);  // before 10^8 bytes are read
   std::vector<uint8_t> bytes = read_download("enwik8", from);
   if (vocabulary == "bytes")
     return write_splits("enwik8", bytes, kTxlSplit, kTxlSplit, from, request.out_dir);
@@ -129,12 +130,14 @@ std::string prepare_enwik8(const PrepareRequest& request) {
 std::string prepare_text8(const PrepareRequest& request) {
   const auto from = request.options.get<std::string>("from", "");
   request.options.check_all_used();
+  check_directories_can_be_made("data", request.out_dir);
   return write_splits("text8", read_download("text8", from), kTxlSplit, kTxlSplit, from,
                       request.out_dir);
 }
 
 std::string prepare_moby_dick(const PrepareRequest& request) {
   request.options.check_all_used();  // it takes none
+  check_directories_can_be_made("data", request.out_dir);  // before the download
   const TempDir temp("relpos_prepare_moby_dick");
   const fs::path package = fetch_npm_package("moby-dick", kMobyDickPackage, temp.path);
   const std::vector<uint8_t> text =

