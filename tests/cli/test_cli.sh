@@ -266,6 +266,16 @@ assert max(r.get("step", 0) for r in records) == 2, records
 [[ $(grep -c "^\[.*\] run '" "$tmp/again/log.txt") -eq 1 ]] ||
   fail "--overwrite kept the old log: $(cat "$tmp/again/log.txt")"
 grep -q "steps: 2" "$tmp/again/config.yaml" || fail "--overwrite kept the old config.yaml"
+# Flags that would be ignored are refused: --overwrite with --resume (it resumed and kept the
+# run's files), --allow-config-change without --resume.
+expect_status 2 "--overwrite with --resume" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/again" \
+  --resume "$tmp/again/checkpoints/last.h5" --overwrite --quiet
+expect_error_line "--overwrite with --resume" "relpos: \[train\] --resume excludes --overwrite"
+expect_status 2 "--allow-config-change alone" -- "$relpos" train "$tmp/tiny.yaml" \
+  --out "$tmp/fresh" --allow-config-change --quiet
+expect_error_line "--allow-config-change alone" \
+  "relpos: \[train\] --allow-config-change requires --resume"
+[[ ! -e $tmp/fresh ]] || fail "--allow-config-change alone made a run directory"
 
 head -c 2000 "$tmp/run/checkpoints/last.h5" >"$tmp/truncated.h5"
 expect_status 2 "truncated checkpoint" -- "$relpos" eval "$tmp/truncated.h5"

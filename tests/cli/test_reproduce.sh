@@ -92,6 +92,17 @@ PY
   grep -q "linear_elu_$pe seed 0: test accuracy" "$tmp/err_jobs" || fail "--jobs 2: no result line for $pe"
 done
 [[ -z $(find "$tmp/rep_jobs" -name '*.log') ]] || fail "--jobs 2 left a console of a finished run"
+# --jobs 2 --resume continues an interrupted run (its checkpoint, no summary) in its child from
+# the checkpoint: the child is asked to resume, never to resume and start afresh at once (which
+# `relpos train` refuses).
+rm "$tmp/rep_jobs/mnist/linear_elu_none/seed0/summary.json"
+"$relpos" reproduce table2 --scale tiny --data-dir "$tmp/data" --out "$tmp/rep_jobs" \
+  --only linear_elu_none --jobs 2 --resume >/dev/null 2>"$tmp/err_resume" ||
+  fail "--jobs 2 --resume failed: $(cat "$tmp/err_resume")"
+grep -q "resumed from .*linear_elu_none/seed0/checkpoints/last.h5" \
+  "$tmp/rep_jobs/mnist/linear_elu_none/seed0/log.txt" ||
+  fail "--jobs 2 --resume did not resume: $(cat "$tmp/rep_jobs/table.md")"
+grep -q "failed" "$tmp/rep_jobs/table.md" && fail "--jobs 2 --resume: $(cat "$tmp/rep_jobs/table.md")"
 mkdir -p "$tmp/rep_fail/mnist/linear_elu_none" && touch "$tmp/rep_fail/mnist/linear_elu_none/seed0"
 "$relpos" reproduce table2 --scale tiny --data-dir "$tmp/data" --out "$tmp/rep_fail" \
   --only linear_elu_none --jobs 2 >/dev/null 2>"$tmp/err_fail" || fail "--jobs: a failed run failed the grid"

@@ -126,8 +126,7 @@ void Grid::run_in_processes(const std::vector<PendingRun>& pending, std::vector<
       --unstarted;
       const PendingRun& run = pending[next];
       progress(run.number, *run.cell, run.seed, false, report, left);
-      std::vector<std::string> args{program.string(), "train", run.cell->config, "--quiet",
-                                    "--overwrite"};
+      std::vector<std::string> args{program.string(), "train", run.cell->config, "--quiet"};
       std::vector<std::string> sets = cell_overrides(
           *run.cell, scale, run.seed, run_placement(*run.cell, run.seed, o, scale, run.dir));
       for (std::string& s : sets) {
@@ -138,6 +137,8 @@ void Grid::run_in_processes(const std::vector<PendingRun>& pending, std::vector<
       if (o.resume && fs::exists(last)) {
         args.emplace_back("--resume");
         args.push_back(last.string());
+      } else {
+        args.emplace_back("--overwrite");  // a run never started afresh over half a run
       }
       fs::create_directories(run.dir.parent_path());
       running[spawn(args, env, run.dir.string() + ".log")] = {&run,

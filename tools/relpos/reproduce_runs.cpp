@@ -129,7 +129,8 @@ RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, c
     options.verbose = false;
     const fs::path last = dir / "checkpoints" / "last.h5";
     if (o.resume && fs::exists(last)) options.resume = last.string();
-    options.overwrite = true;  // a cell without a summary starts again (its last try failed)
+    // A cell without a summary that does not resume starts again (its last try failed).
+    options.overwrite = options.resume.empty();
     Trainer trainer(config, options);
     trainer.run();
     return read_summary(dir / "summary.json");

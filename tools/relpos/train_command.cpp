@@ -90,12 +90,16 @@ void add_train_command(CLI::App& app, int& status) {
       ->allow_extra_args(false);
   sub->add_option("--out", a->out, "the run directory (train.out)")->type_name("DIR");
   sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
-  sub->add_option("--resume", a->options.resume, "continues from this checkpoint")
-      ->type_name("CHECKPOINT");
+  CLI::Option* resume =
+      sub->add_option("--resume", a->options.resume, "continues from this checkpoint")
+          ->type_name("CHECKPOINT");
+  // Neither is silently ignored: one only means something with --resume, the other without.
   sub->add_flag("--allow-config-change", a->options.allow_config_change,
-                "resumes even if the configuration changes the run's course");
+                "resumes even if the configuration changes the run's course")
+      ->needs(resume);
   sub->add_flag("--overwrite", a->options.overwrite,
-                "starts afresh in a run directory that holds a run, removing its files");
+                "starts afresh in a run directory that holds a run, removing its files")
+      ->excludes(resume);
   sub->add_option("--stop-at-step", a->stop_at_step, "ends this session after update N")
       ->type_name("N");
   sub->add_option("--profile", a->profile,
