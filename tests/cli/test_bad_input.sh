@@ -415,9 +415,9 @@ refused "predictions onto a FIFO" \
 refused "bench --json onto a FIFO" \
   "^relpos: \[bench\] cannot write '$tmp/pipe.h5': it is a FIFO, not a regular file" \
   -- "$relpos" bench attention --lengths 8 --filter softmax --min-time 0.001 --json-out "$tmp/pipe.h5"
-# --json-out in a folder that does not exist yet: made before the run (the run used to end in
-# "cannot write ...: No such file or directory" after timing everything); one that cannot be made
-# is refused before the run.
+# --json-out in a folder that does not exist yet: made when the JSON is written (the run used to
+# end in "cannot write ...: No such file or directory" after timing everything); one that cannot
+# be made is refused before the run.
 "$relpos" bench attention --lengths 8 --filter softmax --min-time 0.001 \
   --json-out "$tmp/new/folder/bench.json" >/dev/null 2>&1 ||
   fail "bench --json-out into a new folder failed"
