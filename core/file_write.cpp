@@ -88,6 +88,11 @@ void make_directories(const std::string& component, const std::string& path) {
   RELPOS_CHECK(!ec, component, "cannot create the folder '{}': {}", path, ec.message());
 }
 
+void make_file_folder(const std::string& component, const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty()) make_directories(component, folder.string());
+}
+
 void check_directories_can_be_made(const std::string& component, const std::string& path) {
   namespace fs = std::filesystem;
   const auto refuse = [&](const std::string& reason) {

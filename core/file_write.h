@@ -25,6 +25,10 @@ std::string atomic_write_target(const std::string& component, const std::string&
 // read-only filesystem) throws "[component] cannot create the folder '<path>': <the reason>".
 void make_directories(const std::string& component, const std::string& path);
 
+// Creates the folder the file `path` goes to (nothing when `path` names no folder), as
+// make_directories does.
+void make_file_folder(const std::string& component, const std::string& path);
+
 // Refuses, with make_directories' message, a folder that make_directories could not make,
 // without making anything: the nearest part of `path` that exists must be a folder this process
 // may add to (a regular file on the way, or no permission, is refused).

@@ -12,7 +12,7 @@
 #include "core/comm/comm.h"
 #include "core/fnv1a.h"
 #include "datasets/data_loader.h"
-#include "train/predictions.h"
+#include "train/root_datasets.h"
 #include "train/task.h"
 #include "train/task_data.h"
 
@@ -127,8 +127,9 @@ class ClassificationTask final : public Task {
     std::vector<Tensor> logits, labels;
     run(split, 0, &logits, &labels);
     RELPOS_CHECK(!logits.empty(), "predictions", "split '{}' has no examples", split);
-    relpos::write_predictions(path, {{"logits", cat(logits, 0).to(DType::f32)},
-                                     {"labels", cat(labels, 0).to(DType::i64)}});
+    relpos::write_root_datasets(
+        "predictions", path,
+        {{"logits", cat(logits, 0).to(DType::f32)}, {"labels", cat(labels, 0).to(DType::i64)}});
   }
 
  private:

@@ -24,7 +24,7 @@
 #include "datasets/char_corpus.h"
 #include "datasets/lm_batches.h"
 #include "train/distributed.h"
-#include "train/predictions.h"
+#include "train/root_datasets.h"
 #include "train/task.h"
 #include "train/task_data.h"
 
@@ -166,8 +166,9 @@ class LanguageModelTask final : public Task {
              }
            });
     const int64_t count = static_cast<int64_t>(n);
-    relpos::write_predictions(path, {{"targets", Tensor::from_vector(targets, {count})},
-                                     {"log_prob", Tensor::from_vector(log_probs, {count})}});
+    relpos::write_root_datasets("predictions", path,
+                                {{"targets", Tensor::from_vector(targets, {count})},
+                                 {"log_prob", Tensor::from_vector(log_probs, {count})}});
   }
 
   // The training memory under "memory.<name>", and the vocabulary (byte of each id, u8 [V])

@@ -22,12 +22,14 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/module_state.h"
+#include "train/root_datasets.h"
 #include "train/task.h"
 
 namespace relpos {
 namespace {
 
 constexpr const char* kWho = "import";
+constexpr const char* kExport = "export";
 
 // Every dataset at the root of an HDF5 file, read as f32 (the reference trains in f32).
 std::map<std::string, Tensor> read_root_datasets(const std::string& path) {
@@ -188,34 +190,6 @@ std::pair<std::string, int> reference_name(const std::string& name) {
   return {"", -1};
 }
 
-// Each tensor as a float32 dataset at the root of a new HDF5 file, written to a temporary name
-// and renamed onto `path`.
-void write_root_datasets(const std::string& named, const std::map<std::string, Tensor>& tensors) {
-  const std::string path = atomic_write_target(kWho, named);
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  const std::string temp = path + ".tmp";
-  try {
-    const H5Handle file{H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
-    RELPOS_CHECK(file.get() >= 0, kWho, "cannot write '{}'", path);
-    for (const auto& [name, t] : tensors) {
-      const Tensor values = t.to(Device::cpu()).to(DType::f32).contiguous();
-      const std::vector<hsize_t> dims(values.shape().begin(), values.shape().end());
-      const H5Handle space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                           H5Sclose};
-      const H5Handle set{H5Dcreate2(file.get(), name.c_str(), H5T_IEEE_F32LE, space.get(),
-                                    H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                         H5Dclose};
-      RELPOS_CHECK(set.get() >= 0 && H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
-                                              H5P_DEFAULT, values.raw_data()) >= 0,
-                   kWho, "cannot write '{}' into '{}'", name, path);
-    }
-  } catch (...) {
-    std::remove(temp.c_str());
-    throw;
-  }
-  RELPOS_CHECK(std::rename(temp.c_str(), path.c_str()) == 0, kWho, "cannot write '{}'", path);
-}
-
 // The sinusoid's frequencies of the reference's PositionalEmbedding: 1 / 10000^(2i / d).
 Tensor inverse_frequencies(int64_t d) {
   std::vector<float> values;
@@ -252,15 +226,17 @@ std::map<std::string, bool> place_reference_tensors(CheckpointData& data,
 
 void export_reference(const std::string& checkpoint, const std::string& state,
                       const std::string& hparams) {
+  check_write(kExport, state);  // before the work, which writes its files at the end
+  check_write(kExport, hparams);
   const CheckpointData data = read_checkpoint(checkpoint);
   const auto text = data.texts.find("config");
-  RELPOS_CHECK(text != data.texts.end(), kWho, "'{}' holds no configuration", checkpoint);
+  RELPOS_CHECK(text != data.texts.end(), kExport, "'{}' holds no configuration", checkpoint);
   const RunConfig config = parse_config(text->second, checkpoint);
   const ModelConfig& m = config.model;
   const Options& own = m.own;
   RELPOS_CHECK(m.type == "transformer_xl" && own.get<bool>("tie_weights", true) &&
                    !own.get<bool>("untie_r", false),
-               kWho,
+               kExport,
                "'{}' is a {} (tie_weights {}, untie_r {}); the reference's MemTransformerLM holds "
                "a transformer_xl with tied weights and one r_w_bias / r_r_bias",
                checkpoint, m.type, own.get<bool>("tie_weights", true),
@@ -269,7 +245,7 @@ void export_reference(const std::string& checkpoint, const std::string& state,
   std::map<std::string, std::vector<Tensor>> thirds;
   for (const auto& [name, value] : data.params) {
     const auto [theirs, third] = reference_name(name);
-    RELPOS_CHECK(!theirs.empty(), kWho, "'{}': relpos's '{}' has no place in MemTransformerLM",
+    RELPOS_CHECK(!theirs.empty(), kExport, "'{}': relpos's '{}' has no place in MemTransformerLM",
                  checkpoint, name);
     if (third < 0) {
       out[theirs] = value;
@@ -285,7 +261,7 @@ void export_reference(const std::string& checkpoint, const std::string& state,
   Tensor vocabulary;
   for (const auto& [name, t] : data.state)
     if (name == "vocabulary") vocabulary = t;
-  RELPOS_CHECK(vocabulary.defined(), kWho, "'{}' holds no vocabulary", checkpoint);
+  RELPOS_CHECK(vocabulary.defined(), kExport, "'{}' holds no vocabulary", checkpoint);
   const int64_t qkv = m.qkv_dim > 0 ? m.qkv_dim : m.model_dim;
   const int64_t clamp = own.get<int64_t>("clamp_len", 0);
   Json h = Json::object();
@@ -307,11 +283,16 @@ void export_reference(const std::string& checkpoint, const std::string& state,
   h["eval_batch_size"] =
       config.data.eval_batch_size > 0 ? config.data.eval_batch_size : config.data.batch_size;
   h["symbols"] = vocabulary.to(DType::i64).to_vector<int64_t>();
-  write_root_datasets(state, out);
-  write_file_atomic(kWho, hparams, h.dump(1) + "\n");
+  // f32 datasets: the reference trains in f32.
+  std::vector<std::pair<std::string, Tensor>> datasets;
+  for (const auto& [name, t] : out) datasets.emplace_back(name, t.to(DType::f32));
+  write_root_datasets(kExport, state, datasets);
+  make_file_folder(kExport, hparams);
+  write_file_atomic(kExport, hparams, h.dump(1) + "\n");
 }
 
 void import_reference(const ReferenceImport& r) {
+  check_write(kWho, r.out);
   const Json h = read_json_file(kWho, r.hparams);
   std::map<std::string, Tensor> state = read_root_datasets(r.state);
   check_hparams_fit_state(h, r, state);
@@ -354,6 +335,7 @@ void import_reference(const ReferenceImport& r) {
   out.state.emplace_back("vocabulary",
                          Tensor::from_vector(bytes, {static_cast<int64_t>(bytes.size())}));
   out.ints["step"] = 0;
+  make_file_folder(kWho, r.out);
   write_checkpoint(r.out, out);
 }
 

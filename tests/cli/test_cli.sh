@@ -166,6 +166,14 @@ grep -q "^relpos: \[train\] --profile 6 needs 2 warm-up updates and twice 6 more
   fail "train --profile too long: $(cat "$tmp/err")"
 expect_status 2 "train --profile 0" -- "$relpos" train "$tmp/tiny12.yaml" --profile 0
 expect_status 2 "train --profile huge" -- "$relpos" train "$tmp/tiny12.yaml" --profile 9223372036854775807
+# A profile writes no run and counts its own updates: the run's options are refused, not ignored.
+for option in "--out $tmp/profiled" --overwrite "--stop-at-step 1"; do
+  # shellcheck disable=SC2086  # the option and its value are two words
+  expect_status 2 "train --profile with $option" -- "$relpos" train "$tmp/tiny12.yaml" --profile 3 \
+    $option --quiet
+  expect_error_line "train --profile with $option" "relpos: \[train\] ${option%% *} excludes --profile"
+done
+[[ ! -e $tmp/profiled ]] || fail "train --profile --out wrote a run directory"
 # --stop-at-step ends a session early (as a job time limit would); --resume finishes the same
 # course, bit-exactly what one uninterrupted session computes.
 expect_status 0 "train --stop-at-step" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/stopped" \

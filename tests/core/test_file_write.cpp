@@ -94,3 +94,15 @@ TEST_CASE("check_write refuses what a later write would, before the work, and ma
     fs::permissions(dir.file("locked"), fs::perms::owner_all);
   }
 }
+
+TEST_CASE("make_file_folder makes a file's folder, and refuses a file on the way") {
+  test::ScratchDir dir;
+  make_file_folder("export", dir.file("a/b/state.h5"));
+  CHECK(fs::is_directory(dir.file("a/b")));
+  CHECK_FALSE(fs::exists(dir.file("a/b/state.h5")));
+  make_file_folder("export", "name_without_folder.h5");  // the working folder: nothing to make
+  CHECK_FALSE(fs::exists("name_without_folder.h5"));
+  dir.write("plain", "x");
+  CHECK(test::error_of([&] { make_file_folder("export", dir.file("plain/sub/x.h5")); }) ==
+        "[export] cannot create the folder '" + dir.file("plain/sub") + "': Not a directory");
+}

@@ -129,6 +129,32 @@ TEST_CASE("export reference: the imported fixture goes back to the same tensors 
   CHECK_FALSE(fs::exists(dir.file("x.h5")));
 }
 
+TEST_CASE(
+    "import and export reference: output folders are made; a path that cannot be is refused") {
+  test::ScratchDir dir;
+  const std::string state = (kData / "txl_reference_tiny.h5").string();
+  const std::string hparams = (kData / "txl_reference_tiny.json").string();
+  import_reference({state, hparams, dir.file("made/by/import.h5"), dir.file("gpl")});
+  CHECK(fs::is_regular_file(dir.file("made/by/import.h5")));
+  export_reference(dir.file("made/by/import.h5"), dir.file("state/of/it.h5"),
+                   dir.file("json/of/it.json"));
+  CHECK(fs::is_regular_file(dir.file("state/of/it.h5")));
+  CHECK(fs::is_regular_file(dir.file("json/of/it.json")));
+  // A regular file on the way is refused first: before the checkpoint is read (it does not
+  // exist here), and nothing is written, the other output included.
+  dir.write("file", "x");
+  const std::string under_file = dir.file("file/sub/out.h5");
+  CHECK(test::error_of([&] {
+          import_reference({state, hparams, under_file, dir.file("gpl")});
+        }) == fmt::format("[import] cannot create the folder '{}': Not a directory",
+                          dir.file("file/sub")));
+  CHECK(test::error_of([&] {
+          export_reference(dir.file("missing.h5"), dir.file("fresh.h5"), under_file);
+        }) == fmt::format("[export] cannot create the folder '{}': Not a directory",
+                          dir.file("file/sub")));
+  CHECK_FALSE(fs::exists(dir.file("fresh.h5")));
+}
+
 TEST_CASE("import reference: a state that does not fit is refused, naming the file and key") {
   test::ScratchDir dir;
   Json h = read_json_file("test", (kData / "txl_reference_tiny.json").string());

@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -132,8 +131,7 @@ int bench_attention(AttentionArgs& a) {
   const std::string object = json_line(summary) + "\n";
   if (json) std::fputs(object.c_str(), stdout);
   if (!json_out.empty()) {
-    const std::filesystem::path folder = std::filesystem::path(json_out).parent_path();
-    if (!folder.empty()) make_directories("bench", folder.string());
+    make_file_folder("bench", json_out);
     write_file_atomic("bench", json_out, object);
   }
   return 0;
