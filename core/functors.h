@@ -106,8 +106,8 @@ RELPOS_HOST_DEVICE T unary(T x, T s) {
     return std::sin(x);
   else if constexpr (Op == UnaryOp::cos)
     return std::cos(x);
-  else if constexpr (Op == UnaryOp::relu)
-    return x > T(0) ? x : T(0);
+  else if constexpr (Op == UnaryOp::relu)  // NaN propagates, as in torch.relu
+    return x <= T(0) ? T(0) : x;
   else if constexpr (Op == UnaryOp::elu)
     return x > T(0) ? x : s * std::expm1(x);
   else if constexpr (Op == UnaryOp::gelu)

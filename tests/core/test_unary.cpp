@@ -102,6 +102,28 @@ TEST_CASE("unary: f32 gelu keeps its relative accuracy far into the negative tai
   CHECK(std::isnan(ends[6]));
 }
 
+TEST_CASE("unary: NaN goes through every activation, as in PyTorch") {
+  // A NaN that an activation turned into a number would hide a diverged model's values (relu
+  // once made them 0: plausible logits from NaN features).
+  for (DType dt : {DType::f32, DType::f64}) {
+    INFO(dtype_name(dt));
+    const Tensor x = cast(Tensor::from_vector<double>({NAN, -1, 1}, {3}), dt);
+    for (const auto& [name, y] :
+         std::vector<std::pair<const char*, Tensor>>{{"relu", relu(x)},
+                                                     {"elu", elu(x, 1.0)},
+                                                     {"gelu", gelu(x)},
+                                                     {"tanh", relpos::tanh(x)},
+                                                     {"sigmoid", sigmoid(x)},
+                                                     {"abs", relpos::abs(x)}}) {
+      INFO(name);
+      const std::vector<double> v = y.to_vector<double>();
+      CHECK(std::isnan(v[0]));
+      CHECK_FALSE(std::isnan(v[1]));
+      CHECK_FALSE(std::isnan(v[2]));
+    }
+  }
+}
+
 TEST_CASE("unary: sigmoid saturates at +-50 and +-100 without overflow or NaN") {
   for (DType dt : {DType::f32, DType::f64}) {
     INFO(dtype_name(dt));
