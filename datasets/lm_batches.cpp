@@ -71,11 +71,17 @@ LmSegment LmBatches::segment(int64_t index) const {
   return slice_rows(ids_, starts, len);
 }
 
-LmSegment LmBatches::tail() const {
-  if (layout_ == LmLayout::reference) return {};
-  const int64_t len = num_targets() - batch_ * row_targets_;
-  if (len == 0) return {};
-  return slice_rows(ids_, {batch_ * row_targets_}, len);
+int64_t LmBatches::num_tail_segments() const {
+  if (layout_ == LmLayout::reference) return 0;
+  const int64_t tail = num_targets() - batch_ * row_targets_;
+  return (tail + tgt_len_ - 1) / tgt_len_;
+}
+
+LmSegment LmBatches::tail_segment(int64_t index) const {
+  RELPOS_CHECK(index >= 0 && index < num_tail_segments(), "lm_batches",
+               "tail segment {} out of range [0, {})", index, num_tail_segments());
+  const int64_t start = batch_ * row_targets_ + index * tgt_len_;
+  return slice_rows(ids_, {start}, std::min(tgt_len_, num_targets() - start));
 }
 
 int64_t LmBatches::num_targets() const {

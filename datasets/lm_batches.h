@@ -4,7 +4,7 @@
 // - shared_boundaries (relpos's): row b holds ids[b n .. (b+1) n] (n = (N - 1) / batch): each
 //   row ends where the next begins, so every id but the first is a target exactly once. The
 //   (N - 1) mod batch ids left after the rows form a tail that continues the last row
-//   (evaluation reads it; training skips it).
+//   (evaluation reads it, in segments of tgt_len like the rows; training skips it).
 // - reference (kimiyoung/transformer-xl's): row b holds ids[b m .. (b+1) m) (m = N / batch),
 //   targets ids[b m + 1 .. (b+1) m): the first id of every row is never a target, and the
 //   N mod batch ids after the rows are dropped. The numbers of the paper are scored this way.
@@ -42,9 +42,11 @@ class LmBatches {
   // Segments start at t = 0, L, 2L, ... while t < n; the last may be shorter.
   int64_t num_segments() const { return (row_targets_ + tgt_len_ - 1) / tgt_len_; }
   LmSegment segment(int64_t index) const;
-  // The ids after the rows, one row continuing row batch - 1: inputs [1, T], targets [1, T]
-  // with T = (N - 1) mod batch; undefined tensors when T = 0, and in the reference layout.
-  LmSegment tail() const;
+  // The T = (N - 1) mod batch ids after the rows, one row continuing row batch - 1, in segments
+  // of tgt_len (the last may be shorter): inputs [1, len], targets [1, len]. None when T = 0,
+  // and in the reference layout.
+  int64_t num_tail_segments() const;
+  LmSegment tail_segment(int64_t index) const;
   // The targets scored: N - 1 (every one, tail included), or batch (m - 1) in the reference
   // layout.
   int64_t num_targets() const;

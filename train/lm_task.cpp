@@ -2,7 +2,7 @@
 // Transformer-XL reads it: data.batch_size contiguous rows in segments of data.tgt_len, the
 // model's state (its memory) carried from segment to segment, and reset where a stream starts
 // (every epoch, every evaluation). Evaluation uses eval.tgt_len / mem_len / clamp_len /
-// same_length where set, reads the tail after the rows as a last one-row segment (so every
+// same_length where set, reads the tail after the rows as one row's last segments (so every
 // character but the first is predicted exactly once), and reports the mean cross-entropy per
 // character in nats (loss), in bits (bpc) and its perplexity. The training memory is saved with
 // each checkpoint, so a resumed run continues bit-exactly. Predictions: targets [n] (i64) and
@@ -270,16 +270,20 @@ class LanguageModelTask final : public Task {
       f(flat(out.logits).value(), segment.targets.reshape({-1}).to(device_), at);
       column += len;
     }
-    const LmSegment tail = data.tail();
-    // The tail continues the last row: the rank holding that row reads it, with its memory.
-    if (max_batches == 0 && tail.inputs.defined() && rows.end == data.batch()) {
+    // The tail continues the last row, segment by segment: the rank holding that row reads it,
+    // with its memory.
+    if (max_batches == 0 && data.num_tail_segments() > 0 && rows.end == data.batch()) {
       const int64_t last = rows.size() - 1;
-      std::vector<int64_t> at;
-      for (int64_t j = 0; j < tail.targets.size(1); ++j)
-        at.push_back(data.batch() * data.row_targets() + j);
-      const LmOutput out =
-          model_->forward(tail.inputs.to(device_), rows_of(memory, last, last + 1));
-      f(flat(out.logits).value(), tail.targets.reshape({-1}).to(device_), at);
+      LmState row_memory = rows_of(memory, last, last + 1);
+      int64_t target = data.batch() * data.row_targets();
+      for (int64_t s = 0; s < data.num_tail_segments(); ++s) {
+        const LmSegment tail = data.tail_segment(s);
+        std::vector<int64_t> at;
+        for (int64_t j = 0; j < tail.targets.size(1); ++j) at.push_back(target++);
+        LmOutput out = model_->forward(tail.inputs.to(device_), row_memory);
+        row_memory = std::move(out.state);
+        f(flat(out.logits).value(), tail.targets.reshape({-1}).to(device_), at);
+      }
     }
     model_->set_context(train_context_);
   }

@@ -101,10 +101,13 @@ TEST_CASE("text: lm batches are contiguous rows sharing their boundary, tgt_len 
   CHECK(last.inputs.shape() == Shape{2, 3});
   CHECK(last.inputs.to_vector<int64_t>() == std::vector<int64_t>{8, 9, 10, 19, 20, 21});
   CHECK(last.targets.to_vector<int64_t>() == std::vector<int64_t>{9, 10, 11, 20, 21, 22});
-  const LmSegment tail = batches.tail();
+  REQUIRE(batches.num_tail_segments() == 1);
+  const LmSegment tail = batches.tail_segment(0);
   CHECK(tail.inputs.to_vector<int64_t>() == std::vector<int64_t>{22});
   CHECK(tail.targets.to_vector<int64_t>() == std::vector<int64_t>{23});
-  CHECK_FALSE(LmBatches(std::vector<uint8_t>(23), 2, 4).tail().inputs.defined());
+  CHECK(LmBatches(std::vector<uint8_t>(23), 2, 4).num_tail_segments() == 0);
+  CHECK(error_of([&] { batches.tail_segment(1); }) ==
+        "[lm_batches] tail segment 1 out of range [0, 1)");
 
   CHECK(error_of([&] { batches.segment(3); }) == "[lm_batches] segment 3 out of range [0, 3)");
   CHECK(error_of([&] { LmBatches(ids, 0, 4); }) ==
@@ -147,9 +150,20 @@ TEST_CASE("text: every id of a split but the first is predicted exactly once, ro
                 ids[static_cast<size_t>(position - 1)]);
         }
     }
-    const LmSegment tail = batches.tail();
-    if (tail.targets.defined())
-      for (int64_t j = 0; j < tail.targets.size(1); ++j) ++predicted[rows * n + j + 1];
+    // The tail, (N - 1) mod rows ids, continues the last row in segments of at most tgt_len (at
+    // 64 rows 39 ids: three segments; it was read as one, longer than any segment the model had).
+    int64_t position = rows * n + 1;
+    for (int64_t s = 0; s < batches.num_tail_segments(); ++s) {
+      const LmSegment seg = batches.tail_segment(s);
+      REQUIRE(seg.targets.size(0) == 1);
+      CHECK(seg.targets.size(1) <= 13);
+      CHECK(seg.targets.size(1) == std::min<int64_t>(13, 1000 - position));
+      for (const int64_t target : seg.targets.to_vector<int64_t>()) {
+        CHECK(target == ids[static_cast<size_t>(position)]);
+        ++predicted[static_cast<size_t>(position++)];
+      }
+    }
+    CHECK(batches.num_tail_segments() == (rows == 64 ? 3 : rows == 7 ? 1 : 0));
     CHECK(predicted[0] == 0);
     CHECK(std::count(predicted.begin() + 1, predicted.end(), 1) == 999);
     CHECK(batches.num_targets() == 999);
@@ -169,7 +183,7 @@ TEST_CASE("text: the reference layout is LMOrderedIterator's rows, segments and 
     const int64_t m = n / rows;
     CHECK(batches.row_targets() == m - 1);
     CHECK(batches.num_targets() == rows * (m - 1));
-    CHECK_FALSE(batches.tail().inputs.defined());
+    CHECK(batches.num_tail_segments() == 0);
     int64_t segments = 0, scored = 0;
     for (int64_t i = 0; i < m - 1; i += len, ++segments) {
       const int64_t seq = std::min(len, m - 1 - i);

@@ -11,6 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const CharCorpus corpus = read_byte_corpus(path, {.valid = part, .test = part});
     const LmBatches batches(corpus.train, 3, 5);
     for (int64_t s = 0; s < batches.num_segments(); ++s) batches.segment(s);
-    batches.tail();
+    for (int64_t s = 0; s < batches.num_tail_segments(); ++s) batches.tail_segment(s);
   });
 }
