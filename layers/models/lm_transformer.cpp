@@ -148,6 +148,10 @@ LmOutput LmTransformer::forward(const Tensor& tokens, const LmState& state) {
   RELPOS_CHECK(tokens.dim() == 2, kWho, "{}: tokens must be [batch, length], got {}", config().type,
                tokens.str());
   const int64_t batch = tokens.size(0), len = tokens.size(1), d = config().model_dim;
+  RELPOS_CHECK(max_keys_ == 0 || len <= max_keys_, kWho,
+               "{}: a segment of {} exceeds the {} keys its position tables cover "
+               "(model.max_len); train with a larger max_len or use a shorter tgt_len",
+               config().type, len, max_keys_);
   Var x = embedding_->forward(tokens);  // [B, L, d]
   if (embedding_scale_ != 1.0) x = x * embedding_scale_;
   if (learned_positions_ != nullptr) x = learned_positions_->forward(x);

@@ -371,6 +371,34 @@ expect_status 2 "generate on a classifier" -- "$relpos" generate "$tmp/run/check
   --prompt "a" --tokens 3
 expect_error_line "generate on a classifier" "relpos: \[generate\] .* is not a language-model"
 
+# A checkpoint keeps the model.max_len its training resolved. Evaluated with a longer segment, a
+# cosFormer model (M defaults to max_len) was silently another model, M following eval.tgt_len;
+# now refused by name. The characters left after the rows are read in segments of tgt_len: with
+# 400 rows they were one segment of 199, past what learned positions cover.
+for lm_case in "cosformer:positions: none, attention: {type: linear, feature_map: cosformer}" \
+  "learned:positions: learned"; do
+  name=${lm_case%%:*}
+  cat >"$tmp/lm_$name.yaml" <<YAML
+model: {type: causal_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, dropout: 0.0,
+        attention_dropout: 0.0, mem_len: 0, ${lm_case#*:}}
+data: {dataset: chars, dir: $corpus, batch_size: 4, tgt_len: 8}
+optimizer: {type: adam, lr: 0.003}
+train: {steps: 2, eval_every: 2, log_every: 2, out: $tmp/lm_$name}
+YAML
+  expect_status 0 "train causal_lm $name" -- "$relpos" train "$tmp/lm_$name.yaml" --quiet
+done
+expect_status 2 "eval cosformer with a longer segment" -- "$relpos" eval \
+  "$tmp/lm_cosformer/checkpoints/last.h5" --set eval.tgt_len=16
+expect_error_line "eval cosformer with a longer segment" \
+  "relpos: \[feature_map cosformer\] positions up to 15 exceed cosformer_len 8"
+expect_status 2 "eval learned positions with a longer segment" -- "$relpos" eval \
+  "$tmp/lm_learned/checkpoints/last.h5" --set eval.tgt_len=16
+expect_error_line "eval learned positions with a longer segment" \
+  "relpos: \[model\] causal_lm: a segment of 16 exceeds the 8 keys"
+expect_status 0 "eval with a tail longer than tgt_len" -- "$relpos" eval \
+  "$tmp/lm_learned/checkpoints/last.h5" --set data.eval_batch_size=400
+grep -q "(2999 tokens" "$tmp/out" || fail "eval with 400 rows: $(cat "$tmp/out")"
+
 if [[ $failures -gt 0 ]]; then
   echo "$failures CLI check(s) failed" >&2
   exit 1

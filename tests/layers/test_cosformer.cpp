@@ -77,8 +77,9 @@ TEST_CASE("cosformer: M defaults to the layer's max_len; positions beyond M and 
   CHECK(test::error_of([&] {
           build({{"cosformer_len", "4"}}, 0)->forward(Var(q), Var(q), {});
         }) ==
-        "[feature_map cosformer] positions up to 5 exceed cosformer_len 4: the re-weighting "
-        "cos(pi (i - j) / 2M) would turn negative");
+        "[feature_map cosformer] positions up to 5 exceed cosformer_len 4 (default: the model's "
+        "max_len, kept from training): the re-weighting cos(pi (i - j) / 2M) would turn "
+        "negative");
   CHECK(test::error_of([&] { build({}, 0); }) ==
         "[feature_map cosformer] cosformer_len must be > 0 (its default, the layer's max_len, is "
         "not known here), got 0");

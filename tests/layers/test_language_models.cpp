@@ -348,6 +348,14 @@ TEST_CASE("language models: configs they cannot run are refused, saying why") {
           model->forward(random_tokens(1, 4, 11, 2), memory);
         }).find("memory 6 + segment 4 = 10 keys exceed the 8 its position tables cover") !=
         std::string::npos);
+  // A segment alone longer than learned positions cover is named the same way (it was the
+  // embedding's "sequence length 9 exceeds max_len 8", which names no key to change).
+  lm = tiny_lm_config("causal_lm");
+  lm.positions = "learned";
+  lm.max_len = 8;
+  CHECK(test::error_of([&] { build_lm(lm)->forward(random_tokens(1, 9, 11, 3), {}); }) ==
+        "[model] causal_lm: a segment of 9 exceeds the 8 keys its position tables cover "
+        "(model.max_len); train with a larger max_len or use a shorter tgt_len");
   // The task checks: a classifier is no language model and the other way round.
   Generator gen(0);
   CHECK(test::error_of([&] {

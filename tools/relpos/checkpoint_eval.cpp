@@ -15,8 +15,17 @@ RunConfig checkpoint_config(const char* who, const CheckpointData& data,
   const auto text = data.texts.find("config");
   RELPOS_CHECK(text != data.texts.end(), who, "'{}' holds no configuration", checkpoint);
   RunConfig config = parse_config(text->second, checkpoint, overrides);
-  const ModelConfig stored = parse_config(text->second, checkpoint).model;
+  const RunConfig trained = parse_config(text->second, checkpoint);
+  const ModelConfig& stored = trained.model;
   const ModelConfig& now = config.model;
+  // model.max_len 0 was resolved from the training run's data and contexts (its position tables,
+  // FastRPB's and skew's lengths, cosFormer's M): the model keeps it. Resolved anew from eval's
+  // settings it would be another model (refused by the layers that bound their keys).
+  if (stored.max_len == 0 && now.max_len == 0) {
+    ModelConfig resolved = stored;
+    complete_model_config(resolved, trained, 0, 0);
+    config.model.max_len = resolved.max_len;
+  }
   // Sizes as the model reads them: qkv_dim 0 is model_dim, stacked_hidden only shapes "stacked".
   const auto qkv = [](const ModelConfig& m) { return m.qkv_dim > 0 ? m.qkv_dim : m.model_dim; };
   const auto hidden = [](const ModelConfig& m) {

@@ -21,7 +21,9 @@ struct CheckpointEval {
 // The configuration `data` stores, with `overrides` applied. Overrides may change how the model
 // runs, not its sizes: a trunk size (num_layers, num_heads, model_dim, qkv_dim, mlp_dim, and
 // stacked_hidden of stacked heads) other than the checkpoint's is refused before a model is built
-// from it.
+// from it. A model.max_len left to the data is the one the training run resolved, whatever the
+// eval.* or data.* overrides: a language model evaluated with more keys than its position tables
+// cover is refused by the model, naming the lengths.
 RunConfig checkpoint_config(const char* who, const CheckpointData& data,
                             const std::string& checkpoint,
                             const std::vector<std::string>& overrides);

@@ -30,8 +30,8 @@ class CosformerFeatureMap final : public FeatureMap {
     const int64_t q_len = q.size(2), k_len = k.size(2), q_start = in.query_offset(q_len, k_len);
     const int64_t last = std::max(q_start + q_len, k_len) - 1;
     RELPOS_CHECK(last <= length_, kWho,
-                 "positions up to {} exceed cosformer_len {}: the re-weighting cos(pi (i - j) / "
-                 "2M) would turn negative",
+                 "positions up to {} exceed cosformer_len {} (default: the model's max_len, "
+                 "kept from training): the re-weighting cos(pi (i - j) / 2M) would turn negative",
                  last, length_);
     return unshifted(reweight(q, q_start), reweight(k, 0));  // [B, H, Lq, 2D], [B, H, Lk, 2D]
   }
