@@ -82,6 +82,7 @@ struct AttentionCaps {
   int64_t feature_dim = 0;     // kernelized: the width F of phi(q) (0: not known)
   bool carries_state = false;  // takes AttentionInputs::carry (the whole past in fixed memory)
   bool causal_only = false;    // refuses causal = false (its positions exist for earlier keys only)
+  bool own_positions = false;  // encodes relative positions itself: hosts no positional encoding
   // Runs as the fused attention op (memory linear in L) unless `fused: false` asks for its naive
   // twin, which builds the [Lq, Lk] weights.
   bool fused = false;

@@ -78,6 +78,10 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   if (positional_ != nullptr) opt.head_dim = positional_->qk_dim(head_dim_);
   attention_ = register_module("attention", make_attention(opt));
   if (positional_ != nullptr) {
+    RELPOS_CHECK(!attention_->caps().own_positions, "MultiHeadAttention",
+                 "attention '{}' encodes relative positions itself: it hosts no positional "
+                 "encoding (got '{}')",
+                 attention_->name(), positional_->name());
     positional_->check_host(*attention_);
     register_module("positional", positional_);
   }

@@ -64,6 +64,11 @@ class Positional : public Module {
   // depend on this encoding. FastRPB's term leaves them out (as the authors' code), so in the
   // last block of a CLS-pooled model it cannot reach the logits (TransformerEncoder warns).
   virtual bool reaches_leading_special_rows() const { return true; }
+
+  // Whether every sequence must fill the encoding's grid (FastRPB 2D relates the pixels of whole
+  // images): an encoder then refuses a batch with padding or of another length, whichever batch
+  // an example sits in, as it does for input patches.
+  virtual bool reads_whole_images() const { return false; }
 };
 
 using PositionalRegistry = Registry<Positional, const AttentionOptions&>;

@@ -48,7 +48,11 @@ class RelXlAttention final : public Attention {
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override;
   AttentionCaps caps() const override {
-    return {.forms_scores = true, .kernelized = false, .causal_only = true, .fused = fused_};
+    return {.forms_scores = true,
+            .kernelized = false,
+            .causal_only = true,
+            .own_positions = true,
+            .fused = fused_};
   }
   std::string name() const override { return "rel_xl"; }
 

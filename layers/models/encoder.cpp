@@ -99,6 +99,19 @@ TransformerEncoder::TransformerEncoder(const ModelConfig& c, const ClassifierCon
   layers_ = register_module("layers", std::make_shared<ModuleList>());
   const int64_t blocks = k.tied_blocks ? 1 : c.num_layers;
   add_encoder_blocks(*layers_, blocks, c, mha, gen);
+  // Refused here, before a run starts, rather than by the first forward pass.
+  Attention& attention = layers_->at<EncoderBlock>(0)->attention().attention();
+  RELPOS_CHECK(!attention.caps().causal_only, "model",
+               "an encoder attends both ways, and attention '{}' is causal only (Transformer-XL's "
+               "relative attention: model.type transformer_xl)",
+               attention.name());
+  // Patches mix neighbouring pixels, and a grid encoding relates them: a padded image would mix
+  // padding in, and whether it ran would depend on the batch.
+  const Positional* positional = layers_->at<EncoderBlock>(0)->attention().positional();
+  if (patch_proj_ != nullptr)
+    whole_images_reader_ = "input 'patches'";
+  else if (positional != nullptr && positional->reads_whole_images())
+    whole_images_reader_ = "positional '" + positional->name() + "'";
   if (c.norm == "pre")
     norm_ = register_module("norm", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
 }
@@ -181,6 +194,24 @@ MultiHeadAttentionConfig TransformerEncoder::block_attention(int64_t front, int6
   return mha;
 }
 
+void TransformerEncoder::check_whole_images(const Tensor& tokens, const Tensor& mask) const {
+  const auto whole_images_only = [this, tokens, mask] {
+    RELPOS_CHECK(tokens.size(1) == config_.max_len &&
+                     (!mask.defined() ||
+                      sum(cast(mask, DType::f32)).item() == static_cast<double>(mask.numel())),
+                 "model",
+                 "{} reads whole images of {} pixels; got a batch of {} with padding or another "
+                 "length",
+                 whole_images_reader_, config_.max_len, tokens.str());
+  };
+  if (!mask.defined() || tokens.size(1) != config_.max_len || !device_checks_deferred()) {
+    whole_images_only();
+  } else {  // a training step: the padded positions counted on the device, read later
+    const Tensor padded = sum(cast(eq(mask, zeros_like(mask)), DType::f64));
+    defer_device_check(padded.reshape({1}), whole_images_only);
+  }
+}
+
 Var TransformerEncoder::embed(const Tensor& tokens) const {
   if (embedding_ != nullptr) return embedding_->forward(tokens);  // [B, L, d]
   if (patch_proj_ != nullptr) {
@@ -208,27 +239,9 @@ EncoderOutput TransformerEncoder::forward(const Tensor& tokens, const Tensor& ke
                "key_mask must have the shape of tokens {}, got {}", tokens.str(), key_mask.str());
   const int64_t batch = tokens.size(0);
   Tensor mask = key_mask;
-  if (patch_proj_ != nullptr) {
-    // Patches mix neighbouring pixels: a padded image would mix padding in. Every image of the
-    // batch must be whole; the patches then need no mask.
-    const auto whole_images_only = [this, tokens, mask] {
-      RELPOS_CHECK(tokens.size(1) == config_.max_len &&
-                       (!mask.defined() ||
-                        sum(cast(mask, DType::f32)).item() == static_cast<double>(mask.numel())),
-                   "model",
-                   "input 'patches' reads whole images of {} pixels; got a batch of {} with "
-                   "padding or another length",
-                   config_.max_len, tokens.str());
-    };
-    if (!mask.defined() || tokens.size(1) != config_.max_len || !device_checks_deferred()) {
-      whole_images_only();
-    } else {  // a training step: the padded positions counted on the device, read later
-      const Tensor padded = sum(cast(eq(mask, zeros_like(mask)), DType::f64));
-      defer_device_check(padded.reshape({1}), whole_images_only);
-    }
-    mask = Tensor();
-  }
-  Var x = embed(tokens);  // [B, T, d]
+  if (!whole_images_reader_.empty()) check_whole_images(tokens, mask);
+  if (patch_proj_ != nullptr) mask = Tensor();  // whole images: the patches need no mask
+  Var x = embed(tokens);                        // [B, T, d]
   if (cls_.defined()) {
     // [B, 1 + L, d]; the CLS is a real key.
     Var cls = expand(reshape(cls_, {1, 1, config_.model_dim}), {batch, 1, config_.model_dim});

@@ -105,6 +105,10 @@ class TransformerEncoder : public Module {
   MultiHeadAttentionConfig block_attention(int64_t front, int64_t back, Generator& gen) const;
 
   Var embed(const Tensor& tokens) const;  // [B, L] -> [B, T, d]
+  // Input patches and a grid encoding (fastrpb2d) read whole images: a batch with padding
+  // (key_mask [B, L] u8) or another length is refused; on a training step the padding is
+  // counted on the device and the error raised when the step is read.
+  void check_whole_images(const Tensor& tokens, const Tensor& key_mask) const;
   // What the first block's index-first attention reads: ids [B, L'] (with the CLS vector's id),
   // the table [V, d] they index (the embedding, plus the CLS vector's row), the positions.
   struct IndexFirstInputs {
@@ -116,6 +120,7 @@ class TransformerEncoder : public Module {
   ModelConfig config_;
   ClassifierConfig classifier_;
   int64_t seq_len_ = 0;
+  std::string whole_images_reader_;  // what reads whole images ("" when nothing does)
   MultiHeadAttentionConfig attention_config_;
   Var cls_;                               // [model_dim], cls == "vector"
   std::shared_ptr<Embedding> embedding_;  // input "tokens"

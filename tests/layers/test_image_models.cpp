@@ -60,6 +60,24 @@ TEST_CASE(
   CHECK(test::error_of([&] { logits_of(*model, batch_of({{1, 2, 3}}, 30)); }).find(why) == 0);
 }
 
+TEST_CASE("image models: FastRPB 2D reads whole images, whichever batch an example sits in") {
+  // Token input of a 3 x 3 grid: an example shorter than the grid was read as a padded image
+  // when a longer example shared its batch, and refused in a batch of its own (the output of a
+  // prediction depended on its batch). Every batch with padding or another length is refused.
+  ModelConfig m = tiny_model_config();
+  m.vocab_size = 16;
+  m.max_len = 9;
+  m.positional = test::options("model.positional", {{"type", "fastrpb2d"}});
+  auto model = build_model(m);
+  model->eval();
+  const std::vector<int64_t> whole = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  CHECK(logits_of(*model, batch_of({whole}, 9)).shape() == Shape{1, 3});
+  const std::string why =
+      "[model] positional 'fastrpb2d' reads whole images of 9 pixels; got a batch of ";
+  CHECK(test::error_of([&] { logits_of(*model, batch_of({whole, {1, 2, 3}}, 9)); }).find(why) == 0);
+  CHECK(test::error_of([&] { logits_of(*model, batch_of({{1, 2, 3}}, 3)); }).find(why) == 0);
+}
+
 TEST_CASE(
     "image models: learned2d positions place the pixels of a grid; [CLS] and [SEP] get their own") {
   // [CLS] + a 2 x 3 image + [SEP]: row [2, d] and col [3, d] for the pixels, special [2, d].

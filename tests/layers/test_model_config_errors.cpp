@@ -50,6 +50,19 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
           c.num_heads = 4;
         }) == "[model] qkv_dim 6 must be a multiple of num_heads 4");
   CHECK(error([](ModelConfig& c) { c.dropout = 1; }) == "[model] dropout must be in [0, 1), got 1");
+  // Transformer-XL's attention in an encoder was built and refused by the first training step
+  // (its run folder left behind); with an encoding, by no model at all.
+  CHECK(error([](ModelConfig& c) {
+          c.attention = test::options("model.attention", {{"type", "rel_xl"}});
+        }) ==
+        "[model] an encoder attends both ways, and attention 'rel_xl' is causal only "
+        "(Transformer-XL's relative attention: model.type transformer_xl)");
+  CHECK(error([](ModelConfig& c) {
+          c.attention = test::options("model.attention", {{"type", "rel_xl"}});
+          c.positional = test::options("model.positional", {{"type", "shaw"}});
+        }) ==
+        "[MultiHeadAttention] attention 'rel_xl' encodes relative positions itself: it "
+        "hosts no positional encoding (got 'shaw')");
   CHECK(error([](ModelConfig& c) {
           c.type = "transformer_xl";
           c.attention.set("type", "rel_xl");
