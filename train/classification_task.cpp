@@ -127,9 +127,11 @@ class ClassificationTask final : public Task {
     std::vector<Tensor> logits, labels;
     run(split, 0, &logits, &labels);
     RELPOS_CHECK(!logits.empty(), "predictions", "split '{}' has no examples", split);
-    relpos::write_root_datasets(
-        "predictions", path,
-        {{"logits", cat(logits, 0).to(DType::f32)}, {"labels", cat(labels, 0).to(DType::i64)}});
+    // In the model's dtype: an f64 model's logits are not rounded to f32 (bf16 products give f32).
+    const Tensor all = cat(logits, 0);
+    relpos::write_root_datasets("predictions", path,
+                                {{"logits", all.dtype() == DType::f64 ? all : all.to(DType::f32)},
+                                 {"labels", cat(labels, 0).to(DType::i64)}});
   }
 
  private:

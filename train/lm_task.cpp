@@ -6,9 +6,10 @@
 // character but the first is predicted exactly once), and reports the mean cross-entropy per
 // character in nats (loss), in bits (bpc) and its perplexity. The training memory is saved with
 // each checkpoint, so a resumed run continues bit-exactly. Predictions: targets [n] (i64) and
-// log_prob [n] (f32, the log-probability of each target) in stream order, n = characters - 1.
-// In a data-parallel job each rank reads its rows of the batch (train/distributed.h) and keeps
-// their memory; checkpoints hold every row's, and evaluation sums every rank's loss and tokens.
+// log_prob [n] (the log-probability of each target; f64 for an f64 model, else f32) in stream
+// order, n = characters - 1. In a data-parallel job each rank reads its rows of the batch
+// (train/distributed.h) and keeps their memory; checkpoints hold every row's, and evaluation sums
+// every rank's loss and tokens.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -153,12 +154,12 @@ class LanguageModelTask final : public Task {
     RELPOS_CHECK(!comm::distributed(), "predictions",
                  "predictions are written by one process: run relpos eval without mpirun");
     const auto n = static_cast<size_t>(batches(split).num_targets());
-    std::vector<float> log_probs(n);
+    std::vector<double> log_probs(n);  // written in the model's dtype
     std::vector<int64_t> targets(n);
     stream(split, 0,
            [&](const Tensor& logits, const Tensor& target, const std::vector<int64_t>& at) {
              const Tensor picked = gather(log_softmax(logits, 1), 1, target.reshape({-1, 1}));
-             const auto values = picked.to(Device::cpu()).to(DType::f32).to_vector<float>();
+             const auto values = picked.to(Device::cpu()).to(DType::f64).to_vector<double>();
              const auto ids = target.to(Device::cpu()).to_vector<int64_t>();
              for (size_t k = 0; k < at.size(); ++k) {
                log_probs[static_cast<size_t>(at[k])] = values[k];
@@ -166,9 +167,10 @@ class LanguageModelTask final : public Task {
              }
            });
     const int64_t count = static_cast<int64_t>(n);
+    const DType dtype = model_->config().dtype == DType::f64 ? DType::f64 : DType::f32;
     relpos::write_root_datasets("predictions", path,
                                 {{"targets", Tensor::from_vector(targets, {count})},
-                                 {"log_prob", Tensor::from_vector(log_probs, {count})}});
+                                 {"log_prob", Tensor::from_vector(log_probs, {count}).to(dtype)}});
   }
 
   // The training memory under "memory.<name>", and the vocabulary (byte of each id, u8 [V])

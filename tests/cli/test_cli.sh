@@ -101,6 +101,21 @@ assert f["labels"].shape == (16,), f["labels"].shape
 ck = h5py.File(sys.argv[2], "r")
 assert "params" in ck and ck.attrs["step"] == 4, dict(ck.attrs)
 ' "$tmp/pred.h5" "$tmp/run/checkpoints/last.h5" || fail "h5py cannot read the predictions"
+  # Finite weights whose products overflow: eval prints the non-finite loss with a warning, and
+  # debug.detect_anomaly (ignored by eval before) names the op.
+  cp "$tmp/run/checkpoints/last.h5" "$tmp/overflow.h5"
+  "$python" -c '
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    for name in ("encoder.layers.0.mlp.fc1.weight", "encoder.layers.0.mlp.fc2.weight"):
+        f["params/" + name][...] = f["params/" + name][()] * 1e30
+' "$tmp/overflow.h5" || fail "h5py cannot scale the checkpoint's weights"
+  expect_status 0 "eval of overflowing weights" -- "$relpos" eval "$tmp/overflow.h5"
+  grep -q "^relpos: \[eval\] warning: the loss is .*nan: the model gives non-finite values" \
+    "$tmp/err" || fail "eval of overflowing weights does not warn: $(cat "$tmp/err")"
+  expect_status 2 "eval with debug.detect_anomaly" -- "$relpos" eval "$tmp/overflow.h5" \
+    --set debug.detect_anomaly=true
+  expect_error_line "eval with debug.detect_anomaly" "relpos: \[anomaly\] .* produced NaN/Inf"
 else
   echo "SKIPPED: h5py checks (no h5py in $python)"
 fi

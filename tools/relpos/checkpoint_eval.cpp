@@ -3,6 +3,7 @@
 
 #include <tuple>
 
+#include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "train/distributed.h"
 #include "train/training_state.h"
@@ -15,6 +16,7 @@ RunConfig checkpoint_config(const char* who, const CheckpointData& data,
   const auto text = data.texts.find("config");
   RELPOS_CHECK(text != data.texts.end(), who, "'{}' holds no configuration", checkpoint);
   RunConfig config = parse_config(text->second, checkpoint, overrides);
+  if (config.debug.detect_anomaly) set_detect_anomaly(true);  // evaluation and sampling too
   const RunConfig trained = parse_config(text->second, checkpoint);
   const ModelConfig& stored = trained.model;
   const ModelConfig& now = config.model;

@@ -1,6 +1,7 @@
 // `relpos eval CHECKPOINT [--data-dir DIR] [--split test] [--device cpu|cuda] [--json]
 // [--predictions FILE.h5] [--set key=value]...` (DESIGN §7): rebuilds the model from the
 // configuration stored in the checkpoint, evaluates one split, prints its metrics.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -18,9 +19,11 @@ namespace {
 constexpr const char* kEvalFooter =
     "--json prints one JSON object on stdout. --predictions writes HDF5 datasets: classifiers\n"
     "logits [n, classes] and labels [n] in dataset order; language models targets [n] and\n"
-    "log_prob [n] (the log-probability of each target) in stream order. Language models take\n"
-    "eval.tgt_len, eval.mem_len, eval.clamp_len and eval.same_length from --set (default: as\n"
-    "configured).";
+    "log_prob [n] (the log-probability of each target) in stream order, in the model's dtype\n"
+    "(f32 or f64). Language models take eval.tgt_len and eval.mem_len (transformer_xl also\n"
+    "eval.clamp_len and eval.same_length) from --set (default: as configured); a checkpoint\n"
+    "keeps the model.max_len it trained with. A non-finite loss is printed with a warning on\n"
+    "stderr; --set debug.detect_anomaly=true then names the op that produced the values.";
 
 struct EvalArgs {
   std::string checkpoint, split = "test", predictions, data_dir, device;
@@ -44,6 +47,11 @@ int eval(EvalArgs& a) {
     // Predictions first: under mpirun they are refused before any evaluation runs.
     if (!a.predictions.empty()) task->write_predictions(split, a.predictions);
     const Metrics metrics = task->evaluate(split, 0);
+    if (!std::isfinite(metrics.get("loss")) && reports_results())
+      std::fprintf(stderr,
+                   "relpos: [eval] warning: the loss is %g: the model gives non-finite values on "
+                   "this split (--set debug.detect_anomaly=true names the op that produced them)\n",
+                   metrics.get("loss"));
 
     const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
     if (!reports_results()) return 0;  // under mpirun the ranks share the split
