@@ -83,6 +83,7 @@ struct AttentionCaps {
   bool carries_state = false;  // takes AttentionInputs::carry (the whole past in fixed memory)
   bool causal_only = false;    // refuses causal = false (its positions exist for earlier keys only)
   bool own_positions = false;  // encodes relative positions itself: hosts no positional encoding
+  bool uses_positions = false;  // its output depends on the tokens' positions (rel_xl, cosFormer)
   // Runs as the fused attention op (memory linear in L) unless `fused: false` asks for its naive
   // twin, which builds the [Lq, Lk] weights.
   bool fused = false;

@@ -195,7 +195,8 @@ class LinearAttention final : public Attention {
     return {.forms_scores = false,
             .kernelized = true,
             .feature_dim = feature_dim_,
-            .carries_state = !feature_map_->uses_positions()};
+            .carries_state = !feature_map_->uses_positions(),
+            .uses_positions = feature_map_->uses_positions()};
   }
   std::string name() const override { return "linear"; }
 

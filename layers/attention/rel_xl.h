@@ -52,6 +52,7 @@ class RelXlAttention final : public Attention {
             .kernelized = false,
             .causal_only = true,
             .own_positions = true,
+            .uses_positions = true,
             .fused = fused_};
   }
   std::string name() const override { return "rel_xl"; }

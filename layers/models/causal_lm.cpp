@@ -65,11 +65,14 @@ class CausalLm final : public LmTransformer {
 
   std::vector<std::string> warnings() const override {
     const ModelConfig& c = config();
-    if (c.positions != "none" || positional_type(c) != "none") return {};
+    const Attention& attention = layers().at<EncoderBlock>(0)->attention().attention();
+    if (c.positions != "none" || positional_type(c) != "none" || attention.caps().uses_positions)
+      return {};
     return {fmt::format(
-        "[model] causal_lm has no positions (positions: none and no positional encoding): "
-        "only the causal mask tells its {} attention the order of tokens",
-        c.attention.get<std::string>("type", "softmax"))};
+        "[model] causal_lm has no positions (positions: none, no positional encoding, and an "
+        "attention that does not use them): only the causal mask tells its {} attention the "
+        "order of tokens",
+        attention.name())};
   }
 
  protected:

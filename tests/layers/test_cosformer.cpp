@@ -72,7 +72,7 @@ TEST_CASE(
 TEST_CASE("cosformer: M defaults to the layer's max_len; positions beyond M and no M are refused") {
   const Tensor q = test::random_tensor({1, 2, 6, 4}, DType::f64, 3);
   const Features by_default = build({}, 10)->forward(Var(q), Var(q), {});
-  const Features explicit_m = build({{"cosformer_len", "10"}}, 99)->forward(Var(q), Var(q), {});
+  const Features explicit_m = build({{"cosformer_len", "10"}}, 11)->forward(Var(q), Var(q), {});
   CHECK_CLOSE(by_default.q.value(), explicit_m.q.value(), 0, 0);
   CHECK(test::error_of([&] {
           build({{"cosformer_len", "4"}}, 0)->forward(Var(q), Var(q), {});
@@ -80,6 +80,13 @@ TEST_CASE("cosformer: M defaults to the layer's max_len; positions beyond M and 
         "[feature_map cosformer] positions up to 5 exceed cosformer_len 4 (default: the model's "
         "max_len, kept from training): the re-weighting cos(pi (i - j) / 2M) would turn "
         "negative");
+  // Refused when built where the layer's max_len is known (it failed at the first batch long
+  // enough, a training step or two in).
+  CHECK(test::error_of([&] {
+          build({{"cosformer_len", "4"}}, 10);
+        }) ==
+        "[feature_map cosformer] cosformer_len 4 is shorter than the layer's positions (up to 9: "
+        "max_len 10); the re-weighting cos(pi (i - j) / 2M) would turn negative");
   CHECK(test::error_of([&] { build({}, 0); }) ==
         "[feature_map cosformer] cosformer_len must be > 0 (its default, the layer's max_len, is "
         "not known here), got 0");

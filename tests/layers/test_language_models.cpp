@@ -356,6 +356,14 @@ TEST_CASE("language models: configs they cannot run are refused, saying why") {
   CHECK(test::error_of([&] { build_lm(lm)->forward(random_tokens(1, 9, 11, 3), {}); }) ==
         "[model] causal_lm: a segment of 9 exceeds the 8 keys its position tables cover "
         "(model.max_len); train with a larger max_len or use a shorter tgt_len");
+  // A causal_lm without positions is warned about, unless its attention uses positions itself
+  // (cosFormer's re-weighting; the warning was false there).
+  lm = tiny_lm_config("causal_lm");
+  REQUIRE(build_lm(lm)->warnings().size() == 1);
+  CHECK(build_lm(lm)->warnings()[0].find("causal_lm has no positions") != std::string::npos);
+  lm.attention =
+      test::options("model.attention", {{"type", "linear"}, {"feature_map", "cosformer"}});
+  CHECK(build_lm(lm)->warnings().empty());
   // The task checks: a classifier is no language model and the other way round.
   Generator gen(0);
   CHECK(test::error_of([&] {

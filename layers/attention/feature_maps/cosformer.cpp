@@ -24,6 +24,12 @@ class CosformerFeatureMap final : public FeatureMap {
                  "cosformer_len must be > 0 (its default, the layer's max_len, is not known "
                  "here), got {}",
                  length_);
+    // The layer's keys reach position max_len - 1: refused when built, not by the first batch
+    // that is long enough.
+    RELPOS_CHECK(opt.max_len <= 0 || opt.max_len - 1 <= length_, kWho,
+                 "cosformer_len {} is shorter than the layer's positions (up to {}: max_len {}); "
+                 "the re-weighting cos(pi (i - j) / 2M) would turn negative",
+                 length_, opt.max_len - 1, opt.max_len);
   }
 
   Features forward(const Var& q, const Var& k, const AttentionInputs& in) override {
