@@ -16,6 +16,7 @@ packages=(
   libcli11-dev  # the arguments and --help of every relpos subcommand
   doctest-dev zlib1g-dev libgomp1
   python3-h5py  # the tests read checkpoints back with h5py, as a user without relpos would
+  python3-yaml  # tools/reference_*.py read a checkpoint's configuration (ctest reference_models)
   python3-matplotlib  # tools/plots.py: the figures of `relpos reproduce` (tested by ctest plots)
   clang libclang-rt-dev libomp-dev  # the asan preset, fuzz targets too (clang, libFuzzer, OpenMP)
   libopenblas-serial-dev  # their BLAS: Debian's OpenMP OpenBLAS runs on GCC's OpenMP runtime

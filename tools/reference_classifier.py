@@ -12,8 +12,19 @@ and compares. Exit status: 0 within tolerance, 1 not, 2 a config it does not imp
 naming the key).
 
 Written from README.md, configs/README.md, docs/*.md, EXPERIMENTS.md, DESIGN.md and the seed
-papers; where they leave a detail open the choice is marked "GAP:" below (what relpos's code does).
-The numbers [CLS]/[SEP], pooling, positions etc. follow the encoder of docs/architecture.md.
+papers; where they leave a detail open, the choice is marked "GAP:" below and is what relpos's
+code does (read only for those details). The encoder follows docs/architecture.md ("layers:
+models"): embedding, CLS, absolute positions, blocks, final norm, pooling, head.
+
+Implemented: attention softmax (fused or not: same formula) and linear with feature maps elu1,
+relu, sikf, dpfp, performer (its projection from the checkpoint's buffers), cosformer;
+positional none, fastrpb, fastrpb2d, shaw, skew (shared across layers or not); input tokens,
+pixels, patches; cls vector / token / none; pooling cls / mean; head mlp / tanh; norm pre / post
+(embedding_norm); positions learned / learned2d / sinusoidal / none; tied_blocks; index_first
+(equal to the standard block by the README); head_combiner concat / stacked. Datasets mnist,
+fashion-mnist (IDX), listops (TSV), test split. Not implemented (exit 2): sinspe / convspe
+(their evaluation noise comes from relpos's Philox stream, which the docs do not specify),
+rel_xl, other model types and datasets, train.precision bf16.
 """
 import argparse
 import gzip
@@ -207,7 +218,7 @@ def feature_map(att, x, positions, ctx):
         r = np.concatenate([relu(x), relu(-x)], axis=-1)
         return np.concatenate([r * np.roll(r, -i, axis=-1) for i in range(1, nu + 1)], axis=-1)
     if fm == "performer":  # README: exp(W x^ - |x^|^2 / 2) / sqrt(m)
-        w = ctx["performer_projection"]  # [m, D], the checkpoint's buffer
+        w = ctx["buffers"][ctx["prefix"] + ".attention.feature_map.projection"]  # [m, D]
         # GAP: x^ is not defined in the docs; x^ = x D^(-1/4) (the softmax kernel's scaling).
         xs = x * x.shape[-1] ** -0.25
         return np.exp(xs @ w.T - 0.5 * (xs * xs).sum(-1, keepdims=True)) / math.sqrt(w.shape[0])
@@ -221,6 +232,17 @@ def feature_map(att, x, positions, ctx):
 # --------------------------------------------------------------------------------------------
 # Relative positional encodings
 # --------------------------------------------------------------------------------------------
+
+SHARED = {"on": False}
+
+
+def positional_name(prefix):
+    """The encoding's weight of the layer `prefix`. With model.share_positional one module serves
+    every layer and the checkpoint lists it once, under the first layer (docs/architecture.md)."""
+    if SHARED["on"]:
+        prefix = "encoder.layers.0.attn"
+    return prefix + ".positional.weight"
+
 
 def shaw_relative(pos_opts, w, L):
     """Shaw et al. 2018 eq. 4-5 / seed 003 §III: the table index [L, L] of clip(j - i, -k, k) + k.
@@ -237,7 +259,7 @@ def shaw_relative(pos_opts, w, L):
 def shaw_scores(pos_opts, p, prefix, qh):
     """S[h, i, j] = q_i . w_clip(j - i) [H, L, L] (added to Q K^T before the 1/sqrt(D) scale,
     docs/adding-attention.md; seed 004 eq. 1 the same for skew)."""
-    w = p[prefix + ".positional.weight"]  # [2k + 1, D]
+    w = p[positional_name(prefix)]  # [2k + 1, D]
     idx = shaw_relative(pos_opts, w, qh.shape[1])
     qw = qh @ w.T  # [H, L, 2k + 1]
     return np.take_along_axis(qw, np.broadcast_to(idx, qh.shape[:1] + idx.shape), axis=2)
@@ -247,7 +269,7 @@ def skew_scores(pos_opts, p, prefix, qh, layer_max_len):
     """Seed 004: S = truncate(transpose(diagonal(Q E, 0, t3 - 1))): S[i, j] = q_i . E[:, t3 - 1 -
     (j - i)], E [D, 2 t3 - 1] (column c embeds the shift t3 - 1 - c), t3 = positional max_len,
     default the layer's (GAP: the docs say "max_len the model's")."""
-    e = p[prefix + ".positional.weight"]
+    e = p[positional_name(prefix)]
     t3 = (e.shape[1] + 1) // 2
     assert t3 == int(pos_opts.get("max_len", layer_max_len)), (t3, layer_max_len)
     L = qh.shape[1]
@@ -279,7 +301,7 @@ def fastrpb_1d(pos_opts, p, prefix, vh, front, back):
     GAP/convention: seed 002 eq. 12 has W[n, m] = w_(m-n); EXPERIMENTS.md writes
     t(c - c') (output minus input) and relpos uses W[i, j] = w_(i-j): the transpose of the
     paper's matrix for the same stored vector."""
-    w = p[prefix + ".positional.weight"]
+    w = p[positional_name(prefix)]
     sym = pos_opts.get("parameterization", "full") == "symmetric"
     L = vh.shape[1]
     n = L - front - back
@@ -296,7 +318,7 @@ def fastrpb_2d(pos_opts, p, prefix, vh, front, back, grid):
     """FastRPB 2D (seed 002 §3.2.2, App. B.3): W2d[(r,c),(r',c')] = t(r - r') + t(c - c') on a
     rows x cols row-major grid of the content tokens, one weight vector per head for both axes
     (EXPERIMENTS.md). vh [H, L, Dv] -> [H, L, Dv]."""
-    w = p[prefix + ".positional.weight"]
+    w = p[positional_name(prefix)]
     sym = pos_opts.get("parameterization", "full") == "symmetric"
     rows, cols = grid
     n = rows * cols
@@ -343,7 +365,7 @@ def linear_attention(att, phi_q, phi_k, vh, terms):
 
 def shaw_kernel_terms(pos_opts, p, prefix, phi_q, vh):
     """Seed 003 §III-IV: S_rel[i, j] = phi(q_i) . RP_clip(.) -> (S_rel V, S_rel 1)."""
-    w = p[prefix + ".positional.weight"]
+    w = p[positional_name(prefix)]
     if phi_q.shape[-1] != w.shape[1]:
         raise Unsupported("shaw with a feature map that changes the width")
     idx = shaw_relative(pos_opts, w, phi_q.shape[1])
@@ -365,6 +387,7 @@ def multi_head_attention(cfg, ctx, p, prefix, x):
     dh = q.shape[1] // H
     qh, kh, vh = (t.reshape(L, H, dh).transpose(1, 0, 2) for t in (q, k, v))  # [H, L, Dh]
     ptype = pos.get("type", "none")
+    ctx = dict(ctx, prefix=prefix)
     if att["type"] == "softmax":
         bias = None
         if ptype == "shaw":
@@ -489,7 +512,7 @@ def classify(cfg, ctx, p, content):
 # Driver
 # --------------------------------------------------------------------------------------------
 
-def as_mapping(value, key):
+def as_mapping(value):
     if value is None or value == "none":
         return {"type": "none"}
     if isinstance(value, str):
@@ -502,8 +525,8 @@ def check_supported(cfg, buffers):
     m = cfg["model"]
     if m.get("type") != "sequence_classifier":
         raise Unsupported(f"model.type: {m.get('type')}")
-    att = as_mapping(m.get("attention"), "attention")
-    pos = as_mapping(m.get("positional"), "positional")
+    att = as_mapping(m.get("attention"))
+    pos = as_mapping(m.get("positional"))
     if att["type"] not in ("softmax", "linear"):
         raise Unsupported(f"model.attention.type: {att['type']}")
     if att["type"] == "linear" and att.get("feature_map", "elu1") not in (
@@ -512,10 +535,7 @@ def check_supported(cfg, buffers):
     if pos["type"] not in ("none", "fastrpb", "fastrpb2d", "shaw", "skew"):
         raise Unsupported(f"model.positional.type: {pos['type']} (stochastic PE: its evaluation "
                           "noise is relpos's Philox stream, which the docs do not specify)")
-    if m.get("index_first") and m.get("embedding_norm", True):
-        raise Unsupported("model.index_first")
-    if m.get("share_positional"):
-        raise Unsupported("model.share_positional")
+    SHARED["on"] = bool(m.get("share_positional"))
     if cfg.get("train", {}).get("precision", "f32") != "f32":
         raise Unsupported(f"train.precision: {cfg['train']['precision']}")
     if m.get("dtype", "f32") not in ("f32", "f64"):
@@ -548,15 +568,11 @@ def main(argv=None):
             content = (s // (m.get("patch_stride") or 2)) ** 2
         ctx = {"attention": att, "positional": pos, "vocab": vocab, "front": front,
                "back": back, "max_len": (m.get("max_len") or content) + front + back}
-        if att.get("feature_map") == "performer":
-            names = [n for n in buffers if n.endswith("feature_map.projection")]
-            if not names:
-                raise Unsupported("model.attention.feature_map: performer (the checkpoint holds "
-                                  "no buffers/...feature_map.projection)")
-            projs = {n: buffers[n] for n in names}
-            if len({a.tobytes() for a in projs.values()}) != 1:
-                raise Unsupported("performer with a different projection per layer")
-            ctx["performer_projection"] = next(iter(projs.values()))
+        if att.get("feature_map") == "performer" and not any(
+                n.endswith("feature_map.projection") for n in buffers):
+            raise Unsupported("model.attention.feature_map: performer (the checkpoint holds "
+                              "no buffers/...feature_map.projection)")
+        ctx["buffers"] = buffers
     except Unsupported as e:
         print(f"reference_classifier: not implemented: {e}")
         return 2
@@ -586,4 +602,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except OSError as e:  # a file that is missing or not HDF5 / text: one line, exit 2
+        print(f"reference_classifier: cannot read the inputs: {e}", file=sys.stderr)
+        sys.exit(2)

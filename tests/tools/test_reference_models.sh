@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# relpos's predictions against the independent float64 re-implementations of its models
+# (tools/reference_classifier.py, tools/reference_lm.py, written from the documentation): small
+# models of several kinds are trained a few steps, their positional weights jittered (a few
+# steps leave FastRPB's near 0, where a wrong convention would pass), evaluated with
+# `relpos eval --predictions` at two batch sizes, and recomputed example by example (classifiers)
+# or along the stream (language models). Without numpy, h5py or PyYAML: SKIPPED (exit 77).
+# Usage: test_reference_models.sh RELPOS [PYTHON]   (default /usr/bin/python3)
+set -uo pipefail
+relpos=$1
+python=${2:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+tools=$here/../../tools
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+if ! "$python" -c "import h5py, numpy, yaml" 2>/dev/null; then
+  echo "SKIPPED: the reference models need numpy, h5py and PyYAML in $python"
+  exit 77
+fi
+
+# Adds N(0, 0.3) to every positional weight of a checkpoint (seeded), so FastRPB, Shaw and skew
+# terms are large enough for a wrong sign or transpose to show.
+jitter() {
+  "$python" - "$1" <<'PY' || fail "cannot jitter $1"
+import sys, h5py, numpy as np
+rng = np.random.default_rng(0)
+with h5py.File(sys.argv[1], "r+") as f:
+    for name in f["params"]:
+        if ".positional." in name:
+            d = f["params/" + name]
+            d[...] = d[()] + rng.normal(0, 0.3, d.shape).astype(d.dtype)
+PY
+}
+
+# trained run, checker, its arguments: predictions at eval batch 64 (the default here) and 5.
+check() {
+  local what=$1 run=$2 checker=$3
+  shift 3
+  cp "$run/checkpoints/last.h5" "$tmp/ckpt.h5"
+  jitter "$tmp/ckpt.h5"
+  for batch in 64 5; do
+    if ! "$relpos" eval "$tmp/ckpt.h5" --predictions "$tmp/pred.h5" \
+      --set data.eval_batch_size=$batch "${@/#/--set=}" >"$tmp/out" 2>&1; then
+      fail "$what: eval: $(cat "$tmp/out")"
+      continue
+    fi
+    local set_args=()
+    for kv in "$@"; do set_args+=(--set "$kv"); done
+    [[ $checker == reference_lm.py ]] && set_args+=(--set "data.eval_batch_size=$batch")
+    if "$python" "$tools/$checker" "$tmp/ckpt.h5" "$tmp/pred.h5" --data-dir "$data" \
+      "${set_args[@]}" >"$tmp/out" 2>&1; then
+      echo "ok $what (eval batch $batch): $(tail -2 "$tmp/out" | tr '\n' ' ')"
+    else
+      fail "$what (eval batch $batch): $(tail -3 "$tmp/out")"
+    fi
+  done
+}
+
+# Classifiers on ListOps: variable lengths, padding, the lra tokenizer.
+data=$tmp/listops
+"$relpos" data prepare listops --out "$data" --train 160 --val 16 --test 24 --min_length 20 --max_length 90 \
+  >/dev/null || fail "data prepare listops"
+cat >"$tmp/classifier.yaml" <<YAML
+model: {type: sequence_classifier, num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32,
+        dropout: 0.0, attention_dropout: 0.0}
+data: {dataset: listops, dir: $data, max_len: 96, batch_size: 8}
+optimizer: {type: adamw, lr: 0.003}
+train: {steps: 12, eval_every: 0, log_every: 12, out: $tmp/classifier}
+YAML
+classifier_cases=(
+  "softmax_shaw_post_cls_token:model.attention={type: softmax};model.positional={type: shaw};model.norm=post;model.cls=token;model.positions=learned"
+  "softmax_naive_skew:model.attention={type: softmax, fused: false};model.positional={type: skew};model.pooling=mean"
+  "sikf_fastrpb_pre_mean:model.attention={type: linear, feature_map: sikf};model.positional={type: fastrpb};model.norm=pre;model.pooling=mean"
+  "dpfp_fastrpb_symmetric:model.attention={type: linear, feature_map: dpfp};model.positional={type: fastrpb, parameterization: symmetric};model.positions=sinusoidal"
+  "elu1_shaw_linear_cost:model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
+  "performer_none:model.attention={type: linear, feature_map: performer}"
+)
+for case in "${classifier_cases[@]}"; do
+  name=${case%%:*}
+  IFS=";" read -r -a sets <<<"${case#*:}"
+  set_args=()
+  for kv in "${sets[@]}"; do set_args+=(--set "$kv"); done
+  if "$relpos" train "$tmp/classifier.yaml" --out "$tmp/$name" --quiet "${set_args[@]}" \
+    >"$tmp/out" 2>&1; then
+    check "classifier $name" "$tmp/$name" reference_classifier.py
+  else
+    fail "classifier $name: train: $(cat "$tmp/out")"
+  fi
+done
+
+# Language models on English text (the GPL-3 every Debian system ships), 2,000 test characters.
+data=$tmp/chars
+mkdir -p "$data"
+english=/usr/share/common-licenses/GPL-3
+cp "$english" "$data/train.txt"
+tail -c +20001 "$english" | head -c 1000 >"$data/valid.txt"
+tail -c +23001 "$english" | head -c 2000 >"$data/test.txt"
+cat >"$tmp/lm.yaml" <<YAML
+model: {type: transformer_xl, num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32,
+        dropout: 0.0, attention_dropout: 0.0, mem_len: 8}
+data: {dataset: chars, dir: $data, batch_size: 4, tgt_len: 8, eval_batch_size: 3}
+optimizer: {type: adam, lr: 0.003}
+train: {steps: 40, eval_every: 0, log_every: 40, out: $tmp/lm}
+YAML
+lm_cases=(
+  "txl:"
+  "txl_same_length_clamp:model.same_length=true;model.clamp_len=5"
+  "causal_sikf_fastrpb_chunked:model.type=causal_lm;model.attention={type: linear, feature_map: sikf, algorithm: linear, chunk: 3};model.positional={type: fastrpb}"
+  "causal_softmax_shaw:model.type=causal_lm;model.attention={type: softmax};model.positional={type: shaw}"
+  "causal_elu1_recurrent:model.type=causal_lm;model.mem_len=0;model.recurrent_state=true;model.attention={type: linear, feature_map: elu1}"
+)
+for case in "${lm_cases[@]}"; do
+  name=${case%%:*}
+  IFS=";" read -r -a sets <<<"${case#*:}"
+  set_args=()
+  for kv in "${sets[@]}"; do set_args+=(--set "$kv"); done
+  if "$relpos" train "$tmp/lm.yaml" --out "$tmp/$name" --quiet "${set_args[@]}" \
+    >"$tmp/out" 2>&1; then
+    check "lm $name" "$tmp/$name" reference_lm.py
+  else
+    fail "lm $name: train: $(cat "$tmp/out")"
+  fi
+done
+# A wider evaluation context of Transformer-XL (its relative attention takes any).
+check "lm txl with eval.mem_len 24, eval.tgt_len 5" "$tmp/txl" reference_lm.py \
+  eval.mem_len=24 eval.tgt_len=5
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures reference check(s) failed" >&2
+  exit 1
+fi
+echo "reference models: all checks passed"
