@@ -4,8 +4,11 @@
 // that of the unshifted exp). `sikf_shift`:
 //   max (default): c_q the max of each query, c_k one max per (b, h) over real keys: every
 //     exponent is <= 0, so exp never overflows however large the spread (e.g. q in [0, 1000]);
+//     keys far below the (b, h) maximum (about 87 in f32, 745 in f64) underflow to 0 and drop
+//     out, which changes the output only for spreads far beyond trained ranges;
 //   mean: the reference's one scalar per (b, h), c = mean(q) + mean(k over real keys), for both
-//     q and k; it centres the values but overflows once they spread beyond ~700 (f64).
+//     q and k; it centres the values but overflows once they spread beyond ~88 (f32) or ~700
+//     (f64) above the mean: Inf, then NaN.
 // The shift is a constant (no gradient through it).
 #include "autograd/functions.h"
 #include "layers/attention/feature_map.h"
