@@ -108,15 +108,15 @@ TEST_CASE("unary: NaN goes through every activation, as in PyTorch") {
   for (DType dt : {DType::f32, DType::f64}) {
     INFO(dtype_name(dt));
     const Tensor x = cast(Tensor::from_vector<double>({NAN, -1, 1}, {3}), dt);
-    for (const auto& [name, y] :
+    for (const auto& activation :
          std::vector<std::pair<const char*, Tensor>>{{"relu", relu(x)},
                                                      {"elu", elu(x, 1.0)},
                                                      {"gelu", gelu(x)},
                                                      {"tanh", relpos::tanh(x)},
                                                      {"sigmoid", sigmoid(x)},
                                                      {"abs", relpos::abs(x)}}) {
-      INFO(name);
-      const std::vector<double> v = y.to_vector<double>();
+      INFO(activation.first);
+      const std::vector<double> v = activation.second.to_vector<double>();
       CHECK(std::isnan(v[0]));
       CHECK_FALSE(std::isnan(v[1]));
       CHECK_FALSE(std::isnan(v[2]));
