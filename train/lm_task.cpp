@@ -60,6 +60,12 @@ class LanguageModelTask final : public Task {
     RELPOS_CHECK(data.tgt_len > 0, kWho,
                  "language modelling reads segments of data.tgt_len characters: set it (e.g. "
                  "512 as Transformer-XL)");
+    // A classifier's limits count examples; a language model reads whole texts (they were
+    // accepted and ignored).
+    RELPOS_CHECK(data.train_limit == 0 && data.eval_limit == 0, kWho,
+                 "data.train_limit and data.eval_limit count a classifier's examples; a language "
+                 "model reads its splits whole (got {} and {}): shorten the text files instead",
+                 data.train_limit, data.eval_limit);
     ModelConfig model_config = config.model;
     complete_model_config(model_config, config, corpus_.vocab_size, 0);
     Generator gen(config.seed);

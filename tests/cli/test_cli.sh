@@ -326,6 +326,12 @@ eval: {max_batches: 0}
 YAML
 expect_status 0 "train lm" -- "$relpos" train "$tmp/lm.yaml" --quiet
 grep -q "transformer_xl: test bpc" "$tmp/out" || fail "lm train prints no bpc line: $(cat "$tmp/out")"
+# Example limits of classifiers were accepted by a language model and ignored.
+expect_status 2 "lm with data.eval_limit" -- "$relpos" train "$tmp/lm.yaml" --quiet \
+  --set data.eval_limit=5 --out "$tmp/lm_limited"
+expect_error_line "lm with data.eval_limit" \
+  "relpos: \[lm\] data.train_limit and data.eval_limit count a classifier's examples"
+[[ ! -e $tmp/lm_limited ]] || fail "a refused lm run left its folder"
 expect_status 0 "eval lm --json" -- "$relpos" eval "$tmp/lm/checkpoints/last.h5" --json
 cp "$tmp/out" "$tmp/lm_eval.json"
 expect_status 0 "eval lm with a longer memory" -- "$relpos" eval "$tmp/lm/checkpoints/last.h5" \
