@@ -538,6 +538,18 @@ def evaluate(model, ids, rows, tgt_len, layout):
     return out, targets
 
 
+def trained_max_len(cfg):
+    """model.max_len, or the longest [memory; segment] of the stored training and evaluation
+    settings (train/task.cpp complete_model_config)."""
+    m, data, ev = cfg["model"], cfg["data"], cfg.get("eval") or {}
+    if m.get("max_len"):
+        return int(m["max_len"])
+    mem, tgt = int(m.get("mem_len") or 0), int(data["tgt_len"])
+    eval_mem = ev.get("mem_len") if ev.get("mem_len") is not None else mem
+    eval_tgt = ev.get("tgt_len") if ev.get("tgt_len") is not None else tgt
+    return max(mem + tgt, int(eval_mem) + int(eval_tgt))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("checkpoint")
@@ -556,13 +568,14 @@ def main():
                     help="performer's x^ = x * scale (DOC GAP)")
     ap.add_argument("--cosformer-len", type=float, default=None,
                     help="cosformer_len when the config leaves it to its default (DOC GAP; "
-                         "default: the trained mem_len + tgt_len)")
+                         "default: the model's max_len as training resolved it)")
     ap.add_argument("--sin-layout", default="interleaved", choices=["interleaved", "concat"],
                     help="layout of absolute sinusoidal positions (DOC GAP)")
     ap.add_argument("--show", type=int, default=0, help="print the N worst positions")
     args = ap.parse_args()
 
     cfg, params, buffers, vocab = load_checkpoint(args.checkpoint)
+    trained_len = trained_max_len(cfg)  # before the --set overrides: a checkpoint keeps it
     for kv in args.set:
         k, _, v = kv.partition("=")
         set_key(cfg, k, yaml.safe_load(v))
@@ -578,10 +591,9 @@ def main():
             PERFORMER_SCALE = lambda D: 1.0
         ctx = {
             "shaw_order": args.shaw_order,
-            # cosformer_len's default: the trained context, model.max_len or mem_len + tgt_len
-            # (what relpos trains with). relpos's eval re-derives it from the eval context.
-            "cos_len": args.cosformer_len or float(m.get("max_len") or (
-                int(m.get("mem_len") or 0) + int(data["tgt_len"]))),
+            # cosformer_len's default: the model's max_len as its training resolved it
+            # (docs/language-models.md), whatever the eval overrides.
+            "cos_len": args.cosformer_len or float(trained_len),
             "mem_len": int(pick("mem_len", m.get("mem_len") or 0)),
             "clamp_len": int(pick("clamp_len", m.get("clamp_len") or 0)),
             "same_length": bool(pick("same_length", m.get("same_length", False))),

@@ -1,8 +1,8 @@
 // The classification task (train/task.h): labelled sequences (or document pairs) from the readers
 // of train/task_data.h through DataLoader, cross-entropy, accuracy and macro-F1. Predictions:
-// logits [n, classes] (f32) and labels [n] (i64) in dataset order. In a data-parallel job each
-// rank reads its rows of every batch (train/distributed.h) and evaluation sums every rank's
-// counts.
+// logits [n, classes] (f64 for an f64 model, else f32) and labels [n] (i64) in dataset order.
+// In a data-parallel job each rank reads its rows of every batch (train/distributed.h) and
+// evaluation sums every rank's counts.
 #include <fmt/format.h>
 
 #include "autograd/autocast.h"
