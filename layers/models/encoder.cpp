@@ -195,8 +195,10 @@ MultiHeadAttentionConfig TransformerEncoder::block_attention(int64_t front, int6
 }
 
 void TransformerEncoder::check_whole_images(const Tensor& tokens, const Tensor& mask) const {
-  const auto whole_images_only = [this, tokens, mask] {
-    RELPOS_CHECK(tokens.size(1) == config_.max_len &&
+  // The pixels, and the [CLS] / [SEP] ids around them with cls: token (patches refuse those).
+  const int64_t length = config_.max_len + (classifier_.cls == "token" ? 2 : 0);
+  const auto whole_images_only = [this, tokens, mask, length] {
+    RELPOS_CHECK(tokens.size(1) == length &&
                      (!mask.defined() ||
                       sum(cast(mask, DType::f32)).item() == static_cast<double>(mask.numel())),
                  "model",
@@ -204,7 +206,7 @@ void TransformerEncoder::check_whole_images(const Tensor& tokens, const Tensor& 
                  "length",
                  whole_images_reader_, config_.max_len, tokens.str());
   };
-  if (!mask.defined() || tokens.size(1) != config_.max_len || !device_checks_deferred()) {
+  if (!mask.defined() || tokens.size(1) != length || !device_checks_deferred()) {
     whole_images_only();
   } else {  // a training step: the padded positions counted on the device, read later
     const Tensor padded = sum(cast(eq(mask, zeros_like(mask)), DType::f64));

@@ -76,6 +76,17 @@ TEST_CASE("image models: FastRPB 2D reads whole images, whichever batch an examp
       "[model] positional 'fastrpb2d' reads whole images of 9 pixels; got a batch of ";
   CHECK(test::error_of([&] { logits_of(*model, batch_of({whole, {1, 2, 3}}, 9)); }).find(why) == 0);
   CHECK(test::error_of([&] { logits_of(*model, batch_of({{1, 2, 3}}, 3)); }).find(why) == 0);
+  // Pixels framed by [CLS] and [SEP] ids (cls: token) are whole images too.
+  m.own.set("input", "pixels");
+  m.own.set("cls", "token");
+  m.vocab_size = 256;
+  model = build_model(m);
+  model->eval();
+  CHECK(logits_of(*model, batch_of({whole, whole}, 11, model->special_tokens())).shape() ==
+        Shape{2, 3});
+  CHECK(test::error_of([&] {
+          logits_of(*model, batch_of({whole, {1, 2, 3}}, 11, model->special_tokens()));
+        }).find(why) == 0);
 }
 
 TEST_CASE(
