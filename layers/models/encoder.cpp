@@ -195,8 +195,9 @@ MultiHeadAttentionConfig TransformerEncoder::block_attention(int64_t front, int6
 }
 
 void TransformerEncoder::check_whole_images(const Tensor& tokens, const Tensor& mask) const {
-  // The pixels, and the [CLS] / [SEP] ids around them with cls: token (patches refuse those).
-  const int64_t length = config_.max_len + (classifier_.cls == "token" ? 2 : 0);
+  // The pixels, and the [CLS] / [SEP] ids in the stream around them (patches refuse those).
+  const SpecialTokens special = special_tokens();
+  const int64_t length = config_.max_len + (special.cls_id >= 0) + (special.sep_id >= 0);
   const auto whole_images_only = [this, tokens, mask, length] {
     RELPOS_CHECK(tokens.size(1) == length &&
                      (!mask.defined() ||

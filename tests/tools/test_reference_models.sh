@@ -13,8 +13,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 tools=$here/../../tools
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# shellcheck source=../cli/checks.sh
+source "$here/../cli/checks.sh"
 
 if ! "$python" -c "import h5py, numpy, yaml" 2>/dev/null; then
   echo "SKIPPED: the reference models need numpy, h5py and PyYAML in $python"
@@ -59,6 +59,24 @@ check() {
   done
 }
 
+# KIND CHECKER CASE...: trains $tmp/KIND.yaml once per case "name:key=value;key=value" (the
+# values are YAML, so they may hold commas) and checks each run.
+train_and_check() {
+  local kind=$1 checker=$2
+  shift 2
+  for case in "$@"; do
+    local name=${case%%:*} sets set_args=()
+    IFS=";" read -r -a sets <<<"${case#*:}"
+    for kv in "${sets[@]}"; do set_args+=(--set "$kv"); done
+    if "$relpos" train "$tmp/$kind.yaml" --out "$tmp/$name" --quiet "${set_args[@]}" \
+      >"$tmp/out" 2>&1; then
+      check "$kind $name" "$tmp/$name" "$checker"
+    else
+      fail "$kind $name: train: $(cat "$tmp/out")"
+    fi
+  done
+}
+
 # Classifiers on ListOps: variable lengths, padding, the lra tokenizer.
 data=$tmp/listops
 "$relpos" data prepare listops --out "$data" --train 160 --val 16 --test 24 --min_length 20 --max_length 90 \
@@ -78,18 +96,7 @@ classifier_cases=(
   "elu1_shaw_linear_cost:model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
   "performer_none:model.attention={type: linear, feature_map: performer}"
 )
-for case in "${classifier_cases[@]}"; do
-  name=${case%%:*}
-  IFS=";" read -r -a sets <<<"${case#*:}"
-  set_args=()
-  for kv in "${sets[@]}"; do set_args+=(--set "$kv"); done
-  if "$relpos" train "$tmp/classifier.yaml" --out "$tmp/$name" --quiet "${set_args[@]}" \
-    >"$tmp/out" 2>&1; then
-    check "classifier $name" "$tmp/$name" reference_classifier.py
-  else
-    fail "classifier $name: train: $(cat "$tmp/out")"
-  fi
-done
+train_and_check classifier reference_classifier.py "${classifier_cases[@]}"
 
 # Language models on English text (the GPL-3 every Debian system ships), 2,000 test characters.
 data=$tmp/chars
@@ -112,18 +119,7 @@ lm_cases=(
   "causal_softmax_shaw:model.type=causal_lm;model.attention={type: softmax};model.positional={type: shaw}"
   "causal_elu1_recurrent:model.type=causal_lm;model.mem_len=0;model.recurrent_state=true;model.attention={type: linear, feature_map: elu1}"
 )
-for case in "${lm_cases[@]}"; do
-  name=${case%%:*}
-  IFS=";" read -r -a sets <<<"${case#*:}"
-  set_args=()
-  for kv in "${sets[@]}"; do set_args+=(--set "$kv"); done
-  if "$relpos" train "$tmp/lm.yaml" --out "$tmp/$name" --quiet "${set_args[@]}" \
-    >"$tmp/out" 2>&1; then
-    check "lm $name" "$tmp/$name" reference_lm.py
-  else
-    fail "lm $name: train: $(cat "$tmp/out")"
-  fi
-done
+train_and_check lm reference_lm.py "${lm_cases[@]}"
 # A wider evaluation context of Transformer-XL (its relative attention takes any).
 check "lm txl with eval.mem_len 24, eval.tgt_len 5" "$tmp/txl" reference_lm.py \
   eval.mem_len=24 eval.tgt_len=5
