@@ -3,6 +3,7 @@
 // `data.tokenizer`: lra (default) | lra_2021. Sequences are cut at 2,000 tokens by default.
 #include "datasets/dataset_registry.h"
 #include "datasets/listops.h"
+#include "datasets/prepare.h"
 
 namespace relpos {
 
@@ -30,7 +31,9 @@ RELPOS_REGISTER_DATASET(
      .description = "LRA ListOps: nested MIN/MAX/MED/SUM_MOD expressions -> their value 0-9",
      .how_to_get =
          "listops is generated here: relpos data prepare listops --out DIR writes\n"
-         "  DIR/basic_train.tsv, DIR/basic_val.tsv, DIR/basic_test.tsv (header Source\\tTarget).",
+         "  DIR/basic_train.tsv, DIR/basic_val.tsv, DIR/basic_test.tsv (header Source\\tTarget).\n"
+         "  Options, LRA's values by default: " +
+         listops_prepare_options() + ".",
      .make = make_source<ListOpsSource>,
      .prepare = prepare_listops});
 

@@ -18,6 +18,8 @@ struct PrepareRequest {
 // Each refuses an option it does not know before it writes anything, then writes its files into
 // request.out_dir (created if missing) and returns a one-line summary for the user.
 std::string prepare_listops(const PrepareRequest& request);
+// prepare_listops's options and their defaults, for its instructions.
+std::string listops_prepare_options();
 std::string prepare_mnist(const PrepareRequest& request);
 std::string prepare_fashion_mnist(const PrepareRequest& request);
 // Character corpora (prepare_char_corpus.cpp): DIR/train.txt, valid.txt, test.txt.

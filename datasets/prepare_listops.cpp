@@ -34,15 +34,29 @@ std::vector<uint8_t> tsv_bytes(const std::vector<ListOpsTree>& trees, size_t beg
   return bytes;
 }
 
+// LRA's split sizes.
+constexpr const char* kSplits[3] = {"train", "val", "test"};
+constexpr int64_t kDefaultSizes[3] = {96000, 2000, 2000};
+
 }  // namespace
 
-// Options: train, val, test (split sizes; default 96000 / 2000 / 2000), seed (default 0),
-// min_length, max_length, max_depth, max_args (ListOpsGeneratorConfig). The three splits are cut
-// in that order from one de-duplicated stream, so they are disjoint.
+std::string listops_prepare_options() {
+  const ListOpsGeneratorConfig config;
+  return fmt::format(
+      "--train {} --val {} --test {} trees, --seed 0,\n  --min-length {} --max-length {} "
+      "(a tree's length in tokens lies strictly between),\n  --max-depth {}, --max-args {}",
+      kDefaultSizes[0], kDefaultSizes[1], kDefaultSizes[2], config.min_length, config.max_length,
+      config.max_depth, config.max_args);
+}
+
+// Options: train, val, test (split sizes), seed, min_length, max_length, max_depth, max_args
+// (ListOpsGeneratorConfig). The three splits are cut in that order from one de-duplicated
+// stream, so they are disjoint.
 std::string prepare_listops(const PrepareRequest& request) {
   const Options& o = request.options;
-  const int64_t sizes[3] = {o.get<int64_t>("train", 96000), o.get<int64_t>("val", 2000),
-                            o.get<int64_t>("test", 2000)};
+  int64_t sizes[3];
+  for (int split = 0; split < 3; ++split)
+    sizes[split] = o.get<int64_t>(kSplits[split], kDefaultSizes[split]);
   const int64_t seed = o.get<int64_t>("seed", 0);
   ListOpsGeneratorConfig config;
   config.min_length = o.get<int64_t>("min_length", config.min_length);
@@ -50,9 +64,11 @@ std::string prepare_listops(const PrepareRequest& request) {
   config.max_depth = o.get<int>("max_depth", config.max_depth);
   config.max_args = o.get<int>("max_args", config.max_args);
   o.check_all_used();
-  for (const int64_t size : sizes)  // (and their sum an int64)
-    RELPOS_CHECK(size >= 0 && size <= std::numeric_limits<int64_t>::max() / 3, "data prepare",
-                 "listops split sizes must be in [0, 2^63 / 3), got {}", size);
+  // At least one tree each: the reader refuses a split with none (datasets/listops.cpp).
+  for (int split = 0; split < 3; ++split)  // (and their sum an int64)
+    RELPOS_CHECK(sizes[split] >= 1 && sizes[split] <= std::numeric_limits<int64_t>::max() / 3,
+                 "data prepare", "listops --{} must be in [1, 2^63 / 3), got {}", kSplits[split],
+                 sizes[split]);
   RELPOS_CHECK(seed >= 0, "data prepare", "listops seed must be >= 0, got {}", seed);
 
   check_directories_can_be_made("data prepare", request.out_dir);  // before the trees are drawn

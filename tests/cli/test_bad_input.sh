@@ -246,8 +246,12 @@ refused "listops --train 10^12" \
   -- "$relpos" data prepare listops --out "$tmp/listops_huge" --train 1000000000000 --val 1 --test 1
 [[ ! -e $tmp/listops_huge ]] || fail "listops --train 10^12 wrote $tmp/listops_huge"
 refused "listops split sizes overflow" \
-  "^relpos: \[data prepare\] listops split sizes must be in \[0, 2\^63 / 3\), got 9223372036854775807$" \
+  "^relpos: \[data prepare\] listops --train must be in \[1, 2\^63 / 3\), got 9223372036854775807$" \
   -- "$relpos" data prepare listops --out "$tmp/listops_huge" --train 9223372036854775807
+# A split of no trees is one the reader refuses: refused when asked for, before anything is written.
+refused "listops --val 0" "^relpos: \[data prepare\] listops --val must be in \[1, 2\^63 / 3\), got 0$" \
+  -- "$relpos" data prepare listops --out "$tmp/listops_huge" --val 0
+[[ ! -e $tmp/listops_huge ]] || fail "listops --val 0 wrote $tmp/listops_huge"
 cat >"$tmp/listops.yaml" <<YAML
 model: {num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, positions: sinusoidal, pooling: mean,
         attention: {type: linear, feature_map: elu1}, positional: {type: fastrpb}}

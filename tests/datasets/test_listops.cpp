@@ -176,6 +176,18 @@ TEST_CASE("listops: prepare is deterministic per seed, splits disjoint, files re
   typo.options.set("trian", 5);
   CHECK(error_of([&] { prepare_listops(typo); }).find("unknown option 'trian'") !=
         std::string::npos);
+  // A split of no trees would be refused by the reader; it is refused when asked for.
+  PrepareRequest empty{(a.path / "empty").string(), Options("data prepare")};
+  empty.options.set("test", 0);
+  CHECK(error_of([&] { prepare_listops(empty); }) ==
+        "[data prepare] listops --test must be in [1, 2^63 / 3), got 0");
+  CHECK(!std::filesystem::exists(a.path / "empty"));
+  // The instructions name every option with the default prepare_listops uses.
+  const std::string instructions = download_instructions("listops");
+  for (const char* option :
+       {"--train 96000 ", "--val 2000 ", "--test 2000 ", "--seed 0", "--min-length 500 ",
+        "--max-length 2000 ", "--max-depth 10", "--max-args 10"})
+    CHECK_MESSAGE(instructions.find(option) != std::string::npos, option);
 
   // A folder that cannot be made is refused before any tree is drawn (10^7 trees would take
   // minutes; they were drawn first, then the folder failed).
