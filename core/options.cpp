@@ -2,6 +2,7 @@
 #include "core/options.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 
 #include "core/error.h"
@@ -30,6 +31,8 @@ bool parse(const std::string& s, int64_t& out) {
 bool parse(const std::string& s, int& out) {
   return parse_int(s, out);
 }
+// Finite only: no setting takes inf or nan (an inf eps or init std passed every ">= 0" check
+// and turned the first loss into NaN, far from its key).
 bool parse(const std::string& s, double& out) {
   if (s.empty()) return false;
   size_t used = 0;
@@ -38,14 +41,14 @@ bool parse(const std::string& s, double& out) {
   } catch (const std::exception&) {
     return false;
   }
-  return used == s.size();
+  return used == s.size() && std::isfinite(out);
 }
 
 template <typename T>
 const char* type_name() {
   if constexpr (std::is_same_v<T, bool>) return "true or false";
   if constexpr (std::is_integral_v<T>) return "an integer";
-  if constexpr (std::is_floating_point_v<T>) return "a number";
+  if constexpr (std::is_floating_point_v<T>) return "a finite number";
   return "text";
 }
 

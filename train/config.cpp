@@ -109,6 +109,8 @@ void read_train(Section& s, TrainConfig& t) {
   s.read("init_from", t.init_from);
   s.read("init_params", t.init_params);
   s.finish();
+  require_at_least<int64_t>("train.steps", t.steps, 0);
+  require_at_least<int64_t>("train.epochs", t.epochs, 0);
   RELPOS_CHECK((t.steps > 0) != (t.epochs > 0), kWho,
                "set exactly one of train.steps and train.epochs to a positive number (got {} and "
                "{})",
@@ -198,6 +200,11 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   Section s(root, "", std::make_shared<ConfigDefaults>());
   s.read("name", c.name);
   if (c.name.empty()) c.name = fs::path(origin).stem().string();
+  // The run's folder under runs/ (train.out sets any other): `..` or a path would leave runs/.
+  RELPOS_CHECK(c.name != "." && c.name != ".." && c.name.find('/') == std::string::npos, kWho,
+               "name '{}' must be one folder name (no '/', not '.' or '..'): it names the run's "
+               "folder runs/NAME; train.out puts a run anywhere",
+               c.name);
   s.resolve("name", c.name);  // so the resolved text names the run wherever it is parsed again
   read_model(s.section("model"), c.model);
   read_data(s.section("data"), c.data);

@@ -173,6 +173,11 @@ class ConfigSection {
   // `value` under `name` in `options`; `path` names it in errors.
   static void add_option(const std::string& name, const std::string& path, const YAML::Node& value,
                          Options& options) {
+    if (value.IsNull()) {
+      // `--set optimizer.lr=null`: no value (it removes a base's), the component's default, as
+      // for the keys read here and by rest().
+      return;
+    }
     if (value.IsSequence()) {
       std::vector<std::string> list;
       for (const auto& item : value) {
@@ -189,7 +194,7 @@ class ConfigSection {
   static const char* kind() {
     if constexpr (std::is_same_v<T, bool>) return "true or false";
     if constexpr (std::is_integral_v<T>) return "an integer";
-    if constexpr (std::is_floating_point_v<T>) return "a number";
+    if constexpr (std::is_floating_point_v<T>) return "a finite number";
     return "a string";
   }
 

@@ -19,11 +19,14 @@ class Sgd : public Optimizer {
         dampening_(options.get<double>("dampening", 0.0)),
         weight_decay_(options.get<double>("weight_decay", 0.0)),
         nesterov_(options.get<bool>("nesterov", false)) {
-    for (const auto& [name, value] : {std::pair{"momentum", momentum_},
-                                      {"dampening", dampening_},
-                                      {"weight_decay", weight_decay_}})
-      RELPOS_CHECK(std::isfinite(value) && value >= 0, options.where(),
-                   "{} must be finite and >= 0, got {}", name, value);
+    RELPOS_CHECK(std::isfinite(weight_decay_) && weight_decay_ >= 0, options.where(),
+                 "weight_decay must be finite and >= 0, got {}", weight_decay_);
+    // A buffer kept whole or grown each step (momentum >= 1), or a gradient that enters it
+    // negated (dampening > 1), never settles: the coefficients of a running average.
+    RELPOS_CHECK(momentum_ >= 0 && momentum_ < 1, options.where(),
+                 "momentum must lie in [0, 1), got {}", momentum_);
+    RELPOS_CHECK(dampening_ >= 0 && dampening_ <= 1, options.where(),
+                 "dampening must lie in [0, 1], got {}", dampening_);
     RELPOS_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), options.where(),
                  "nesterov needs momentum > 0 and dampening 0");
   }

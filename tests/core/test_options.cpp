@@ -83,3 +83,15 @@ TEST_CASE("options: get_size reads a size between its least value and 2^40") {
         "[model.positional] zero must be >= 1, got 0");
   CHECK(o.defaults().at("window").scalar == "16");  // recorded as get records it
 }
+
+TEST_CASE("options: numbers are finite") {
+  double x = 0;
+  for (const char* text : {"inf", "-inf", "nan", "infinity", "1e400"}) {
+    CAPTURE(text);
+    CHECK_FALSE(parse_scalar(std::string(text), x));
+  }
+  Options o("model.attention");
+  o.set("eps", "inf");
+  CHECK(test::error_of([&] { (void)o.get<double>("eps", 1e-6); }) ==
+        "[model.attention] option 'eps' must be a finite number, got 'inf'");
+}

@@ -217,7 +217,22 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         {"data.eval_limit=-1", "data.eval_limit must be >= 0, got -1"},
         {"train.log_every=0", "train.log_every must be >= 1, got 0"},
         {"train.accumulate=0", "train.accumulate must be >= 1, got 0"},
-        {"train.clip_grad_norm=nan", "train.clip_grad_norm (0: off) must be >= 0, got nan"},
+        {"train.clip_grad_norm=-1", "train.clip_grad_norm (0: off) must be >= 0, got -1"},
+        // No number in a config is inf or nan, in either spelling (an inf init std or eps passed
+        // every ">= 0" check and made the first loss NaN, far from its key).
+        {"train.clip_grad_norm=nan", "train.clip_grad_norm: expected a finite number, got 'nan'"},
+        {"train.clip_grad_norm=.inf", "train.clip_grad_norm: expected a finite number, got '.inf'"},
+        {"model.dropout=-inf", "model.dropout: expected a finite number, got '-inf'"},
+        // train.epochs -1 beside train.steps was taken, and written into config.yaml.
+        {"train.epochs=-1", "train.epochs must be >= 0, got -1"},
+        {"train.steps=-1", "train.steps must be >= 0, got -1"},
+        // name is the folder under runs/: `..` wrote the run into the working folder.
+        {"name=..",
+         "name '..' must be one folder name (no '/', not '.' or '..'): it names the "
+         "run's folder runs/NAME; train.out puts a run anywhere"},
+        {"name=../../x",
+         "name '../../x' must be one folder name (no '/', not '.' or '..'): it "
+         "names the run's folder runs/NAME; train.out puts a run anywhere"},
         {"eval.tgt_len=0", "eval.tgt_len must be >= 1, got 0"},
         {"eval.mem_len=-1", "eval.mem_len must be >= 0, got -1"}};
     for (const auto& bound : bounds) {  // no structured binding: clang 14 cannot capture one
@@ -237,13 +252,30 @@ TEST_CASE("config: every user error names the key path and what is valid") {
               .find("unknown option 'momentum'") != std::string::npos);
     CHECK(load_error(good, {"optimizer={type: rmsprop}"}).find("rmsprop") != std::string::npos);
     CHECK(load_error(good, {"optimizer={type: adamw, weight_decay: inf}"}) ==
-          "[optimizer] weight_decay must be finite and >= 0, got inf");
+          "[optimizer] option 'weight_decay' must be a finite number, got 'inf'");
+    CHECK(load_error(good, {"optimizer={type: adamw, weight_decay: -1}"}) ==
+          "[optimizer] weight_decay must be finite and >= 0, got -1");
+    // cycles inf made the cosine NaN, clamped to a learning rate of 0 for the whole run.
+    CHECK(load_error(good, {"schedule={type: cosine, cycles: inf}"}) ==
+          "[schedule] option 'cycles' must be a finite number, got 'inf'");
     // eps 0 trained into a NaN loss: a parameter without gradient updated by 0 / 0.
     CHECK(load_error(good, {"optimizer={type: adamw, eps: 0}"}) ==
           "[optimizer] eps must be finite and > 0, got 0 (with 0, a parameter whose gradient is 0 "
           "would be updated by 0 / 0)");
     CHECK(load_error(good, {"optimizer={type: sgd, lr: 0.1, momentum: nan}"}) ==
-          "[optimizer] momentum must be finite and >= 0, got nan");
+          "[optimizer] option 'momentum' must be a finite number, got 'nan'");
+    // A running average's coefficients: dampening 2 entered the gradient negated, momentum 1e30
+    // diverged at step 3.
+    CHECK(load_error(good, {"optimizer={type: sgd, lr: 0.1, momentum: 1}"}) ==
+          "[optimizer] momentum must lie in [0, 1), got 1");
+    CHECK(load_error(good, {"optimizer={type: sgd, lr: 0.1, momentum: -0.5}"}) ==
+          "[optimizer] momentum must lie in [0, 1), got -0.5");
+    CHECK(load_error(good, {"optimizer={type: sgd, lr: 0.1, momentum: 0.9, dampening: 2}"}) ==
+          "[optimizer] dampening must lie in [0, 1], got 2");
+    // null is no value in a component's mapping too, as `model.mem_len: null` (it was "nested
+    // mappings are not options"): the component's default, written into the resolved text.
+    const RunConfig nulled = load_config(good, {"optimizer.weight_decay=null", "schedule.cycles="});
+    CHECK(nulled.yaml.find("  weight_decay: 0.01\n") != std::string::npos);
     CHECK(
         load_error(good, {"schedule={type: cosine, warmup: 10}"}).find("unknown option 'warmup'") !=
         std::string::npos);
