@@ -70,6 +70,12 @@ class ClassificationTask final : public Task {
     for (const auto& [split, set] : sets_)
       loaders_[split] =
           std::make_unique<DataLoader>(set, loader_options(config, *model_, split == "train"));
+    // drop_last drops every batch of a training split smaller than one (it ran dry at step 1).
+    RELPOS_CHECK(!loaders_.count("train") || loaders_.at("train")->num_batches() > 0, "config",
+                 "data.batch_size {} is more than the {} training examples and data.drop_last "
+                 "drops the short batch, so an epoch has none: lower data.batch_size or set "
+                 "data.drop_last: false",
+                 config.data.batch_size, sets_.at("train").examples.size());
   }
 
   Model& model() override { return *model_; }

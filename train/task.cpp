@@ -53,9 +53,17 @@ int64_t keys_seen(const char* tgt_key, int64_t tgt_len, const char* mem_key, int
 
 void complete_model_config(ModelConfig& model, const RunConfig& config, int64_t vocab_size,
                            int64_t num_classes) {
+  // A size set below the data's would fail at the first batch, in an embedding lookup or the loss.
+  RELPOS_CHECK(model.vocab_size == 0 || model.vocab_size >= vocab_size, "config",
+               "model.vocab_size {} is below the {} symbols of dataset '{}' (0: the dataset's)",
+               model.vocab_size, vocab_size, config.data.dataset);
   if (model.vocab_size == 0) model.vocab_size = vocab_size;
   if (model_registry().at(model.type).task == TaskKind::classification) {
-    if (model.own.get<int64_t>("num_classes", 0) == 0) model.own.set("num_classes", num_classes);
+    const int64_t classes = model.own.get<int64_t>("num_classes", 0);
+    RELPOS_CHECK(classes == 0 || classes >= num_classes, "config",
+                 "model.num_classes {} is below the {} classes of dataset '{}' (0: the dataset's)",
+                 classes, num_classes, config.data.dataset);
+    if (classes == 0) model.own.set("num_classes", num_classes);
     if (model.max_len == 0) model.max_len = content_length(config.data);
     return;
   }

@@ -266,6 +266,22 @@ for token in '[FOO' $'\x01' $'\xff'; do
     -- "$relpos" train "$tmp/listops.yaml" --quiet
 done
 cp "$tmp/listops_good/basic_train.tsv" "$tmp/listops/basic_train.tsv"
+# Sizes that contradict the data are refused before step 1, by key (they failed inside it, in the
+# loss, the embedding or "the training loader ran dry"); so is a number that is not finite (an
+# inf eps passed every ">= 0" check and made the first loss NaN).
+refused "num_classes below the data's" \
+  "^relpos: \[config\] model.num_classes 2 is below the 10 classes of dataset 'listops' \(0: the dataset's\)$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.num_classes=2
+refused "vocab_size below the data's" \
+  "^relpos: \[config\] model.vocab_size 3 is below the 17 symbols of dataset 'listops' \(0: the dataset's\)$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.vocab_size=3
+refused "drop_last with a batch past the split" \
+  "^relpos: \[config\] data.batch_size 100 is more than the 64 training examples and data.drop_last drops the short batch, so an epoch has none: lower data.batch_size or set data.drop_last: false$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set data.batch_size=100 --set data.drop_last=true
+refused "an inf eps" \
+  "^relpos: \[model.attention\] option 'eps' must be a finite number, got 'inf'$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.attention.eps=inf
+[[ ! -e $tmp/run ]] || fail "a refused run left $tmp/run"
 
 # --- IMDB: a review that is a dangling link -----------------------------------------------
 for split in train test; do
