@@ -3,6 +3,7 @@
 // queries after a memory take the last Lq rows of the product over memory + segment. Weight
 // [H, 2N-1] (full) or [H, N] (symmetric), N = max_len - special tokens; init as the reference
 // code: w_d = |d|·1e-5·u_h + 1e-6·z_h, u_h ~ U[0, 1), z_h ~ N(0, 1) one scalar each per head.
+#include "core/shape.h"
 #include "layers/attention/positional.h"
 #include "layers/attention/toeplitz.h"
 
@@ -18,6 +19,7 @@ class FastRpb final : public Positional {
     RELPOS_CHECK(max_len > 0, kName,
                  "needs max_len > 0, from its option max_len or the layer's max_len; got {}",
                  max_len);
+    check_largest_size(kName, "max_len", max_len);
     max_content_ = max_len - options_.front - options_.back;
     RELPOS_CHECK(max_content_ > 0, kName,
                  "max_len {} leaves no content token besides {} + {} special tokens", max_len,
@@ -32,6 +34,14 @@ class FastRpb final : public Positional {
   // Special rows get no term: with a leading special token (CLS) its row is never changed.
   bool reaches_leading_special_rows() const override { return options_.front == 0; }
   int64_t max_keys() const override { return max_content_ + options_.front + options_.back; }
+  bool relates_one_sequence() const override { return true; }
+  std::string why_no_memory() const override {
+    if (options_.front == 0 && options_.back == 0) return {};
+    return fmt::format(
+        "queries after a memory need special_tokens_front and special_tokens_back 0, got {} and "
+        "{}",
+        options_.front, options_.back);
+  }
 
   Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) override {
     const int64_t len = v.size(2);
@@ -42,10 +52,8 @@ class FastRpb final : public Positional {
                  "needs as many queries as keys, or causal queries after a memory (W relates "
                  "positions of one sequence), got {} queries and {} keys (causal {})",
                  q_len, len, in.causal);
-    RELPOS_CHECK(!after_memory || (options_.front == 0 && options_.back == 0), kName,
-                 "queries after a memory ({} of {} keys) need special_tokens_front and "
-                 "special_tokens_back 0, got {} and {}",
-                 q_len, len, options_.front, options_.back);
+    RELPOS_CHECK(!after_memory || why_no_memory().empty(), kName, "{} ({} of {} keys)",
+                 why_no_memory(), q_len, len);
     RELPOS_CHECK(v.size(1) == weight_.size(0), kName, "has weights for {} heads, values have {}",
                  weight_.size(0), v.size(1));
     // With padding, a sequence's trailing specials ([SEP]) sit before the padding, inside the

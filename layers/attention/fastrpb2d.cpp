@@ -44,6 +44,10 @@ class FastRpb2d final : public Positional {
   // Special rows get no term: with a leading special token (CLS) its row is never changed.
   bool reaches_leading_special_rows() const override { return options_.front == 0; }
   bool reads_whole_images() const override { return true; }
+  bool relates_one_sequence() const override { return true; }
+  std::string why_no_memory() const override {
+    return "its grid holds one image, with no memory before it";
+  }
 
   Var output_term(const Var& v, int64_t q_len, const AttentionInputs& in) override {
     const int64_t batch = v.size(0), heads = v.size(1), len = v.size(2), dim = v.size(3);

@@ -69,6 +69,14 @@ class Positional : public Module {
   // images): an encoder then refuses a batch with padding or of another length, whichever batch
   // an example sits in, as it does for input patches.
   virtual bool reads_whole_images() const { return false; }
+
+  // Whether queries and keys must be one sequence (FastRPB's W relates positions of one
+  // sequence): no cross attention between two, whose lengths differ from batch to batch.
+  virtual bool relates_one_sequence() const { return false; }
+
+  // Why causal queries after a memory cannot take this encoding; empty when they can. A model
+  // with a memory refuses it when built (the first segment has no memory, the second fails).
+  virtual std::string why_no_memory() const { return {}; }
 };
 
 using PositionalRegistry = Registry<Positional, const AttentionOptions&>;

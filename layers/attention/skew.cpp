@@ -7,6 +7,7 @@
 #include "layers/attention/skew.h"
 
 #include "autograd/functions.h"
+#include "core/shape.h"
 #include "layers/init.h"
 
 namespace relpos {
@@ -22,6 +23,7 @@ SkewPositional::SkewPositional(const AttentionOptions& opt)
                "needs the longest sequence t3: set the option max_len or the layer's max_len "
                "(got {})",
                max_len_);
+  check_largest_size(kWhere, "max_len", max_len_);
   RELPOS_CHECK(opt.head_dim >= 1, kWhere, "head_dim must be >= 1, got {}", opt.head_dim);
   // glorot_uniform, the default of the seed's Keras add_weight.
   Tensor e = Tensor::empty({opt.head_dim, 2 * max_len_ - 1}, opt.dtype);

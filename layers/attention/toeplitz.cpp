@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shape.h"
 #include "layers/attention/masks.h"
 
 namespace relpos {
@@ -51,6 +52,8 @@ ToeplitzBiasOptions read_toeplitz_bias_options(const AttentionOptions& opt, cons
   RELPOS_CHECK(o.front >= 0 && o.back >= 0, component,
                "special_tokens_front and special_tokens_back must be >= 0, got {} and {}", o.front,
                o.back);
+  check_largest_size(component, "special_tokens_front", o.front);
+  check_largest_size(component, "special_tokens_back", o.back);
   return o;
 }
 

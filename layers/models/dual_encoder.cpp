@@ -19,6 +19,12 @@ class CrossInteraction : public Module {
       : pre_norm_(c.norm == "pre") {
     ln_ = register_module("ln", std::make_shared<LayerNorm>(c.model_dim, 1e-5, true, c.dtype));
     attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(attention));
+    const Positional* positional = attn_->positional();
+    RELPOS_CHECK(positional == nullptr || !positional->relates_one_sequence(), "model",
+                 "dual_encoder's cross attention relates two documents, and positional '{}' "
+                 "relates positions of one sequence: use interaction none or another encoding "
+                 "(skew, shaw, ...)",
+                 positional->name());
     dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
   }
 

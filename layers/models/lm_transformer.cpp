@@ -131,6 +131,14 @@ void LmTransformer::check_context(const LmContext& context) const {
                "memory was embedded at positions of its own segment); use positions: none with a "
                "relative encoding (positional: shaw, skew, fastrpb, ...) or mem_len: 0",
                config().type, config().positions);
+  if (context.mem_len > 0)
+    for (size_t i = 0; i < layers_->size(); ++i) {
+      const Positional* positional = layers_->at<EncoderBlock>(i)->attention().positional();
+      const std::string why = positional != nullptr ? positional->why_no_memory() : "";
+      RELPOS_CHECK(why.empty(), kWho,
+                   "{}: positional '{}' cannot follow a memory: {}; set mem_len: 0", config().type,
+                   positional->name(), why);
+    }
   RELPOS_CHECK(clamps_ || (context.clamp_len == 0 && !context.same_length), kWho,
                "clamp_len and same_length are transformer_xl settings; {} has neither (got "
                "clamp_len {}, same_length {})",

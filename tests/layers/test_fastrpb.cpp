@@ -307,8 +307,22 @@ TEST_CASE("fastrpb: bad options and inputs are refused, naming the values") {
                        Error);
   auto framed = make(fastrpb_options(false, 1, 0), 8);
   CHECK_THROWS_WITH_AS(framed->output_term(values(7), 5, AttentionInputs{Tensor(), true, nullptr}),
-                       "[positional fastrpb] queries after a memory (5 of 7 keys) need "
-                       "special_tokens_front and special_tokens_back 0, got 1 and 0",
+                       "[positional fastrpb] queries after a memory need special_tokens_front "
+                       "and special_tokens_back 0, got 1 and 0 (5 of 7 keys)",
+                       Error);
+  CHECK(framed->why_no_memory() ==
+        "queries after a memory need special_tokens_front and special_tokens_back 0, got 1 and 0");
+  CHECK(pos->why_no_memory().empty());
+  CHECK(pos->relates_one_sequence());
+  // Sizes past any machine are refused by name before arithmetic on them overflows (2^62 left
+  // FastRPB a [4, 0] weight and a "[toeplitz] weights must be ..." error at the first step).
+  CHECK_THROWS_WITH_AS(make(fastrpb_options(false, 0, 0), int64_t{1} << 62),
+                       "[positional fastrpb] max_len 4611686018427387904 is larger than any "
+                       "machine holds (at most 2^40)",
+                       Error);
+  CHECK_THROWS_WITH_AS(make(fastrpb_options(false, INT64_MAX, 0), 8),
+                       "[positional fastrpb] special_tokens_front 9223372036854775807 is larger "
+                       "than any machine holds (at most 2^40)",
                        Error);
   CHECK_THROWS_WITH_AS(
       pos->output_term(values(9), 9, AttentionInputs{}),

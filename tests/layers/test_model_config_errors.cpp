@@ -89,6 +89,30 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
   CHECK(error([](ModelConfig& c) {
           c.own.set("combine", "features");
         }).find("[model] unknown option 'combine'; known: cls,") == 0);
+  // Cross attention relates two documents of different lengths: FastRPB's W ran on a batch whose
+  // documents padded alike and failed on the next, so whether an example ran depended on its
+  // batch.
+  CHECK(error([](ModelConfig& c) {
+          c.type = "dual_encoder";
+          c.own.set("interaction", "cross_attention").set("pooling", "mean");
+          c.attention = test::options("model.attention", {{"type", "linear"}});
+          c.positional = test::options("model.positional", {{"type", "fastrpb"}});
+        }) ==
+        "[model] dual_encoder's cross attention relates two documents, and positional "
+        "'fastrpb' relates positions of one sequence: use interaction none or another encoding "
+        "(skew, shaw, ...)");
+  // FastRPB with special tokens cannot follow a memory: refused when built, not by the second
+  // segment (the first has no memory).
+  CHECK(error([](ModelConfig& c) {
+          c.type = "causal_lm";
+          c.own = test::options("model", {{"mem_len", "4"}});
+          c.positions = "none";
+          c.attention = test::options("model.attention", {{"type", "linear"}});
+          c.positional = test::options("model.positional",
+                                       {{"type", "fastrpb"}, {"special_tokens_front", "1"}});
+        }) ==
+        "[model] causal_lm: positional 'fastrpb' cannot follow a memory: queries after a memory "
+        "need special_tokens_front and special_tokens_back 0, got 1 and 0; set mem_len: 0");
   CHECK(error([](ModelConfig& c) { c.own.set("input", "bytes"); }) ==
         "[model] unknown input 'bytes'; known: tokens, pixels, patches");
   CHECK(error([](ModelConfig& c) { c.activation = "silu"; }) ==
