@@ -1,15 +1,16 @@
 #!/usr/bin/python3
-"""An independent float64 reference of relpos's `sequence_classifier` forward pass.
+"""An independent float64 reference of relpos's `sequence_classifier` and `dual_encoder` forward
+passes.
 
     /usr/bin/python3 tools/reference_classifier.py CHECKPOINT PREDICTIONS.h5 [--data-dir DIR]
 
 CHECKPOINT is a relpos checkpoint (params/<name>, the resolved config in the attribute `config`);
 PREDICTIONS.h5 is what `relpos eval CHECKPOINT --split test --predictions PREDICTIONS.h5` wrote
 (datasets `logits` [n, classes] and `labels` [n], in dataset order). The script reads the test
-split from the raw files (MNIST-format IDX, ListOps TSV), runs the model on every example ALONE
-(no batch, no padding) in numpy float64 from the formulas of the documentation and the papers,
-and compares. Exit status: 0 within tolerance, 1 not, 2 a config it does not implement (one line
-naming the key).
+split from the raw files (MNIST-format IDX, ListOps TSV, AAN TSV), runs the model on every
+example ALONE (no batch, no padding) in numpy float64 from the formulas of the documentation and
+the papers, and compares. Exit status: 0 within tolerance, 1 not, 2 a config it does not
+implement (one line naming the key).
 
 Written from README.md, configs/README.md, docs/*.md, EXPERIMENTS.md, DESIGN.md and the seed
 papers; where they leave a detail open, the choice is marked "GAP:" below and is what relpos's
@@ -21,10 +22,12 @@ relu, sikf, dpfp, performer (its projection from the checkpoint's buffers), cosf
 positional none, fastrpb, fastrpb2d, shaw, skew (shared across layers or not); input tokens,
 pixels, patches; cls vector / token / none; pooling cls / mean; head mlp / tanh; norm pre / post
 (embedding_norm); positions learned / learned2d / sinusoidal / none; tied_blocks; index_first
-(equal to the standard block by the README); head_combiner concat / stacked. Datasets mnist,
-fashion-mnist (IDX), listops (TSV), test split. Not implemented (exit 2): sinspe / convspe
-(their evaluation noise comes from relpos's Philox stream, which the docs do not specify),
-rel_xl, other model types and datasets, train.precision bf16.
+(equal to the standard block by the README); head_combiner concat / stacked; dual_encoder with
+combine concat / features and interaction none / cross_attention. Datasets mnist, fashion-mnist
+(IDX), listops (TSV), aan (document pairs), test split. Not implemented (exit 2): sinspe /
+convspe (their evaluation noise comes from relpos's Philox stream, which the docs do not
+specify), rel_xl, fastrpb(2d) in a cross attention, other model types and datasets,
+train.precision bf16.
 """
 import argparse
 import gzip
@@ -134,8 +137,28 @@ def listops_test(data_dir, tokenizer, max_len):
     return tokens, labels
 
 
+def aan_test(data_dir, max_len):
+    """new_aan_pairs.test.tsv (LRA Retrieval; README "AAN pairs"): lines `label, id1, id2, text1,
+    text2`, no header -> ([(ids1, ids2)], labels). GAP: ids are byte + 1 (0 = pad, vocab 257) of
+    the first min(10,000, max_len) bytes, the label "0"/"1" or a float equal to it
+    (datasets/aan.h)."""
+    with open(os.path.join(data_dir, "new_aan_pairs.test.tsv"), "rb") as f:
+        lines = f.read().split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    keep = min(10000, max_len)
+    pairs, labels = [], []
+    for line in lines:
+        label, _, _, text1, text2 = line.removesuffix(b"\r").split(b"\t")
+        pairs.append(tuple(np.frombuffer(t[:keep], dtype=np.uint8).astype(np.int64) + 1
+                           for t in (text1, text2)))
+        labels.append(int(float(label)))
+    return pairs, labels
+
+
 def load_examples(config, data_dir):
-    """-> (list of token arrays (content only), labels, vocab_size, content max_len)."""
+    """-> (list of token arrays (content only; pairs of them for aan), labels, vocab_size,
+    content max_len)."""
     d = config["data"]
     name = d["dataset"]
     limit = d.get("eval_limit", 0) or 0
@@ -148,6 +171,9 @@ def load_examples(config, data_dir):
         vocab = 17 if tok == "lra" else 16
         default_len = 2000
         xs, ys = listops_test(data_dir, tok, d.get("max_len", 0) or default_len)
+    elif name == "aan":
+        vocab, default_len = 257, 4000
+        xs, ys = aan_test(data_dir, d.get("max_len", 0) or default_len)
     else:
         raise Unsupported(f"data.dataset: {name}")
     max_len = d.get("max_len", 0) or default_len
@@ -244,37 +270,38 @@ def positional_name(prefix):
     return prefix + ".positional.weight"
 
 
-def shaw_relative(pos_opts, w, L):
-    """Shaw et al. 2018 eq. 4-5 / seed 003 §III: the table index [L, L] of clip(j - i, -k, k) + k.
+def shaw_relative(pos_opts, w, lq, lk):
+    """Shaw et al. 2018 eq. 4-5 / seed 003 §III: the table index [Lq, Lk] of clip(j - i, -k, k) + k
+    (query i at position i, key j at j: cross attention counts both from 0).
 
     GAP: seed 003 writes RP_clip(i - j); the docs do not say which sign the stored rows use, that
     the embeddings [2k + 1, D] are shared by the heads, nor the default window (16). relpos:
     row r embeds the clipped distance j - i = r - k (layers/attention/shaw.h)."""
     k = (w.shape[0] - 1) // 2
-    i = np.arange(L)[:, None]
-    j = np.arange(L)[None, :]
+    i = np.arange(lq)[:, None]
+    j = np.arange(lk)[None, :]
     return np.clip(j - i, -k, k) + k
 
 
-def shaw_scores(pos_opts, p, prefix, qh):
-    """S[h, i, j] = q_i . w_clip(j - i) [H, L, L] (added to Q K^T before the 1/sqrt(D) scale,
+def shaw_scores(pos_opts, p, prefix, qh, lk):
+    """S[h, i, j] = q_i . w_clip(j - i) [H, Lq, Lk] (added to Q K^T before the 1/sqrt(D) scale,
     docs/adding-attention.md; seed 004 eq. 1 the same for skew)."""
     w = p[positional_name(prefix)]  # [2k + 1, D]
-    idx = shaw_relative(pos_opts, w, qh.shape[1])
+    idx = shaw_relative(pos_opts, w, qh.shape[1], lk)
     qw = qh @ w.T  # [H, L, 2k + 1]
     return np.take_along_axis(qw, np.broadcast_to(idx, qh.shape[:1] + idx.shape), axis=2)
 
 
-def skew_scores(pos_opts, p, prefix, qh, layer_max_len):
+def skew_scores(pos_opts, p, prefix, qh, lk, layer_max_len):
     """Seed 004: S = truncate(transpose(diagonal(Q E, 0, t3 - 1))): S[i, j] = q_i . E[:, t3 - 1 -
     (j - i)], E [D, 2 t3 - 1] (column c embeds the shift t3 - 1 - c), t3 = positional max_len,
-    default the layer's (GAP: the docs say "max_len the model's")."""
+    default the layer's (GAP: the docs say "max_len the model's"). [H, Lq, Lk]: seed 004's cross
+    attention truncates to the Lk keys, both sequences counted from 0."""
     e = p[positional_name(prefix)]
     t3 = (e.shape[1] + 1) // 2
     assert t3 == int(pos_opts.get("max_len", layer_max_len)), (t3, layer_max_len)
-    L = qh.shape[1]
-    i = np.arange(L)[:, None]
-    j = np.arange(L)[None, :]
+    i = np.arange(qh.shape[1])[:, None]
+    j = np.arange(lk)[None, :]
     col = t3 - 1 - (j - i)
     qe = qh @ e  # [H, L, 2 t3 - 1]
     return np.take_along_axis(qe, np.broadcast_to(col, qh.shape[:1] + col.shape), axis=2)
@@ -368,37 +395,38 @@ def shaw_kernel_terms(pos_opts, p, prefix, phi_q, vh):
     w = p[positional_name(prefix)]
     if phi_q.shape[-1] != w.shape[1]:
         raise Unsupported("shaw with a feature map that changes the width")
-    idx = shaw_relative(pos_opts, w, phi_q.shape[1])
+    idx = shaw_relative(pos_opts, w, phi_q.shape[1], vh.shape[1])
     pw = phi_q @ w.T
     s = np.take_along_axis(pw, np.broadcast_to(idx, phi_q.shape[:1] + idx.shape), axis=2)
     return s @ vh, s.sum(-1, keepdims=True)
 
 
-def multi_head_attention(cfg, ctx, p, prefix, x):
-    """x [L, d] -> [L, d] (docs/architecture.md "layers: attention": q/k/v projections, the
-    variant with the encoding's score bias / kernel terms, the output term, heads merged)."""
+def multi_head_attention(cfg, ctx, p, prefix, x, kv=None):
+    """x [Lq, d] attends kv [Lk, d] (default x: self-attention) -> [Lq, d] (docs/architecture.md
+    "layers: attention": q/k/v projections, the variant with the encoding's score bias / kernel
+    terms, the output term, heads merged). Query i sits at position i, key j at j."""
     m = cfg["model"]
     att, pos = ctx["attention"], ctx["positional"]
     H = m["num_heads"]
-    L = x.shape[0]
+    kv = x if kv is None else kv
+    L, lk = x.shape[0], kv.shape[0]
     q = linear(p, prefix + ".q_proj", x)
-    k = linear(p, prefix + ".k_proj", x)
-    v = linear(p, prefix + ".v_proj", x)
+    k = linear(p, prefix + ".k_proj", kv)
+    v = linear(p, prefix + ".v_proj", kv)
     dh = q.shape[1] // H
-    qh, kh, vh = (t.reshape(L, H, dh).transpose(1, 0, 2) for t in (q, k, v))  # [H, L, Dh]
+    qh, kh, vh = (t.reshape(len(t), H, dh).transpose(1, 0, 2) for t in (q, k, v))  # [H, L, Dh]
     ptype = pos.get("type", "none")
     ctx = dict(ctx, prefix=prefix)
     if att["type"] == "softmax":
         bias = None
         if ptype == "shaw":
-            bias = shaw_scores(pos, p, prefix, qh)
+            bias = shaw_scores(pos, p, prefix, qh, lk)
         elif ptype == "skew":
-            bias = skew_scores(pos, p, prefix, qh, ctx["max_len"])
+            bias = skew_scores(pos, p, prefix, qh, lk, ctx["max_len"])
         y = softmax_attention(qh, kh, vh, bias)
     elif att["type"] == "linear":
-        positions = np.arange(L, dtype=np.float64)
-        phi_q = feature_map(att, qh, positions, ctx)
-        phi_k = feature_map(att, kh, positions, ctx)
+        phi_q = feature_map(att, qh, np.arange(L, dtype=np.float64), ctx)
+        phi_k = feature_map(att, kh, np.arange(lk, dtype=np.float64), ctx)
         terms = shaw_kernel_terms(pos, p, prefix, phi_q, vh) if ptype == "shaw" else None
         y = linear_attention(att, phi_q, phi_k, vh, terms)
     else:
@@ -423,8 +451,8 @@ def multi_head_attention(cfg, ctx, p, prefix, x):
 
 
 # --------------------------------------------------------------------------------------------
-# Encoder and classifier (docs/architecture.md "layers: models"; EXPERIMENTS.md "LRA encoder",
-# "MNIST model")
+# Encoder, classifier and dual encoder (docs/architecture.md "layers: models"; EXPERIMENTS.md
+# "LRA encoder", "MNIST model")
 # --------------------------------------------------------------------------------------------
 
 def embed(cfg, ctx, p, ids):
@@ -468,8 +496,8 @@ def encoder_block(cfg, ctx, p, i, x):
     return layer_norm(p, pre + ".ln2", x + feed_forward(p, pre + ".mlp", x, act))
 
 
-def classify(cfg, ctx, p, content):
-    """content ids [T] of one example (no padding) -> logits [classes]."""
+def encode(cfg, ctx, p, content):
+    """content ids [T] of one example (no padding) -> the encoder's hidden states [L, d]."""
     m = cfg["model"]
     ids = np.asarray(content, dtype=np.int64)
     if m["cls"] == "token":  # [CLS] content [SEP], ids vocab and vocab + 1
@@ -502,10 +530,58 @@ def classify(cfg, ctx, p, content):
         x = encoder_block(cfg, ctx, p, 0 if m.get("tied_blocks") else i, x)
     if m["norm"] == "pre":  # the final LayerNorm of pre-LN (EXPERIMENTS.md LRA encoder)
         x = layer_norm(p, "encoder.norm", x)
-    pooled = x[0] if m["pooling"] == "cls" else x.mean(0)  # mean over real tokens, CLS included
-    if m["head"] == "mlp":  # Dense(mlp_dim) -> ReLU -> Dense(classes)
-        return linear(p, "head.fc2", relu(linear(p, "head.fc1", pooled)))
+    return x
+
+
+def pool(cfg, x):
+    """[L, d] -> [d]: the CLS row, or the mean over the real tokens (CLS included)."""
+    return x[0] if cfg["model"]["pooling"] == "cls" else x.mean(0)
+
+
+def mlp_head(p, x, n):
+    """head.fc1 -> ReLU -> ... -> head.fcN: N Dense layers with a ReLU between two."""
+    for i in range(1, n + 1):
+        x = linear(p, f"head.fc{i}", x)
+        if i < n:
+            x = relu(x)
+    return x
+
+
+def classify(cfg, ctx, p, content):
+    """content ids [T] of one example (no padding) -> logits [classes]."""
+    pooled = pool(cfg, encode(cfg, ctx, p, content))
+    if cfg["model"]["head"] == "mlp":  # Dense(mlp_dim) -> ReLU -> Dense(classes)
+        return mlp_head(p, pooled, 2)
     return linear(p, "classifier", np.tanh(linear(p, "pooler", pooled)))  # BERT pooler
+
+
+def cross_interaction(cfg, ctx, p, x, y):
+    """x [Lx, d] attends the other document y [Ly, d] once with the model's attention and encoding
+    (README), both counted from position 0 (seed 004's cross attention). GAP: the docs give no
+    block around it; relpos (layers/models/dual_encoder.cpp): one module `interaction` for both
+    directions, a residual and its own LayerNorm `ln`: pre x + attn(ln x, ln y), post
+    ln(x + attn(x, y))."""
+    def norm(t):
+        return layer_norm(p, "interaction.ln", t)
+
+    if cfg["model"]["norm"] == "pre":
+        return x + multi_head_attention(cfg, ctx, p, "interaction.attn", norm(x), norm(y))
+    return norm(x + multi_head_attention(cfg, ctx, p, "interaction.attn", x, y))
+
+
+def dual_classify(cfg, ctx, p, pair):
+    """(document 1, document 2) ids of one example -> logits [classes] (LRA Retrieval,
+    docs/architecture.md): one encoder over each, pooled u, v, then [u, v] (concat) or
+    [u, v, u*v, u-v] (features) through Dense(mlp_dim) -> ReLU -> Dense(mlp_dim / 2) -> ReLU ->
+    Dense(classes) (configs/lra/retrieval/base.yaml). GAP: the interaction updates both documents
+    from the encoder outputs (b attends a, not a's update), before pooling."""
+    m = cfg["model"]
+    a, b = (encode(cfg, ctx, p, doc) for doc in pair)
+    if m.get("interaction", "none") == "cross_attention":
+        a, b = cross_interaction(cfg, ctx, p, a, b), cross_interaction(cfg, ctx, p, b, a)
+    u, v = pool(cfg, a), pool(cfg, b)
+    parts = [u, v] if m.get("combine", "concat") == "concat" else [u, v, u * v, u - v]
+    return mlp_head(p, np.concatenate(parts), 3)
 
 
 # --------------------------------------------------------------------------------------------
@@ -523,10 +599,13 @@ def as_mapping(value):
 def check_supported(cfg, buffers):
     """Raises Unsupported naming the first key this reference does not implement."""
     m = cfg["model"]
-    if m.get("type") != "sequence_classifier":
+    if m.get("type") not in ("sequence_classifier", "dual_encoder"):
         raise Unsupported(f"model.type: {m.get('type')}")
     att = as_mapping(m.get("attention"))
     pos = as_mapping(m.get("positional"))
+    if m.get("interaction", "none") != "none" and pos["type"] in ("fastrpb", "fastrpb2d"):
+        raise Unsupported(f"model.positional.type: {pos['type']} with model.interaction (W "
+                          "relates positions of one sequence; relpos refuses it when Lq != Lk)")
     if att["type"] not in ("softmax", "linear"):
         raise Unsupported(f"model.attention.type: {att['type']}")
     if att["type"] == "linear" and att.get("feature_map", "elu1") not in (
@@ -580,7 +659,8 @@ def main(argv=None):
     with h5py.File(args.predictions, "r") as f:
         got = np.asarray(f["logits"][()], dtype=np.float64)
         got_labels = np.asarray(f["labels"][()], dtype=np.int64)
-    ref = np.stack([classify(cfg, ctx, params, x) for x in xs])
+    forward = dual_classify if cfg["model"]["type"] == "dual_encoder" else classify
+    ref = np.stack([forward(cfg, ctx, params, x) for x in xs])
     if got.shape != ref.shape:
         print(f"shape mismatch: relpos {got.shape}, reference {ref.shape}")
         return 1
@@ -595,7 +675,8 @@ def main(argv=None):
           f"{'equal' if labels_ok else 'DIFFER'}  argmax agree "
           f"{np.mean(ref.argmax(1) == got.argmax(1)):.3f}")
     for idx in np.argsort(-worst)[:args.show]:
-        print(f"  example {idx}: len {len(xs[idx])} max abs diff {worst[idx]:.3e}")
+        lengths = [len(t) for t in xs[idx]] if isinstance(xs[idx], tuple) else len(xs[idx])
+        print(f"  example {idx}: len {lengths} max abs diff {worst[idx]:.3e}")
     ok = rel <= args.rtol and labels_ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

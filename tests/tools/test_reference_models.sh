@@ -3,8 +3,9 @@
 # (tools/reference_classifier.py, tools/reference_lm.py, written from the documentation): small
 # models of several kinds are trained a few steps, their positional weights jittered (a few
 # steps leave FastRPB's near 0, where a wrong convention would pass), evaluated with
-# `relpos eval --predictions` at two batch sizes, and recomputed example by example (classifiers)
-# or along the stream (language models). Without numpy, h5py or PyYAML: SKIPPED (exit 77).
+# `relpos eval --predictions` at two batch sizes, and recomputed example by example (classifiers,
+# dual encoders) or along the stream (language models). Without numpy, h5py or PyYAML: SKIPPED
+# (exit 77).
 # Usage: test_reference_models.sh RELPOS [PYTHON]   (default /usr/bin/python3)
 set -uo pipefail
 relpos=$1
@@ -97,6 +98,33 @@ classifier_cases=(
   "performer_none:model.attention={type: linear, feature_map: performer}"
 )
 train_and_check classifier reference_classifier.py "${classifier_cases[@]}"
+
+# Dual encoders on AAN-format pairs (LRA Retrieval): random documents of 1-29 bytes (some past
+# max_len, some not ASCII), both documents' lengths differing within a pair and a batch.
+data=$tmp/aan
+mkdir -p "$data"
+"$python" - "$data" <<'PY' || fail "cannot write the AAN pairs"
+import sys, numpy as np
+rng = np.random.default_rng(1)
+letters = list("abcdefgh ") + ["é", "ß"]
+for split, n in (("train", 64), ("eval", 8), ("test", 24)):
+    with open(f"{sys.argv[1]}/new_aan_pairs.{split}.tsv", "w", encoding="utf-8") as f:
+        for i in range(n):
+            a, b = ("".join(rng.choice(letters, rng.integers(1, 30))) for _ in range(2))
+            f.write(f"{rng.integers(0, 2)}.0\tp{i}\tq{i}\t{a}\t{b}\n")
+PY
+cat >"$tmp/dual.yaml" <<YAML
+model: {type: dual_encoder, num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32,
+        dropout: 0.0, attention_dropout: 0.0}
+data: {dataset: aan, dir: $data, max_len: 24, batch_size: 8}
+optimizer: {type: adamw, lr: 0.003}
+train: {steps: 12, eval_every: 0, log_every: 12, out: $tmp/dual}
+YAML
+dual_cases=(
+  "features_elu1_fastrpb_post_cls_token:model.combine=features;model.attention={type: linear, feature_map: elu1};model.positional={type: fastrpb};model.norm=post;model.cls=token;model.pooling=mean"
+  "cross_attention_softmax_skew:model.interaction=cross_attention;model.attention={type: softmax};model.positional={type: skew}"
+)
+train_and_check dual reference_classifier.py "${dual_cases[@]}"
 
 # Language models on English text (the GPL-3 every Debian system ships), 2,000 test characters.
 data=$tmp/chars
