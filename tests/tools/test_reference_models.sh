@@ -82,13 +82,18 @@ train_and_check() {
 data=$tmp/listops
 "$relpos" data prepare listops --out "$data" --train 160 --val 16 --test 24 --min_length 20 --max_length 90 \
   >/dev/null || fail "data prepare listops"
-cat >"$tmp/classifier.yaml" <<YAML
-model: {type: sequence_classifier, num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32,
+# A small model of TYPE on DATASET in folder $data, 12 updates, written to $tmp/KIND.yaml.
+write_small_config() {
+  local kind=$1 type=$2 dataset=$3 max_len=$4
+  cat >"$tmp/$kind.yaml" <<YAML
+model: {type: $type, num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32,
         dropout: 0.0, attention_dropout: 0.0}
-data: {dataset: listops, dir: $data, max_len: 96, batch_size: 8}
+data: {dataset: $dataset, dir: $data, max_len: $max_len, batch_size: 8}
 optimizer: {type: adamw, lr: 0.003}
-train: {steps: 12, eval_every: 0, log_every: 12, out: $tmp/classifier}
+train: {steps: 12, eval_every: 0, log_every: 12, out: $tmp/$kind}
 YAML
+}
+write_small_config classifier sequence_classifier listops 96
 classifier_cases=(
   "softmax_shaw_post_cls_token:model.attention={type: softmax};model.positional={type: shaw};model.norm=post;model.cls=token;model.positions=learned"
   "softmax_naive_skew:model.attention={type: softmax, fused: false};model.positional={type: skew};model.pooling=mean"
@@ -113,13 +118,7 @@ for split, n in (("train", 64), ("eval", 8), ("test", 24)):
             a, b = ("".join(rng.choice(letters, rng.integers(1, 30))) for _ in range(2))
             f.write(f"{rng.integers(0, 2)}.0\tp{i}\tq{i}\t{a}\t{b}\n")
 PY
-cat >"$tmp/dual.yaml" <<YAML
-model: {type: dual_encoder, num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32,
-        dropout: 0.0, attention_dropout: 0.0}
-data: {dataset: aan, dir: $data, max_len: 24, batch_size: 8}
-optimizer: {type: adamw, lr: 0.003}
-train: {steps: 12, eval_every: 0, log_every: 12, out: $tmp/dual}
-YAML
+write_small_config dual dual_encoder aan 24
 dual_cases=(
   "features_elu1_fastrpb_post_cls_token:model.combine=features;model.attention={type: linear, feature_map: elu1};model.positional={type: fastrpb};model.norm=post;model.cls=token;model.pooling=mean"
   "cross_attention_softmax_skew:model.interaction=cross_attention;model.attention={type: softmax};model.positional={type: skew}"
