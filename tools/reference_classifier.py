@@ -622,13 +622,17 @@ def check_supported(cfg, buffers):
     return att, pos
 
 
+F32_RTOL, F64_RTOL = 1e-4, 1e-9  # an f64 model's logits are written in f64
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint")
     ap.add_argument("predictions")
     ap.add_argument("--data-dir", help="the dataset folder (default: data.dir of the config)")
-    ap.add_argument("--rtol", type=float, default=1e-4,
-                    help="tolerance on max |diff| / max |reference logit| (default 1e-4)")
+    ap.add_argument("--rtol", type=float, default=None,
+                    help="tolerance on max |diff| / max |reference logit| (default "
+                         f"{F32_RTOL:g} for an f32 model, {F64_RTOL:g} for f64)")
     ap.add_argument("--show", type=int, default=0, help="print the N worst examples")
     args = ap.parse_args(argv)
 
@@ -677,7 +681,9 @@ def main(argv=None):
     for idx in np.argsort(-worst)[:args.show]:
         lengths = [len(t) for t in xs[idx]] if isinstance(xs[idx], tuple) else len(xs[idx])
         print(f"  example {idx}: len {lengths} max abs diff {worst[idx]:.3e}")
-    ok = rel <= args.rtol and labels_ok
+    rtol = args.rtol if args.rtol is not None else (
+        F64_RTOL if cfg["model"].get("dtype") == "f64" else F32_RTOL)
+    ok = rel <= rtol and labels_ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -27,9 +27,10 @@ pre/post-LN), transformer_lm (learned positions), causal_lm with softmax or line
 none/fastrpb/shaw/skew, positions none/learned/sinusoidal, eval layouts relpos/reference, f32
 and f64 models. Refused with exit 2: sinspe/convspe (noise drawn by relpos's Philox stream),
 train.precision bf16, index_first, stacked heads.
-Details the docs leave open are marked "DOC GAP" where this script decides them; the options
---emb-scale, --shaw-order, --performer-scale, --cosformer-len, --sin-layout choose between
-the readings (their defaults are the ones relpos was found to implement).
+Where the papers leave a choice open (LayerNorm's eps, GELU's form, the sinusoid layouts, which
+Shaw row holds which distance, Performer's input scale, cosFormer's default M, FastRPB's column
+order, the embedding scale, the untie_r names, the dtype of log_prob), the script follows
+docs/model-details.md, whose section each function names.
 
 Only /usr/bin/python3 with numpy, h5py and PyYAML.
 """
@@ -99,8 +100,8 @@ def linear(x, w, b=None):
 
 
 def layer_norm(x, w, b, eps=1e-5):
-    """LayerNorm over the last dim (DOC GAP: eps not documented; PyTorch's and the TXL
-    reference's nn.LayerNorm default 1e-5)."""
+    """LayerNorm over the last dim, biased variance, eps 1e-5 (docs: "Layers every model
+    shares")."""
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
     return (x - mu) / np.sqrt(var + eps) * w + b
@@ -109,7 +110,7 @@ def layer_norm(x, w, b, eps=1e-5):
 def activation(x, name):
     if name == "relu":
         return np.maximum(x, 0.0)
-    if name == "gelu":  # DOC GAP: exact (erf) GELU assumed, PyTorch's default
+    if name == "gelu":  # the exact x * Phi(x), not the tanh form (docs: "Layers every model ...")
         from math import erf
         return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
     raise Unsupported(f"model.activation: {name}")
@@ -162,23 +163,18 @@ def masked_softmax(scores, vis):
 # ----------------------------------------------------------------------------------------------
 
 def sinusoid_table(pos, d):
-    """R_pos [len, d] = [sin(pos f), cos(pos f)] with f_k = 1 / 10000^(2k/d) (concatenated, not
-    interleaved: TXL reference PositionalEmbedding; DOC GAP, the docs give no formula)."""
+    """R_pos [len, d] = [sin(pos f), cos(pos f)] with f_k = 1 / 10000^(2k/d), concatenated as the
+    TXL reference's PositionalEmbedding (docs: "Transformer-XL")."""
     inv_freq = 1.0 / (10000.0 ** (np.arange(0.0, d, 2.0) / d))
     ang = pos[:, None].astype(np.float64) * inv_freq[None, :]
     return np.concatenate([np.sin(ang), np.cos(ang)], -1)
 
 
-SIN_LAYOUT = "interleaved"
-
-
-def absolute_sinusoid(L, d, layout):
-    """Vaswani et al. 2017 absolute positions 0..L-1 (segment-relative: absolute positions
-    are refused with memory). DOC GAP: the layout; "interleaved" (PE[:, 2k] = sin,
-    PE[:, 2k+1] = cos, Vaswani) or "concat" ([sin | cos], the TXL reference's)."""
+def absolute_sinusoid(L, d):
+    """Vaswani et al. 2017 absolute positions 0..L-1, interleaved: PE[:, 2k] = sin,
+    PE[:, 2k+1] = cos (docs: "Absolute positions"; segment-relative: absolute positions are
+    refused with memory)."""
     pe = sinusoid_table(np.arange(L), d)
-    if layout == "concat":
-        return pe
     out = np.empty_like(pe)
     out[:, 0::2], out[:, 1::2] = pe[:, : d // 2], pe[:, d // 2:]
     return out
@@ -215,14 +211,13 @@ def distances(Lq, Lk):
     return (np.arange(Lq)[:, None] + (Lk - Lq)) - np.arange(Lk)[None, :]
 
 
-def shaw_scores(x, table, window, order):
-    """Shaw et al. 2018 / seed 003: S_rel[i, j] = x_i . RP_{clip(i - j, -k, k)}, k = window.
+def shaw_scores(x, table, window):
+    """Shaw et al. 2018 / seed 003: S_rel[i, j] = x_i . W[k - clip(i - j, -k, k)], k = window:
+    row 0 every key k or more positions before the query, as seed 003's algorithm (docs: "Shaw").
     x [B, H, Lq, D] (q for softmax, phi(q) for linear attention), table [2k+1, D] shared by
-    the heads. DOC GAP: which row holds which distance. Seed 003's formula reads row
-    clip(i-j)+k (`order` +1), its algorithm (H_before = column 0, the causal case zeroing the
-    columns right of k) row k-clip(i-j) (`order` -1, the default, which relpos matches)."""
+    the heads."""
     d = np.clip(distances(x.shape[2], window["Lk"]), -window["k"], window["k"])
-    rows = d + window["k"] if order > 0 else window["k"] - d
+    rows = window["k"] - d
     xr = x @ table.T  # [B, H, Lq, 2k+1]
     return np.take_along_axis(xr, np.broadcast_to(rows, xr.shape[:2] + rows.shape), -1)
 
@@ -269,23 +264,20 @@ def feature_map(x, att, pos=None, proj=None, cos_len=None):
         xp = np.concatenate([np.maximum(x, 0.0), np.maximum(-x, 0.0)], -1)
         return np.concatenate([xp * np.roll(xp, j, axis=-1) for j in range(1, nu + 1)], -1)
     if fm == "performer":
-        # README: exp(W x^ - |x^|^2 / 2) / sqrt(m), W the saved projection [m, D] (positive
-        # random features, FAVOR+). DOC GAP: x^ = x / D^(1/4) assumed (so x^_q.x^_k =
-        # q.k / sqrt(D), softmax's scale); --performer-scale 1 takes x^ = x.
-        xh = x * PERFORMER_SCALE(x.shape[-1])
+        # exp(W x^ - |x^|^2 / 2) / sqrt(m), W the saved projection [m, D] (positive random
+        # features, FAVOR+), x^ = x D^(-1/4) so that x^_q . x^_k = q . k / sqrt(D) (docs:
+        # "Attention").
+        xh = x * x.shape[-1] ** -0.25
         m = proj.shape[0]
         return np.exp(xh @ proj.T - 0.5 * (xh ** 2).sum(-1, keepdims=True)) / math.sqrt(m)
     if fm == "cosformer":
         # cosFormer (Qin et al. 2022): [relu(x) cos(pi p / 2M), relu(x) sin(pi p / 2M)], p the
-        # token's position in the call (queries at M_mem + i, keys at j), M = cosformer_len.
-        # DOC GAP: the default of cosformer_len and the feature order.
+        # token's position in the call (queries at M_mem + i, keys at j), M = cosformer_len,
+        # default the model's max_len as training resolved it (docs: "Attention").
         ang = (np.pi / (2.0 * cos_len)) * pos.astype(np.float64)[:, None]
         r = np.maximum(x, 0.0)
         return np.concatenate([r * np.cos(ang), r * np.sin(ang)], -1)
     raise Unsupported(f"model.attention.feature_map: {fm}")
-
-
-PERFORMER_SCALE = lambda D: D ** -0.25
 
 
 def linear_attention(q, k, v, att, window, state=None, kernel_table=None):
@@ -319,9 +311,8 @@ def linear_attention(q, k, v, att, window, state=None, kernel_table=None):
 def fastrpb_term(v, w, parameterization, n_max, Lq):
     """Causal FastRPB [RPB eq. 10-12]: (W V)_i = sum_{j <= p_i} w_{p_i - j} v_j, p_i = M + i,
     W lower-triangular Toeplitz over [memory; segment]; added before the output projection,
-    not normalised. v [B, H, Lk, dv]; w [H, 2N-1] (full: w_d at index N-1+d, DOC GAP: the
-    paper writes both w_{m-n} and w_{n-m}; this index was read off which weights train)
-    or [H, N] (symmetric: w_|d| at index |d|)."""
+    not normalised. v [B, H, Lk, dv]; w [H, 2N-1] (full: w_d at index N-1+d, d query minus key;
+    docs: "FastRPB 1-D" on the paper's two orders) or [H, N] (symmetric: w_|d| at index |d|)."""
     B, H, Lk, dv = v.shape
     M = Lk - Lq
     d = (np.arange(Lq)[:, None] + M) - np.arange(Lk)[None, :]  # distance p_i - j
@@ -377,9 +368,9 @@ class Model:
             raise Unsupported(f"model.positional.type: {self.pos.get('type')}")
         if self.positions not in ("none", "learned", "sinusoidal"):
             raise Unsupported(f"model.positions: {self.positions}")
-        # DOC GAP: whether causal_lm / transformer_lm scale the embedding by sqrt(d) is not said
-        # (docs say it of transformer_xl only); --emb-scale decides.
-        self.emb_scale = math.sqrt(self.d) if self.type == "transformer_xl" else ctx["emb_scale"]
+        # transformer_xl scales the embedding by sqrt(d), causal_lm and transformer_lm do not
+        # (docs: "Language models").
+        self.emb_scale = math.sqrt(self.d) if self.type == "transformer_xl" else 1.0
         self.final_norm = None
         for name in ("norm.weight", "final_norm.weight", "ln_f.weight", "final_ln.weight"):
             if name in params:
@@ -388,7 +379,6 @@ class Model:
             self.out_w = params["output.weight"]
         else:
             self.out_w = params["embedding.weight"]  # tie_weights
-        self.shaw_order = ctx.get("shaw_order", 1)
         self.fastrpb_n = None
         if self.pos.get("type") == "fastrpb":
             w = params["layers.0.attn.positional.weight"]
@@ -417,17 +407,14 @@ class Model:
             r_k = linear(R, p[pre + "attention.r_net.weight"]).reshape(Lk, H, dh).transpose(1, 0, 2)
             if "r_w_bias" in p:
                 u, vb = p["r_w_bias"], p["r_r_bias"]
-            else:  # untie_r: a pair per layer (DOC GAP: the names; tried in this order)
-                u = p.get(pre + "attention.r_w_bias", p.get(f"layers.{i}.r_w_bias"))
-                vb = p.get(pre + "attention.r_r_bias", p.get(f"layers.{i}.r_r_bias"))
-                if u is None:
-                    raise Unsupported("model.untie_r: parameter names not found")
+            else:  # untie_r: a pair per layer (docs: "Transformer-XL")
+                u, vb = p[pre + "attention.r_w_bias"], p[pre + "attention.r_r_bias"]
             y = rel_xl_attention(q, k, v, r_k, u, vb, window)
         else:
             ptype, table = self.pos.get("type", "none"), p.get(pre + "positional.weight")
             if ptype == "shaw":
                 win = {"k": int(self.pos.get("window", 16)), "Lk": Lk}
-                rel = lambda x: shaw_scores(x, table, win, self.shaw_order)
+                rel = lambda x: shaw_scores(x, table, win)
             elif ptype == "skew":
                 rel = lambda x: skew_scores(x, table, Lk)
             else:
@@ -460,7 +447,7 @@ class Model:
                 raise Unsupported("model.positions: learned table not found in params")
             h = h + p[name][: ids.shape[1]]  # positions restart every segment
         elif self.positions == "sinusoidal":
-            h = h + absolute_sinusoid(ids.shape[1], self.d, SIN_LAYOUT)
+            h = h + absolute_sinusoid(ids.shape[1], self.d)
         new_mems = []
         for i in range(self.L):
             mem = mems[i]
@@ -550,6 +537,9 @@ def trained_max_len(cfg):
     return max(mem + tgt, int(eval_mem) + int(eval_tgt))
 
 
+F32_TOL, F64_TOL = 1e-4, 1e-9
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("checkpoint")
@@ -559,18 +549,7 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="the same overrides given to relpos eval (eval.mem_len, ...)")
     ap.add_argument("--tol", type=float, default=None,
-                    help="abs tolerance (default: 1e-4 for f32 models, one f32 ulp for f64)")
-    ap.add_argument("--emb-scale", default="1",
-                    help="embedding scale of causal_lm / transformer_lm: 1 or sqrt (DOC GAP)")
-    ap.add_argument("--shaw-order", type=int, default=-1, choices=[1, -1],
-                    help="Shaw table row of distance d: +1 row d+k, -1 row k-d (DOC GAP)")
-    ap.add_argument("--performer-scale", default="d^-1/4", choices=["d^-1/4", "1"],
-                    help="performer's x^ = x * scale (DOC GAP)")
-    ap.add_argument("--cosformer-len", type=float, default=None,
-                    help="cosformer_len when the config leaves it to its default (DOC GAP; "
-                         "default: the model's max_len as training resolved it)")
-    ap.add_argument("--sin-layout", default="interleaved", choices=["interleaved", "concat"],
-                    help="layout of absolute sinusoidal positions (DOC GAP)")
+                    help=f"abs tolerance (default {F32_TOL:g} for f32 models, {F64_TOL:g} f64)")
     ap.add_argument("--show", type=int, default=0, help="print the N worst positions")
     args = ap.parse_args()
 
@@ -584,20 +563,13 @@ def main():
         if cfg.get("train", {}).get("precision", "f32") != "f32":
             raise Unsupported(f"train.precision: {cfg['train']['precision']}")
         pick = lambda key, default: ev.get(key) if ev.get(key) is not None else default
-        global SIN_LAYOUT
-        SIN_LAYOUT = args.sin_layout
-        if args.performer_scale == "1":
-            global PERFORMER_SCALE  # noqa: PLW0603
-            PERFORMER_SCALE = lambda D: 1.0
         ctx = {
-            "shaw_order": args.shaw_order,
-            # cosformer_len's default: the model's max_len as its training resolved it
-            # (docs/language-models.md), whatever the eval overrides.
-            "cos_len": args.cosformer_len or float(trained_len),
+            # cosformer_len's default: the model's max_len as its training resolved it, whatever
+            # the eval overrides.
+            "cos_len": float(trained_len),
             "mem_len": int(pick("mem_len", m.get("mem_len") or 0)),
             "clamp_len": int(pick("clamp_len", m.get("clamp_len") or 0)),
             "same_length": bool(pick("same_length", m.get("same_length", False))),
-            "emb_scale": math.sqrt(int(m["model_dim"])) if args.emb_scale == "sqrt" else 1.0,
         }
         model = Model(cfg, params, buffers, ctx)
         rows = int(data.get("eval_batch_size") or 0) or int(data["batch_size"])
@@ -617,15 +589,9 @@ def main():
         return 1
     diff = np.abs(got - ref)
     worst = int(np.argmax(diff))
-    if args.tol is not None:
-        ok, what = diff.max() <= args.tol, f"tol {args.tol:g}"
-    elif m.get("dtype") == "f64":
-        # An f64 model's log_prob is still written as f32 (DOC GAP: the file's dtype): each
-        # value must be the f32 nearest the f64 reference, within one f32 ulp.
-        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
-        ok, what = bool((diff <= ulp).all()), f"f64 model: within 1 f32 ulp ({(diff / ulp).max():.2f} ulp)"
-    else:
-        ok, what = diff.max() <= 1e-4, "tol 0.0001"
+    # An f64 model's log_prob is written in f64 (docs: "LM data layout and evaluation").
+    tol = args.tol if args.tol is not None else F64_TOL if m.get("dtype") == "f64" else F32_TOL
+    ok, what = diff.max() <= tol, f"tol {tol:g}"
     print(f"{m['type']} n={len(ref)} max|dlog_prob|={diff.max():.3e} at {worst} "
           f"(relpos {got[worst]:.6f}, reference {ref[worst]:.6f}); mean nll relpos "
           f"{-got.mean():.6f} reference {-ref.mean():.6f}; {what}")

@@ -101,6 +101,7 @@ classifier_cases=(
   "dpfp_fastrpb_symmetric:model.attention={type: linear, feature_map: dpfp};model.positional={type: fastrpb, parameterization: symmetric};model.positions=sinusoidal"
   "elu1_shaw_linear_cost:model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
   "performer_none:model.attention={type: linear, feature_map: performer}"
+  "elu1_shaw_f64:model.dtype=f64;model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
 )
 train_and_check classifier reference_classifier.py "${classifier_cases[@]}"
 
@@ -122,6 +123,7 @@ write_small_config dual dual_encoder aan 24
 dual_cases=(
   "features_elu1_fastrpb_post_cls_token:model.combine=features;model.attention={type: linear, feature_map: elu1};model.positional={type: fastrpb};model.norm=post;model.cls=token;model.pooling=mean"
   "cross_attention_softmax_skew:model.interaction=cross_attention;model.attention={type: softmax};model.positional={type: skew}"
+  "cross_attention_f64:model.dtype=f64;model.interaction=cross_attention;model.attention={type: linear, feature_map: elu1}"
 )
 train_and_check dual reference_classifier.py "${dual_cases[@]}"
 
@@ -145,6 +147,9 @@ lm_cases=(
   "causal_sikf_fastrpb_chunked:model.type=causal_lm;model.attention={type: linear, feature_map: sikf, algorithm: linear, chunk: 3};model.positional={type: fastrpb}"
   "causal_softmax_shaw:model.type=causal_lm;model.attention={type: softmax};model.positional={type: shaw}"
   "causal_elu1_recurrent:model.type=causal_lm;model.mem_len=0;model.recurrent_state=true;model.attention={type: linear, feature_map: elu1}"
+  "txl_f64_untie_pre:model.dtype=f64;model.untie_r=true;model.norm=pre"
+  "causal_performer_sinusoidal_f64:model.type=causal_lm;model.mem_len=0;model.positions=sinusoidal;model.dtype=f64;model.attention={type: linear, feature_map: performer, num_features: 8}"
+  "causal_cosformer_default_len:model.type=causal_lm;model.attention={type: linear, feature_map: cosformer}"
 )
 train_and_check lm reference_lm.py "${lm_cases[@]}"
 # A wider evaluation context of Transformer-XL (its relative attention takes any).
