@@ -251,6 +251,13 @@ expect_error_line "predictions under a file" "relpos: \[predictions\] cannot cre
 expect_status 2 "predictions under a file, first" -- "$relpos" eval "$tmp/run/checkpoints/last.h5" \
   --predictions "$tmp/plain_file/p.h5" --data-dir "$tmp/no_such_data"
 expect_error_line "predictions under a file, first" "relpos: \[predictions\] cannot create the folder"
+# An output that is an input of the same command replaced it: `eval --predictions` wrote over
+# the checkpoint it evaluates, `export --state` over the checkpoint, `import --out` over STATE.
+cp "$tmp/run/checkpoints/last.h5" "$tmp/own.h5"
+expect_status 2 "predictions over the checkpoint" -- "$relpos" eval "$tmp/own.h5" \
+  --predictions "$tmp/./own.h5"
+expect_error_line "predictions over the checkpoint" "relpos: \[predictions\] '.*own.h5' is the same file as"
+cmp -s "$tmp/own.h5" "$tmp/run/checkpoints/last.h5" || fail "eval --predictions changed its checkpoint"
 
 # User errors: exit 2, one line.
 expect_status 2 "unknown config key" -- "$relpos" train "$tmp/tiny.yaml" --set model.layers=2
@@ -339,6 +346,21 @@ expect_status 0 "eval lm with a longer memory" -- "$relpos" eval "$tmp/lm/checkp
 grep -q "(2999 tokens" "$tmp/out" || fail "lm eval does not predict every test character: $(cat "$tmp/out")"
 expect_status 0 "eval lm --predictions" -- "$relpos" eval "$tmp/lm/checkpoints/last.h5" \
   --predictions "$tmp/lm_pred.h5"
+cp "$tmp/lm/checkpoints/last.h5" "$tmp/lm_own.h5"
+expect_status 2 "export --state over the checkpoint" -- "$relpos" export reference \
+  "$tmp/lm_own.h5" --state "$tmp/lm_own.h5" --hparams "$tmp/lm_h.json"
+expect_error_line "export --state over the checkpoint" "relpos: \[export\] '.*' is the same file as"
+expect_status 2 "export --state and --hparams one file" -- "$relpos" export reference \
+  "$tmp/lm_own.h5" --state "$tmp/lm_x" --hparams "$tmp/./lm_x"
+cmp -s "$tmp/lm_own.h5" "$tmp/lm/checkpoints/last.h5" || fail "export changed its checkpoint"
+[[ ! -e $tmp/lm_x ]] || fail "a refused export wrote its output"
+expect_status 0 "export reference" -- "$relpos" export reference "$tmp/lm_own.h5" \
+  --state "$tmp/lm_state.h5" --hparams "$tmp/lm_h.json"
+cp "$tmp/lm_state.h5" "$tmp/lm_state_copy.h5"
+expect_status 2 "import --out over STATE" -- "$relpos" import reference "$tmp/lm_state.h5" \
+  --hparams "$tmp/lm_h.json" --out "$tmp/lm_state.h5"
+expect_error_line "import --out over STATE" "relpos: \[import\] '.*' is the same file as"
+cmp -s "$tmp/lm_state.h5" "$tmp/lm_state_copy.h5" || fail "import --out changed its STATE"
 if "$python" -c "import h5py" 2>/dev/null; then
   "$python" -c '
 import h5py, json, math, sys

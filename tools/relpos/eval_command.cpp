@@ -9,6 +9,7 @@
 #include "core/file_write.h"
 #include "tools/relpos/checkpoint_eval.h"
 #include "tools/relpos/commands.h"
+#include "tools/relpos/output_checks.h"
 #include "train/distributed.h"
 #include "train/json.h"
 
@@ -39,7 +40,10 @@ int eval(EvalArgs& a) {
   return run_job([&] {
     // A --predictions path that cannot be written is refused before the model is built (under
     // mpirun the task refuses predictions themselves).
-    if (!a.predictions.empty() && !comm::distributed()) check_write("predictions", a.predictions);
+    if (!a.predictions.empty() && !comm::distributed()) {
+      check_not_an_input("predictions", a.predictions, {a.checkpoint});
+      check_write("predictions", a.predictions);
+    }
     const CheckpointEval e = load_for_eval("eval", checkpoint, split, a.overrides);
     const CheckpointData& data = e.data;
     const RunConfig& config = e.config;

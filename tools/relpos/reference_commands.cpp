@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "tools/relpos/commands.h"
+#include "tools/relpos/output_checks.h"
 #include "train/reference_txl.h"
 
 namespace relpos::cli {
@@ -37,6 +38,7 @@ void add_import_command(CLI::App& app, int& status) {
   sub->add_option("--data-dir", r->data_dir, "data.dir of its configuration (default data/chars)")
       ->type_name("DIR");
   sub->callback([r, &status] {
+    check_not_an_input("import", r->out, {r->state, r->hparams});
     import_reference(*r);
     std::printf("wrote %s\n", r->out.c_str());
     status = 0;
@@ -66,6 +68,8 @@ void add_export_command(CLI::App& app, int& status) {
       ->type_name("H.json")
       ->required();
   sub->callback([a, &status] {
+    check_not_an_input("export", a->state, {a->checkpoint, a->hparams});
+    check_not_an_input("export", a->hparams, {a->checkpoint});
     export_reference(a->checkpoint, a->state, a->hparams);
     std::printf("wrote %s and %s\n", a->state.c_str(), a->hparams.c_str());
     status = 0;
