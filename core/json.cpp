@@ -3,7 +3,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <string_view>
+#include <system_error>
 
 #include "core/error.h"
 
@@ -26,12 +29,21 @@ std::string json_line(const Json& value) {
 }
 
 Json read_json_file(const std::string& who, const std::string& path) {
+  // A folder, FIFO or device is refused before it is opened (a FIFO would block the read).
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  RELPOS_CHECK(error || std::filesystem::is_regular_file(status), who,
+               "{}: cannot read: not a regular file", path);
   std::ifstream in(path);
   RELPOS_CHECK(in.good(), who, "{}: cannot open: {}", path, std::strerror(errno));
   try {
     return Json::parse(in);
   } catch (const Json::exception& e) {
-    fail(who, "{}: not valid JSON: {}", path, e.what());
+    // nlohmann's text starts with its own id, "[json.exception.parse_error.101] ".
+    const std::string_view what = e.what();
+    const size_t id_end = what.find("] ");
+    fail(who, "{}: not valid JSON: {}", path,
+         id_end == std::string_view::npos ? what : what.substr(id_end + 2));
   }
 }
 

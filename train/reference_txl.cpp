@@ -33,6 +33,10 @@ constexpr const char* kExport = "export";
 
 // Every dataset at the root of an HDF5 file, read as f32 (the reference trains in f32).
 std::map<std::string, Tensor> read_root_datasets(const std::string& path) {
+  std::error_code error;  // a FIFO would block H5Fopen; a missing file is named as such
+  const auto status = std::filesystem::status(path, error);
+  RELPOS_CHECK(std::filesystem::exists(status), kWho, "'{}': no such file", path);
+  RELPOS_CHECK(std::filesystem::is_regular_file(status), kWho, "'{}' is not a regular file", path);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const H5Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
   RELPOS_CHECK(file.get() >= 0, kWho, "'{}' is not a readable HDF5 file", path);

@@ -361,6 +361,17 @@ expect_status 2 "import --out over STATE" -- "$relpos" import reference "$tmp/lm
   --hparams "$tmp/lm_h.json" --out "$tmp/lm_state.h5"
 expect_error_line "import --out over STATE" "relpos: \[import\] '.*' is the same file as"
 cmp -s "$tmp/lm_state.h5" "$tmp/lm_state_copy.h5" || fail "import --out changed its STATE"
+# A FIFO as STATE or H.json blocked import for ever; a folder as H.json was an internal error.
+mkfifo "$tmp/lm_fifo"
+expect_status 2 "import a FIFO" -- timeout 60 "$relpos" import reference "$tmp/lm_fifo" \
+  --hparams "$tmp/lm_h.json" --out "$tmp/lm_imported.h5"
+expect_error_line "import a FIFO" "relpos: \[import\] '.*lm_fifo' is not a regular file"
+expect_status 2 "import --hparams a FIFO" -- timeout 60 "$relpos" import reference \
+  "$tmp/lm_state.h5" --hparams "$tmp/lm_fifo" --out "$tmp/lm_imported.h5"
+expect_error_line "import --hparams a FIFO" "relpos: \[import\] .*lm_fifo: cannot read: not a regular file"
+expect_status 2 "import --hparams a folder" -- "$relpos" import reference "$tmp/lm_state.h5" \
+  --hparams "$tmp" --out "$tmp/lm_imported.h5"
+expect_error_line "import --hparams a folder" "relpos: \[import\] .*: cannot read: not a regular file"
 if "$python" -c "import h5py" 2>/dev/null; then
   "$python" -c '
 import h5py, json, math, sys
