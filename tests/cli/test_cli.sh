@@ -372,6 +372,12 @@ expect_error_line "import --hparams a FIFO" "relpos: \[import\] .*lm_fifo: canno
 expect_status 2 "import --hparams a folder" -- "$relpos" import reference "$tmp/lm_state.h5" \
   --hparams "$tmp" --out "$tmp/lm_imported.h5"
 expect_error_line "import --hparams a folder" "relpos: \[import\] .*: cannot read: not a regular file"
+# Invalid JSON is named by line and column, without nlohmann's exception id.
+echo "xx" >"$tmp/lm_bad.json"
+expect_status 2 "import --hparams not JSON" -- "$relpos" import reference "$tmp/lm_state.h5" \
+  --hparams "$tmp/lm_bad.json" --out "$tmp/lm_imported.h5"
+expect_error_line "import --hparams not JSON" \
+  "relpos: \[import\] .*lm_bad.json: not valid JSON: parse error at line 1, column 1"
 if "$python" -c "import h5py" 2>/dev/null; then
   "$python" -c '
 import h5py, json, math, sys
