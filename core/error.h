@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace relpos {
 
@@ -47,6 +48,24 @@ inline constexpr const char* kHostOutOfMemory =
 template <typename E = Error, typename... Args>
 [[noreturn]] void fail(std::string_view component, fmt::format_string<Args...> f, Args&&... args) {
   throw E(fmt::format("[{}] {}", component, fmt::format(f, std::forward<Args>(args)...)));
+}
+
+// Runs `f`; an Error it throws whose message does not name 'origin' is thrown again as
+// "[component] 'origin': message", so a check deep inside (a module's parameters against a
+// checkpoint's) names the file it read. The Error's subclass is not kept: wrap checks, not work
+// whose DataMissing or OutOfMemory a caller tells apart.
+template <typename F>
+decltype(auto) naming_origin(const std::string& origin, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    const size_t end = what.find("] ");
+    if (end == std::string::npos || what.front() != '[' ||
+        what.find("'" + origin + "'") != std::string::npos)
+      throw;
+    throw Error(fmt::format("{}'{}': {}", what.substr(0, end + 2), origin, what.substr(end + 2)));
+  }
 }
 
 }  // namespace relpos

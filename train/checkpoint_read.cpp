@@ -3,6 +3,7 @@
 // unsupported type is a relpos::Error naming the file and the entry.
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "core/error.h"
@@ -189,9 +190,7 @@ class Reader {
         error(fmt::format("{} is not a scalar integer, float or string ({})", where,
                           describe_type(type.get())));
       if (kind == H5T_INTEGER) {
-        int64_t value = 0;
-        if (H5Aread(attribute.get(), H5T_NATIVE_INT64, &value) < 0) damaged(where);
-        data->ints[name] = value;
+        data->ints[name] = integer(attribute.get(), type.get(), where);
       } else if (kind == H5T_FLOAT) {
         double value = 0;
         if (H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value) < 0) damaged(where);
@@ -200,6 +199,21 @@ class Reader {
         data->texts[name] = text(attribute.get(), type.get(), where);
       }
     }
+  }
+
+  // An integer attribute as i64; an unsigned value past its range is refused (HDF5's
+  // conversion would clamp it).
+  int64_t integer(hid_t attribute, hid_t type, const std::string& where) const {
+    if (H5Tget_sign(type) == H5T_SGN_NONE) {
+      uint64_t value = 0;
+      if (H5Aread(attribute, H5T_NATIVE_UINT64, &value) < 0) damaged(where);
+      if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        error(fmt::format("{} is {}, more than an i64 holds", where, value));
+      return static_cast<int64_t>(value);
+    }
+    int64_t value = 0;
+    if (H5Aread(attribute, H5T_NATIVE_INT64, &value) < 0) damaged(where);
+    return value;
   }
 
   // A fixed-length string attribute. Variable-length strings live in HDF5's global heap, the
@@ -213,7 +227,12 @@ class Reader {
             "dtype=h5py.string_dtype('utf-8', len(text.encode()) + 1)))");
     std::vector<char> chars(H5Tget_size(type) + 1, '\0');
     if (H5Aread(attribute, type, chars.data()) < 0) damaged(where);
-    return std::string(chars.data());
+    // The text ends at the first NUL; padding may follow, nothing else.
+    const std::string text(chars.data());
+    if (std::any_of(chars.begin() + static_cast<std::ptrdiff_t>(text.size()), chars.end(),
+                    [](char c) { return c != '\0'; }))
+      error(where + " holds a NUL byte inside its text");
+    return text;
   }
 
  private:

@@ -24,6 +24,7 @@
 #include "core/fnv1a.h"
 #include "datasets/char_corpus.h"
 #include "datasets/lm_batches.h"
+#include "train/checkpoint_contents.h"
 #include "train/distributed.h"
 #include "train/root_datasets.h"
 #include "train/task.h"
@@ -189,8 +190,7 @@ class LanguageModelTask final : public Task {
     data.state.emplace_back("vocabulary", vocabulary_tensor(corpus_));
   }
   void check_checkpoint(const CheckpointData& data, const std::string& path) const override {
-    for (const auto& [name, t] : data.state)
-      if (name == "vocabulary") check_vocabulary(t.to_vector<uint8_t>(), path);
+    if (const auto trained = saved_vocabulary(data, path)) check_vocabulary(*trained, path);
   }
   void restore_state(const CheckpointData& data) override {
     memory_.clear();

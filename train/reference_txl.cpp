@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "datasets/hdf5_handle.h"
 #include "layers/models/model.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_contents.h"
 #include "train/config.h"
 #include "train/module_state.h"
 #include "train/root_datasets.h"
@@ -226,6 +228,18 @@ std::map<std::string, bool> place_reference_tensors(CheckpointData& data,
   return used;
 }
 
+// The checkpoint's transformer_xl rebuilt from its configuration and vocabulary, its parameters
+// loaded: every name, shape, dtype and value checked as `relpos eval` checks them.
+std::shared_ptr<LanguageModel> checked_model(const CheckpointData& data, const RunConfig& config,
+                                             const std::string& checkpoint, int64_t vocab_size) {
+  ModelConfig model_config = config.model;
+  complete_model_config(model_config, config, vocab_size, 0);
+  Generator gen(config.seed);
+  const std::shared_ptr<LanguageModel> model = make_language_model(model_config, gen);
+  naming_origin(checkpoint, [&] { restore_module(*model, data, false); });
+  return model;
+}
+
 }  // namespace
 
 void export_reference(const std::string& checkpoint, const std::string& state,
@@ -233,9 +247,9 @@ void export_reference(const std::string& checkpoint, const std::string& state,
   check_write(kExport, state);  // before the work, which writes its files at the end
   check_write(kExport, hparams);
   const CheckpointData data = read_checkpoint(checkpoint);
-  const auto text = data.texts.find("config");
-  RELPOS_CHECK(text != data.texts.end(), kExport, "'{}' holds no configuration", checkpoint);
-  const RunConfig config = parse_config(text->second, checkpoint);
+  const std::string& text = saved_config_text(data, checkpoint, kExport);
+  const RunConfig config =
+      naming_origin(checkpoint, [&] { return parse_config(text, checkpoint); });
   const ModelConfig& m = config.model;
   const Options& own = m.own;
   RELPOS_CHECK(m.type == "transformer_xl" && own.get<bool>("tie_weights", true) &&
@@ -245,27 +259,26 @@ void export_reference(const std::string& checkpoint, const std::string& state,
                "a transformer_xl with tied weights and one r_w_bias / r_r_bias",
                checkpoint, m.type, own.get<bool>("tie_weights", true),
                own.get<bool>("untie_r", false));
+  const std::optional<std::vector<uint8_t>> vocabulary = saved_vocabulary(data, checkpoint);
+  RELPOS_CHECK(vocabulary.has_value(), kExport, "'{}' holds no vocabulary", checkpoint);
+  const auto model =
+      checked_model(data, config, checkpoint, static_cast<int64_t>(vocabulary->size()));
   std::map<std::string, Tensor> out;
   std::map<std::string, std::vector<Tensor>> thirds;
-  for (const auto& [name, value] : data.params) {
+  for (const auto& [name, param] : model->named_parameters()) {
     const auto [theirs, third] = reference_name(name);
     RELPOS_CHECK(!theirs.empty(), kExport, "'{}': relpos's '{}' has no place in MemTransformerLM",
                  checkpoint, name);
     if (third < 0) {
-      out[theirs] = value;
+      out[theirs] = param.value();
     } else {
       thirds[theirs].resize(3);
-      thirds[theirs][static_cast<size_t>(third)] = value;
+      thirds[theirs][static_cast<size_t>(third)] = param.value();
     }
   }
   for (const auto& [name, parts] : thirds) out[name] = cat(parts, 0);
-  const Tensor embedding = out.at("word_emb.emb_layers.0.weight");
-  out["crit.out_layers.0.weight"] = embedding;
+  out["crit.out_layers.0.weight"] = out.at("word_emb.emb_layers.0.weight");
   out["pos_emb.inv_freq"] = inverse_frequencies(m.model_dim);
-  Tensor vocabulary;
-  for (const auto& [name, t] : data.state)
-    if (name == "vocabulary") vocabulary = t;
-  RELPOS_CHECK(vocabulary.defined(), kExport, "'{}' holds no vocabulary", checkpoint);
   const int64_t qkv = m.qkv_dim > 0 ? m.qkv_dim : m.model_dim;
   const int64_t clamp = own.get<int64_t>("clamp_len", 0);
   Json h = Json::object();
@@ -283,10 +296,10 @@ void export_reference(const std::string& checkpoint, const std::string& state,
   h["clamp_len"] = clamp > 0 ? clamp : -1;  // the reference's "no clamp"
   h["pre_lnorm"] = m.norm == "pre";
   h["tie_weight"] = true;
-  h["n_token"] = embedding.size(0);
+  h["n_token"] = out.at("word_emb.emb_layers.0.weight").size(0);  // model.vocab_size
   h["eval_batch_size"] =
       config.data.eval_batch_size > 0 ? config.data.eval_batch_size : config.data.batch_size;
-  h["symbols"] = vocabulary.to(DType::i64).to_vector<int64_t>();
+  h["symbols"] = *vocabulary;
   // f32 datasets: the reference trains in f32.
   std::vector<std::pair<std::string, Tensor>> datasets;
   for (const auto& [name, t] : out) datasets.emplace_back(name, t.to(DType::f32));
@@ -303,9 +316,10 @@ void import_reference(const ReferenceImport& r) {
   RunConfig config = parse_config(config_text(h, r), r.hparams);
   ModelConfig model_config = config.model;
   const auto symbols = hparam<std::vector<int64_t>>(h, r.hparams, "symbols");
-  RELPOS_CHECK(static_cast<int64_t>(symbols.size()) == model_config.vocab_size, kWho,
-               "'{}': {} symbols for n_token {}", r.hparams, symbols.size(),
-               model_config.vocab_size);
+  // Token ids past the symbols are ones the data never holds (a model.vocab_size above the data's).
+  RELPOS_CHECK(!symbols.empty() && static_cast<int64_t>(symbols.size()) <= model_config.vocab_size,
+               kWho, "'{}': {} symbols for n_token {} (one byte per token id, at most)", r.hparams,
+               symbols.size(), model_config.vocab_size);
   complete_model_config(model_config, config, model_config.vocab_size, 0);
   Generator gen(config.seed);
   const std::shared_ptr<LanguageModel> model = make_language_model(model_config, gen);

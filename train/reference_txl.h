@@ -14,7 +14,7 @@ struct ReferenceImport {
   std::string state;     // the state_dict, .h5
   std::string hparams;   // n_layer, n_head, d_model, d_head, d_inner, dropout, dropatt, tgt_len,
                          // mem_len, same_length, clamp_len, pre_lnorm, tie_weight, n_token,
-                         // symbols (the byte of each id), eval_batch_size
+                         // symbols (the byte of each id, at most n_token), eval_batch_size
   std::string out;       // the relpos checkpoint written
   std::string data_dir;  // data.dir of its configuration (a `chars` folder)
 };
@@ -26,7 +26,8 @@ void import_reference(const ReferenceImport& request);
 // The other way: a relpos transformer_xl checkpoint (tied weights, one r_w_bias / r_r_bias for
 // every layer, as the reference's default) as the reference's state_dict at `state` and its
 // hyper-parameters and symbols at `hparams`, which import_reference reads back to the same
-// checkpoint. Anything the reference cannot hold is refused by name.
+// checkpoint. The checkpoint is checked as `relpos eval` checks it (its parameters against the
+// model its configuration builds); anything the reference cannot hold is refused by name.
 void export_reference(const std::string& checkpoint, const std::string& state,
                       const std::string& hparams);
 

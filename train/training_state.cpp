@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "train/checkpoint_contents.h"
 #include "train/distributed.h"
 
 namespace relpos {
@@ -42,14 +43,16 @@ struct Loader {
   const ResumeCheck& on_read;
 
   void module(Module& model, Optimizer& optimizer) {
-    restore_module(model, data);
-    restore_optimizer(optimizer, model, data);
+    naming_origin(source, [&] {
+      restore_module(model, data);
+      restore_optimizer(optimizer, model, data);
+    });
   }
   void integer(const char* key, int64_t& value) {
-    const auto it = data.ints.find(key);
-    RELPOS_CHECK(it != data.ints.end(), "train", "'{}' is not a training checkpoint (no '{}')",
-                 source, key);
-    value = it->second;
+    const std::optional<int64_t> saved = position_counter(data, source, key);
+    RELPOS_CHECK(saved.has_value(), "train", "'{}' is not a training checkpoint (no '{}')", source,
+                 key);
+    value = *saved;
   }
   void real(const char* key, double& value) {
     const auto it = data.floats.find(key);

@@ -215,6 +215,95 @@ refused "generate with another model_dim" "^relpos: \[generate\] model.model_dim
 "$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.attention.fused=false >/dev/null \
   2>&1 || fail "eval with the naive attention (not a size) is refused"
 
+# --- A checkpoint's contents doctored (h5py): each refusal names the file -------------------
+# A negative step was reported by eval and resumed by train; a uint64 step was clamped; a text
+# step read as 0; export of a checkpoint without its embedding was an internal error and
+# exported an embedding cut to 10 rows as n_token 10; contents errors did not name the file.
+if "$python" -c "import h5py" 2>/dev/null; then
+  lm=$tmp/run_vocab/checkpoints/last.h5
+  "$python" - "$lm" "$tmp/doctored" <<'PY' || fail "h5py could not doctor the LM checkpoint"
+import h5py, numpy as np, os, shutil, sys
+source, out = sys.argv[1:3]
+os.makedirs(out)
+def text(s):  # a fixed-length string attribute, as relpos writes them
+    b = s.encode()
+    return dict(data=b, dtype=h5py.string_dtype("utf-8", len(b) + 1))
+def doctor(name, change):
+    shutil.copy(source, f"{out}/{name}.h5")
+    with h5py.File(f"{out}/{name}.h5", "r+") as f:
+        change(f)
+config = h5py.File(source, "r").attrs["config"].decode()
+doctor("step_negative", lambda f: f.attrs.__setitem__("step", np.int64(-7)))
+doctor("step_text", lambda f: f.attrs.create("step", **text("abc")))
+doctor("step_u64", lambda f: f.attrs.__setitem__("step", np.uint64(2**64 - 1)))
+doctor("config_nul", lambda f: f.attrs.create("config", **text(config + "\0junk")))
+doctor("config_int", lambda f: f.attrs.__setitem__("config", np.int64(5)))
+doctor("config_key", lambda f: f.attrs.create("config", **text(config + "zzz: 1\n")))
+def cut(rows):
+    def change(f):
+        w = f["params/embedding.weight"][()]
+        del f["params/embedding.weight"]
+        if rows: f["params/embedding.weight"] = w[:rows]
+    return change
+doctor("no_embedding", cut(0))
+doctor("embedding_10", cut(10))
+def vocabulary(v):
+    def change(f):
+        del f["state/vocabulary"]
+        f["state/vocabulary"] = v(f)
+    return change
+doctor("vocab_twice", vocabulary(lambda f: np.full(f["params/embedding.weight"].shape[0], 65, np.uint8)))
+doctor("vocab_f32", vocabulary(lambda f: np.zeros((2, 3), np.float32)))
+PY
+  o=$tmp/doctored
+  refused "eval of a negative step" \
+    "^relpos: \[checkpoint\] '$o/step_negative.h5': attribute 'step' is -7; a training position is never negative$" \
+    -- "$relpos" eval "$o/step_negative.h5"
+  refused "resume from a negative step" \
+    "^relpos: \[checkpoint\] '$o/step_negative.h5': attribute 'step' is -7; a training position" \
+    -- "$relpos" train "$tmp/vocab.yaml" --set train.steps=3 --resume "$o/step_negative.h5" --quiet
+  refused "eval of a text step" "^relpos: \[checkpoint\] '$o/step_text.h5': attribute 'step' is text, not an integer$" \
+    -- "$relpos" eval "$o/step_text.h5"
+  refused "eval of a uint64 step past int64" \
+    "^relpos: \[checkpoint\] '$o/step_u64.h5': attribute 'step' is 18446744073709551615, more than an i64 holds$" \
+    -- "$relpos" eval "$o/step_u64.h5"
+  refused "a configuration with a NUL byte" \
+    "^relpos: \[checkpoint\] '$o/config_nul.h5': attribute 'config' holds a NUL byte inside its text$" \
+    -- "$relpos" eval "$o/config_nul.h5"
+  refused "a configuration that is a number" \
+    "^relpos: \[checkpoint\] '$o/config_int.h5': attribute 'config' is an integer, not the configuration's YAML text$" \
+    -- "$relpos" export reference "$o/config_int.h5" --state "$tmp/x_state.h5" --hparams "$tmp/x.json"
+  refused "a stored configuration with an unknown key" \
+    "^relpos: \[config\] '$o/config_key.h5': unknown key 'zzz'" -- "$relpos" eval "$o/config_key.h5"
+  refused "an override's unknown key (not the checkpoint's)" "^relpos: \[config\] unknown key 'yyy'" \
+    -- "$relpos" eval "$lm" --set yyy=1
+  export_to=(--state "$tmp/x_state.h5" --hparams "$tmp/x.json")
+  for command in eval "export reference"; do
+    args=()
+    [[ $command == eval ]] || args=("${export_to[@]}")
+    refused "$command of a checkpoint without its embedding" \
+      "^relpos: \[checkpoint\] '$o/no_embedding.h5': parameter 'embedding.weight' is missing from the checkpoint$" \
+      -- "$relpos" $command "$o/no_embedding.h5" "${args[@]}"
+  done
+  refused "export of an embedding cut to 10 rows" \
+    "^relpos: \[checkpoint\] '$o/embedding_10.h5': parameter 'embedding.weight' has shape \[10, 16\] in the checkpoint, the model expects \[67, 16\]$" \
+    -- "$relpos" export reference "$o/embedding_10.h5" "${export_to[@]}"
+  [[ ! -e $tmp/x_state.h5 && ! -e $tmp/x.json ]] || fail "a refused export wrote its files"
+  for command in eval generate "export reference"; do
+    args=()
+    [[ $command == generate ]] && args=(--prompt T --tokens 3)
+    [[ $command == export* ]] && args=("${export_to[@]}")
+    refused "$command of a vocabulary with a byte twice" \
+      "^relpos: \[checkpoint\] '$o/vocab_twice.h5': its vocabulary lists byte 65 twice$" \
+      -- "$relpos" $command "$o/vocab_twice.h5" "${args[@]}"
+  done
+  refused "generate from an f32 vocabulary" \
+    "^relpos: \[checkpoint\] '$o/vocab_f32.h5': its vocabulary must be a non-empty u8 vector \(a byte per token id\), not f32\[2, 3\]$" \
+    -- "$relpos" generate "$o/vocab_f32.h5" --prompt T --tokens 3
+else
+  echo "SKIPPED: doctored checkpoint cases (no h5py in $python)"
+fi
+
 # --- CIFAR-10: an empty batch -------------------------------------------------------------
 d=$tmp/cifar/cifar-10-batches-bin
 mkdir -p "$d"
@@ -420,7 +509,7 @@ with h5py.File(sys.argv[1], "r+") as f:
     d[...] = v
 ' "$tmp/nan.h5" || fail "h5py could not write the NaN checkpoint"
   refused "eval of NaN weights" \
-    "^relpos: \[checkpoint\] parameter 'encoder.norm.weight' holds NaN or Inf values" \
+    "^relpos: \[checkpoint\] '$tmp/nan.h5': parameter 'encoder.norm.weight' holds NaN or Inf values" \
     -- "$relpos" eval "$tmp/nan.h5"
 else
   echo "SKIPPED: NaN checkpoint case (no h5py in $python)"

@@ -357,6 +357,29 @@ cmp -s "$tmp/lm_own.h5" "$tmp/lm/checkpoints/last.h5" || fail "export changed it
 expect_status 0 "export reference" -- "$relpos" export reference "$tmp/lm_own.h5" \
   --state "$tmp/lm_state.h5" --hparams "$tmp/lm_h.json"
 cp "$tmp/lm_state.h5" "$tmp/lm_state_copy.h5"
+# A model with token ids its data never holds (model.vocab_size 120 over the text's symbols)
+# goes out and back: n_token 120 beside fewer symbols (import refused it as "symbols for n_token").
+expect_status 0 "train lm with ids past its data" -- "$relpos" train "$tmp/lm.yaml" --quiet \
+  --set model.vocab_size=120 --set train.steps=1 --out "$tmp/lm_wide"
+expect_status 0 "export a wide vocabulary" -- "$relpos" export reference \
+  "$tmp/lm_wide/checkpoints/last.h5" --state "$tmp/wide_state.h5" --hparams "$tmp/wide.json"
+expect_status 0 "import a wide vocabulary" -- "$relpos" import reference "$tmp/wide_state.h5" \
+  --hparams "$tmp/wide.json" --out "$tmp/wide_imported.h5" --data-dir "$corpus"
+expect_status 0 "export the import again" -- "$relpos" export reference "$tmp/wide_imported.h5" \
+  --state "$tmp/wide_state2.h5" --hparams "$tmp/wide2.json"
+cmp -s "$tmp/wide.json" "$tmp/wide2.json" || fail "the wide model's H.json changed out and back"
+"$python" -c '
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert h["n_token"] == 120 and 0 < len(h["symbols"]) < 120, (h["n_token"], len(h["symbols"]))
+' "$tmp/wide.json" || fail "the wide model exports n_token 120 beside its symbols"
+if "$python" -c "import h5py" 2>/dev/null; then
+  "$python" -c '
+import h5py, numpy, sys
+a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
+assert sorted(a) == sorted(b) and all(numpy.array_equal(a[k][()], b[k][()]) for k in a)
+' "$tmp/wide_state.h5" "$tmp/wide_state2.h5" || fail "the wide model's state changed out and back"
+fi
 expect_status 2 "import --out over STATE" -- "$relpos" import reference "$tmp/lm_state.h5" \
   --hparams "$tmp/lm_h.json" --out "$tmp/lm_state.h5"
 expect_error_line "import --out over STATE" "relpos: \[import\] '.*' is the same file as"

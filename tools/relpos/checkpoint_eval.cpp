@@ -5,6 +5,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "train/checkpoint_contents.h"
 #include "train/distributed.h"
 #include "train/training_state.h"
 
@@ -13,11 +14,12 @@ namespace relpos::cli {
 RunConfig checkpoint_config(const char* who, const CheckpointData& data,
                             const std::string& checkpoint,
                             const std::vector<std::string>& overrides) {
-  const auto text = data.texts.find("config");
-  RELPOS_CHECK(text != data.texts.end(), who, "'{}' holds no configuration", checkpoint);
-  RunConfig config = parse_config(text->second, checkpoint, overrides);
+  const std::string& text = saved_config_text(data, checkpoint, who);
+  // The stored configuration first, so its errors name the checkpoint and an override's do not.
+  const RunConfig trained =
+      naming_origin(checkpoint, [&] { return parse_config(text, checkpoint); });
+  RunConfig config = parse_config(text, checkpoint, overrides);
   if (config.debug.detect_anomaly) set_detect_anomaly(true);  // evaluation and sampling too
-  const RunConfig trained = parse_config(text->second, checkpoint);
   const ModelConfig& stored = trained.model;
   const ModelConfig& now = config.model;
   // model.max_len 0 was resolved from the training run's data and contexts (its position tables,
@@ -53,13 +55,16 @@ CheckpointEval load_for_eval(const char* who, const std::string& checkpoint,
                              const std::string& split, const std::vector<std::string>& overrides) {
   CheckpointEval e;
   e.data = read_checkpoint(checkpoint);
+  e.step = position_counter(e.data, checkpoint, "step").value_or(0);
   e.config = checkpoint_config(who, e.data, checkpoint, overrides);
   const Device device = job_device(e.config.device, who);
   RELPOS_CHECK(split == "train" || split == "val" || split == "test", who,
                "unknown split '{}'; known: train, val, test", split);
   e.task = make_task(e.config, device, {split});
-  e.task->check_checkpoint(e.data, checkpoint);
-  restore_module(e.task->model(), e.data, false);
+  naming_origin(checkpoint, [&] {
+    e.task->check_checkpoint(e.data, checkpoint);
+    restore_module(e.task->model(), e.data, false);
+  });
   return e;
 }
 

@@ -14,6 +14,7 @@ namespace relpos::cli {
 
 struct CheckpointEval {
   CheckpointData data;
+  int64_t step = 0;  // updates before it was written (0 when it records none: an imported model)
   RunConfig config;
   std::unique_ptr<Task> task;
 };

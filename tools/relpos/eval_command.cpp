@@ -45,7 +45,7 @@ int eval(EvalArgs& a) {
       check_write("predictions", a.predictions);
     }
     const CheckpointEval e = load_for_eval("eval", checkpoint, split, a.overrides);
-    const CheckpointData& data = e.data;
+    const int64_t step = e.step;
     const RunConfig& config = e.config;
     Task* task = e.task.get();
     // Predictions first: under mpirun they are refused before any evaluation runs.
@@ -57,7 +57,6 @@ int eval(EvalArgs& a) {
                    "this split (--set debug.detect_anomaly=true names the op that produced them)\n",
                    metrics.get("loss"));
 
-    const int64_t step = data.ints.count("step") ? data.ints.at("step") : 0;
     if (!reports_results()) return 0;  // under mpirun the ranks share the split
     if (a.json) {
       std::printf("%s\n", metrics_json(metrics)

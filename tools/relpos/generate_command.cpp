@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "autograd/autocast.h"
 #include "autograd/functions.h"
@@ -21,9 +22,10 @@
 #include "tools/relpos/checkpoint_eval.h"
 #include "tools/relpos/commands.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_contents.h"
 #include "train/config.h"
+#include "train/module_state.h"
 #include "train/task.h"
-#include "train/training_state.h"
 
 namespace relpos::cli {
 
@@ -98,15 +100,13 @@ Sampling parse_sampling(const GenerateArgs& a) {
 // The bytes of the ids of a language-model checkpoint (saved with it).
 std::vector<uint8_t> vocabulary_of(const CheckpointData& data, const RunConfig& config,
                                    const std::string& checkpoint) {
-  Tensor vocabulary;
-  for (const auto& [name, t] : data.state)
-    if (name == "vocabulary") vocabulary = t;
-  RELPOS_CHECK(vocabulary.defined() &&
+  std::optional<std::vector<uint8_t>> vocabulary = saved_vocabulary(data, checkpoint);
+  RELPOS_CHECK(vocabulary.has_value() &&
                    model_registry().at(config.model.type).task == TaskKind::language_modelling,
                "generate",
                "'{}' is not a language-model checkpoint (no vocabulary; model.type '{}')",
                checkpoint, config.model.type);
-  return vocabulary.to_vector<uint8_t>();
+  return *vocabulary;
 }
 
 int generate(GenerateArgs& a) {
@@ -127,7 +127,7 @@ int generate(GenerateArgs& a) {
   complete_model_config(model_config, config, static_cast<int64_t>(symbols.size()), 0);
   Generator init(config.seed);
   auto model = make_language_model(model_config, init);
-  restore_module(*model, data, false);
+  naming_origin(checkpoint, [&] { restore_module(*model, data, false); });
   model->to(device);
   const LmContext trained = model->context();
   model->set_context({config.eval.mem_len.value_or(trained.mem_len),

@@ -24,10 +24,9 @@ void add_import_command(CLI::App& app, int& status) {
       "      for k, v in model.state_dict().items(): f[k] = v.cpu().numpy()\n"
       "). H.json holds its hyper-parameters (n_layer, n_head, d_model, d_head, d_inner, dropout,\n"
       "dropatt, tgt_len, mem_len, same_length, clamp_len, pre_lnorm, tie_weight, n_token,\n"
-      "eval_batch_size) and `symbols`, the byte of each token id. The checkpoint's configuration\n"
-      "evaluates in the reference's layout (eval.layout: reference) on a `chars` folder "
-      "(train.txt,\n"
-      "valid.txt, test.txt) at --data-dir.");
+      "eval_batch_size) and `symbols`, the byte of each token id (at most n_token). The\n"
+      "checkpoint's configuration evaluates in the reference's layout (eval.layout: reference)\n"
+      "on a `chars` folder (train.txt, valid.txt, test.txt) at --data-dir.");
   sub->add_option("STATE", r->state, "the reference's state_dict as HDF5")->required();
   sub->add_option("--hparams", r->hparams, "its hyper-parameters and symbols")
       ->type_name("H.json")
