@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "core/error.h"
 #include "core/shape.h"
@@ -74,6 +75,12 @@ namespace {
 template <typename T>
 T parse_or_throw(const std::string& where, const std::string& key, const std::string& text) {
   T out{};
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {  // an integer past T's range
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    RELPOS_CHECK(ec != std::errc::result_out_of_range, where,
+                 "option '{}' must be an integer from {} to {}, got '{}'", key,
+                 std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), text);
+  }
   RELPOS_CHECK(parse_scalar(text, out), where, "option '{}' must be {}, got '{}'", key,
                type_name<T>(), text);
   return out;

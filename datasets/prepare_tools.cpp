@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include <sys/wait.h>
 
@@ -38,13 +37,14 @@ void run_tool(const std::string& who, const std::string& command, const fs::path
   const int status = std::system((command + " > " + shell_quoted(log) + " 2>&1").c_str());
   if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   const int code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == 127) fail(who.c_str(), "{} (`{}`: command not found)", install, command);
+  // The tool's output on the error's one line: whitespace runs as one space, its last 400 bytes.
   std::ifstream f(log);
-  std::stringstream text;
-  text << f.rdbuf();
-  std::string tail = text.str();
-  if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
-  fail(who.c_str(), "`{}` failed (exit status {}); {}. Its output:\n{}", command, code, install,
-       tail);
+  std::string output, word;
+  while (f >> word) output += (output.empty() ? "" : " ") + word;
+  if (output.size() > 400) output = "..." + output.substr(output.size() - 400);
+  fail(who.c_str(), "`{}` failed (exit status {}): {}", command, code,
+       output.empty() ? "no output" : output);
 }
 
 fs::path fetch_npm_package(const std::string& who, const std::string& spec, const fs::path& into) {

@@ -19,8 +19,9 @@ struct TempDir {
 // `p` single-quoted for the shell.
 std::string shell_quoted(const std::filesystem::path& p);
 
-// Runs a shell command with its output in `log`; on failure throws "[who] `command` failed
-// (exit status N); <install>. Its output: ..." with the log's end.
+// Runs a shell command with its output in `log`; on failure throws, on one line,
+// "[who] <install> (`command`: command not found)" when the shell finds no such program, else
+// "[who] `command` failed (exit status N): <the end of its output>".
 void run_tool(const std::string& who, const std::string& command, const std::filesystem::path& log,
               const std::string& install);
 

@@ -243,9 +243,12 @@ class Reader {
 
 CheckpointData read_checkpoint(const std::string& path) {
   const Reader reader(path);
-  std::error_code error;
-  if (!fs::exists(path, error)) reader.error("no such file");
-  if (!fs::is_regular_file(path, error)) reader.error("not a regular file");
+  std::error_code error;  // ENOENT is "no such file"; another cause (a name too long) is named
+  const fs::file_status status = fs::status(path, error);
+  if (!fs::exists(status))
+    reader.error(error && error != std::errc::no_such_file_or_directory ? error.message()
+                                                                        : "no such file");
+  if (!fs::is_regular_file(status)) reader.error("not a regular file");
   if (const auto why = unchecksummed_format(path)) reader.error(*why);
   const H5QuietErrors quiet;
   const H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);

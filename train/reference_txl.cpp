@@ -37,7 +37,9 @@ constexpr const char* kExport = "export";
 std::map<std::string, Tensor> read_root_datasets(const std::string& path) {
   std::error_code error;  // a FIFO would block H5Fopen; a missing file is named as such
   const auto status = std::filesystem::status(path, error);
-  RELPOS_CHECK(std::filesystem::exists(status), kWho, "'{}': no such file", path);
+  RELPOS_CHECK(
+      std::filesystem::exists(status), kWho, "'{}': {}", path,
+      error && error != std::errc::no_such_file_or_directory ? error.message() : "no such file");
   RELPOS_CHECK(std::filesystem::is_regular_file(status), kWho, "'{}' is not a regular file", path);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const H5Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
@@ -184,6 +186,7 @@ std::pair<std::string, int> reference_name(const std::string& name) {
       {"ln2.bias", "pos_ff.layer_norm.bias"}};
   if (name == "embedding.weight") return {"word_emb.emb_layers.0.weight", -1};
   if (name == "output.bias") return {"crit.out_layers.0.bias", -1};
+  if (name == "output.weight") return {"crit.out_layers.0.weight", -1};  // tie_weight false
   if (name == "r_w_bias" || name == "r_r_bias") return {name, -1};
   const size_t dot = name.find('.', std::string("layers.").size());
   if (name.rfind("layers.", 0) != 0 || dot == std::string::npos) return {"", -1};
@@ -252,13 +255,11 @@ void export_reference(const std::string& checkpoint, const std::string& state,
       naming_origin(checkpoint, [&] { return parse_config(text, checkpoint); });
   const ModelConfig& m = config.model;
   const Options& own = m.own;
-  RELPOS_CHECK(m.type == "transformer_xl" && own.get<bool>("tie_weights", true) &&
-                   !own.get<bool>("untie_r", false),
-               kExport,
-               "'{}' is a {} (tie_weights {}, untie_r {}); the reference's MemTransformerLM holds "
-               "a transformer_xl with tied weights and one r_w_bias / r_r_bias",
-               checkpoint, m.type, own.get<bool>("tie_weights", true),
-               own.get<bool>("untie_r", false));
+  RELPOS_CHECK(m.type == "transformer_xl" && !own.get<bool>("untie_r", false), kExport,
+               "'{}' is a {} (untie_r {}); the reference's MemTransformerLM holds a "
+               "transformer_xl with one r_w_bias / r_r_bias",
+               checkpoint, m.type, own.get<bool>("untie_r", false));
+  const bool tied = own.get<bool>("tie_weights", true);
   const std::optional<std::vector<uint8_t>> vocabulary = saved_vocabulary(data, checkpoint);
   RELPOS_CHECK(vocabulary.has_value(), kExport, "'{}' holds no vocabulary", checkpoint);
   const auto model =
@@ -277,7 +278,7 @@ void export_reference(const std::string& checkpoint, const std::string& state,
     }
   }
   for (const auto& [name, parts] : thirds) out[name] = cat(parts, 0);
-  out["crit.out_layers.0.weight"] = out.at("word_emb.emb_layers.0.weight");
+  if (tied) out["crit.out_layers.0.weight"] = out.at("word_emb.emb_layers.0.weight");
   out["pos_emb.inv_freq"] = inverse_frequencies(m.model_dim);
   const int64_t qkv = m.qkv_dim > 0 ? m.qkv_dim : m.model_dim;
   const int64_t clamp = own.get<int64_t>("clamp_len", 0);
@@ -295,7 +296,7 @@ void export_reference(const std::string& checkpoint, const std::string& state,
   h["same_length"] = own.get<bool>("same_length", false);
   h["clamp_len"] = clamp > 0 ? clamp : -1;  // the reference's "no clamp"
   h["pre_lnorm"] = m.norm == "pre";
-  h["tie_weight"] = true;
+  h["tie_weight"] = tied;
   h["n_token"] = out.at("word_emb.emb_layers.0.weight").size(0);  // model.vocab_size
   h["eval_batch_size"] =
       config.data.eval_batch_size > 0 ? config.data.eval_batch_size : config.data.batch_size;
@@ -311,6 +312,8 @@ void export_reference(const std::string& checkpoint, const std::string& state,
 void import_reference(const ReferenceImport& r) {
   check_write(kWho, r.out);
   const Json h = read_json_file(kWho, r.hparams);
+  RELPOS_CHECK(h.is_object(), kWho, "'{}' must hold a JSON object of hyper-parameters, not {}",
+               r.hparams, h.type_name());
   std::map<std::string, Tensor> state = read_root_datasets(r.state);
   check_hparams_fit_state(h, r, state);
   RunConfig config = parse_config(config_text(h, r), r.hparams);

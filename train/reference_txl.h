@@ -23,9 +23,9 @@ struct ReferenceImport {
 // hyper-parameters do not give, a tied output weight that is not the embedding).
 void import_reference(const ReferenceImport& request);
 
-// The other way: a relpos transformer_xl checkpoint (tied weights, one r_w_bias / r_r_bias for
-// every layer, as the reference's default) as the reference's state_dict at `state` and its
-// hyper-parameters and symbols at `hparams`, which import_reference reads back to the same
+// The other way: a relpos transformer_xl checkpoint (tied or untied output, one r_w_bias /
+// r_r_bias for every layer, as the reference's default) as the reference's state_dict at `state`,
+// its hyper-parameters and symbols at `hparams`, which import_reference reads back to the same
 // checkpoint. The checkpoint is checked as `relpos eval` checks it (its parameters against the
 // model its configuration builds); anything the reference cannot hold is refused by name.
 void export_reference(const std::string& checkpoint, const std::string& state,

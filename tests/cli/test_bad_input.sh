@@ -109,6 +109,13 @@ refused "a zip of two members" \
   -- "$relpos" data prepare enwik8 --from "$d/two.zip" --out "$d/out"
 refused "a zip named enwik8.zip.1" "^relpos: \[enwik8\] '$d/enwik8.zip.1' holds 2000 bytes" \
   -- "$relpos" data prepare enwik8 --from "$d/enwik8.zip.1" --out "$d/out"
+# A damaged zip: unzip's complaint on the error's one line (it printed 9 lines and said unzip
+# was missing); a failed prepare leaves no --out folder behind.
+printf 'PK\003\004damaged' >"$d/damaged.zip"
+refused "a damaged zip" \
+  "^relpos: \[text8\] \`\(unzip -Z1 '$d/damaged.zip' > .*\)\` failed \(exit status 9\): .*cannot find zipfile directory" \
+  -- "$relpos" data prepare text8 --from "$d/damaged.zip" --out "$d/out"
+[[ ! -e $d/out ]] || fail "a failed prepare left its --out folder"
 [[ ! -e $d/out ]] || fail "a refused download wrote $d/out"
 truncate -s 100000000 "$d/text8"
 "$relpos" data prepare text8 --from "$d/text8" --out "$d/text8_out" >/dev/null 2>&1 ||

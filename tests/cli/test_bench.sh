@@ -113,6 +113,32 @@ grep -qE "^relpos: \[bench\] unknown variant 'nope'; known: (.*, )?softmax(,|$)"
 expect_status 2 "bad length" -- "$relpos" bench attention --lengths 64,x
 [[ $(wc -l <"$tmp/err") -eq 1 ]] || fail "bad length: not one line: $(cat "$tmp/err")"
 expect_status 2 "unknown benchmark" -- "$relpos" bench attn
+# An empty item of a list ran every variant (--filter ,), skipped a length (8,,16) or printed an
+# empty table (index-first --lengths ,); an infinite --min-time was taken; --list ignored the
+# other options; index-first sizes that no layer can take were reported by the layer.
+one_line() {  # WHAT PATTERN: exit 2 (checked before) and one stderr line matching PATTERN
+  [[ $(wc -l <"$tmp/err") -eq 1 ]] && grep -qE -- "$2" "$tmp/err" ||
+    fail "$1: stderr '$(cat "$tmp/err")' is not one line matching /$2/"
+}
+for args in "--filter ," "--filter softmax," "--lengths 8,,16" "--lengths ,"; do
+  expect_status 2 "bench attention $args" -- "$relpos" bench attention $args
+  one_line "bench attention $args" "^relpos: \[bench\] --(filter|lengths): an empty item in '"
+done
+expect_status 2 "index-first --lengths ," -- "$relpos" bench index-first --lengths ,
+one_line "index-first --lengths ," "^relpos: \[bench\] --lengths: an empty item in ','$"
+for value in inf nan 1e30; do
+  expect_status 2 "--min-time $value" -- "$relpos" bench attention --min-time $value
+  one_line "--min-time $value" "^relpos: \[bench\] --min-time "
+done
+expect_status 2 "--list with a bad option" -- "$relpos" bench attention --list --lengths x
+one_line "--list with a bad option" "^relpos: \[bench\] a length must be a positive integer"
+expect_status 0 "--list --filter" -- "$relpos" bench attention --list --filter softmax,linear_sikf
+[[ $(cat "$tmp/out") == $'softmax\nlinear_sikf' || $(cat "$tmp/out") == $'linear_sikf\nsoftmax' ]] ||
+  fail "--list --filter softmax,linear_sikf printed '$(cat "$tmp/out")'"
+expect_status 2 "index-first --vocab 1" -- "$relpos" bench index-first --vocab 1
+one_line "index-first --vocab 1" "^relpos: \[bench\] --vocab must be at least 2"
+expect_status 2 "index-first --heads 3 --dim 4" -- "$relpos" bench index-first --heads 3 --dim 4
+one_line "index-first --heads 3 --dim 4" "^relpos: \[bench\] --dim 4 is not a multiple of --heads 3$"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures bench CLI check(s) failed" >&2

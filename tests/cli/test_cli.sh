@@ -312,6 +312,29 @@ expect_status 2 "truncated checkpoint" -- "$relpos" eval "$tmp/truncated.h5"
 expect_error_line "truncated checkpoint" "relpos: \[checkpoint\]"
 expect_status 2 "eval without checkpoint" -- "$relpos" eval
 expect_status 2 "unknown command" -- "$relpos" trian
+expect_error_line "unknown command" "relpos: \[relpos\] unknown command 'trian'; known: train, "
+# An unknown subcommand said "A subcommand is required"; --version took any words after it.
+expect_status 2 "unknown subcommand" -- "$relpos" data nosuch
+expect_error_line "unknown subcommand" "relpos: \[data\] unknown subcommand 'nosuch'; known: prepare$"
+expect_status 2 "--version with more" -- "$relpos" --version extra
+expect_error_line "--version with more" "relpos: \[relpos\] --version takes no other arguments"
+# A whole number past the option's type was "not an integer".
+expect_status 2 "--max-depth 10^11" -- "$relpos" data prepare listops --out "$tmp/ld" \
+  --max-depth 100000000000
+expect_error_line "--max-depth 10^11" \
+  "relpos: \[data prepare\] option 'max_depth' must be an integer from -2147483648 to 2147483647, got '100000000000'$"
+expect_status 2 "generate --tokens 10^20" -- "$relpos" generate x.h5 --prompt a \
+  --tokens 100000000000000000000
+expect_error_line "generate --tokens 10^20" \
+  "relpos: \[generate\] --tokens expects an integer from -9223372036854775808 to 9223372036854775807"
+# Datasets that are only described take no --out or options (imdb --out DIR printed how to get
+# it and exit 0, as if it had written DIR); an option given twice was last-wins.
+expect_status 2 "data prepare imdb --out" -- "$relpos" data prepare imdb --out "$tmp/imdb"
+expect_error_line "data prepare imdb --out" "relpos: \[data prepare\] imdb is not made here, so it takes no --out"
+expect_status 0 "data prepare imdb" -- "$relpos" data prepare imdb
+expect_status 2 "an option twice" -- "$relpos" data prepare listops --out "$tmp/ld" --seed 1 --seed 2
+expect_error_line "an option twice" "relpos: \[data prepare\] option 'seed' is given twice$"
+[[ ! -e $tmp/ld ]] || fail "a refused data prepare made its --out folder"
 
 # Language modelling end to end on real English (the GPL-3 text every Debian system ships):
 # train a tiny Transformer-XL, evaluate it (also with a longer memory), write and check its
@@ -357,10 +380,11 @@ cmp -s "$tmp/lm_own.h5" "$tmp/lm/checkpoints/last.h5" || fail "export changed it
 expect_status 0 "export reference" -- "$relpos" export reference "$tmp/lm_own.h5" \
   --state "$tmp/lm_state.h5" --hparams "$tmp/lm_h.json"
 cp "$tmp/lm_state.h5" "$tmp/lm_state_copy.h5"
-# A model with token ids its data never holds (model.vocab_size 120 over the text's symbols)
-# goes out and back: n_token 120 beside fewer symbols (import refused it as "symbols for n_token").
+# A model with token ids its data never holds (model.vocab_size 120 over the text's symbols) and
+# an untied output weight goes out and back: n_token 120 beside fewer symbols (import refused it
+# as "symbols for n_token"), crit.out_layers.0.weight its own (export refused untied weights).
 expect_status 0 "train lm with ids past its data" -- "$relpos" train "$tmp/lm.yaml" --quiet \
-  --set model.vocab_size=120 --set train.steps=1 --out "$tmp/lm_wide"
+  --set model.vocab_size=120 --set model.tie_weights=false --set train.steps=1 --out "$tmp/lm_wide"
 expect_status 0 "export a wide vocabulary" -- "$relpos" export reference \
   "$tmp/lm_wide/checkpoints/last.h5" --state "$tmp/wide_state.h5" --hparams "$tmp/wide.json"
 expect_status 0 "import a wide vocabulary" -- "$relpos" import reference "$tmp/wide_state.h5" \
@@ -372,12 +396,15 @@ cmp -s "$tmp/wide.json" "$tmp/wide2.json" || fail "the wide model's H.json chang
 import json, sys
 h = json.load(open(sys.argv[1]))
 assert h["n_token"] == 120 and 0 < len(h["symbols"]) < 120, (h["n_token"], len(h["symbols"]))
+assert h["tie_weight"] is False, h["tie_weight"]
 ' "$tmp/wide.json" || fail "the wide model exports n_token 120 beside its symbols"
 if "$python" -c "import h5py" 2>/dev/null; then
   "$python" -c '
 import h5py, numpy, sys
 a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
 assert sorted(a) == sorted(b) and all(numpy.array_equal(a[k][()], b[k][()]) for k in a)
+emb, out = a["word_emb.emb_layers.0.weight"][()], a["crit.out_layers.0.weight"][()]
+assert emb.shape == out.shape == (120, 16) and not numpy.array_equal(emb, out)
 ' "$tmp/wide_state.h5" "$tmp/wide_state2.h5" || fail "the wide model's state changed out and back"
 fi
 expect_status 2 "import --out over STATE" -- "$relpos" import reference "$tmp/lm_state.h5" \
@@ -395,6 +422,11 @@ expect_error_line "import --hparams a FIFO" "relpos: \[import\] .*lm_fifo: canno
 expect_status 2 "import --hparams a folder" -- "$relpos" import reference "$tmp/lm_state.h5" \
   --hparams "$tmp" --out "$tmp/lm_imported.h5"
 expect_error_line "import --hparams a folder" "relpos: \[import\] .*: cannot read: not a regular file"
+echo '[1, 2]' >"$tmp/lm_array.json"
+expect_status 2 "import --hparams a JSON array" -- "$relpos" import reference "$tmp/lm_state.h5" \
+  --hparams "$tmp/lm_array.json" --out "$tmp/lm_imported.h5"
+expect_error_line "import --hparams a JSON array" \
+  "relpos: \[import\] '.*lm_array.json' must hold a JSON object of hyper-parameters, not array$"
 # Invalid JSON is named by line and column, without nlohmann's exception id.
 echo "xx" >"$tmp/lm_bad.json"
 expect_status 2 "import --hparams not JSON" -- "$relpos" import reference "$tmp/lm_state.h5" \

@@ -232,6 +232,33 @@ lm >/dev/null 2>"$tmp/err_lm2" || fail "reproduce lm rerun failed"
 "$relpos" reproduce --help >"$tmp/help" || fail "reproduce --help"
 grep -q "^  cpu " "$tmp/help" || fail "reproduce --help does not list the scales of scales.yaml"
 "$relpos" reproduce all --runs "$tmp/rep" >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "all --runs: not exit 2"
+# Each was accepted: --runs trains nothing, so --resume or --jobs beside it did nothing; a grid of
+# 10^11 seeds; a rule whose `when` names a task no cell has matched nothing, silently.
+refused_line() {  # WHAT PATTERN ARGS...: exit 2 and one stderr line matching PATTERN
+  local what=$1 pattern=$2
+  shift 2
+  "$relpos" "$@" >/dev/null 2>"$tmp/err"
+  local got=$?
+  [[ $got -eq 2 && $(wc -l <"$tmp/err") -eq 1 ]] && grep -qE -- "$pattern" "$tmp/err" ||
+    fail "$what: exit $got, stderr '$(cat "$tmp/err")' (expected one line /$pattern/)"
+}
+refused_line "--runs with --resume" "^relpos: \[reproduce\] --runs reports .*: --resume does not apply$" \
+  reproduce table2 --runs "$tmp/rep" --resume
+refused_line "--runs with --jobs" "^relpos: \[reproduce\] --runs reports .*: --jobs does not apply$" \
+  reproduce table2 --runs "$tmp/rep" --jobs 2
+refused_line "--seeds 10^11" "^relpos: \[reproduce\] --seeds 100000000000: at most 1000 runs per cell$" \
+  reproduce table2 --seeds 100000000000
+cp -r "$root/configs" "$tmp/configs_typo"
+sed -i 's/when: {task: mnist}/when: {task: mnits}/' "$tmp/configs_typo/paper/scales.yaml"
+refused_line "a when value no cell has" \
+  "^relpos: \[reproduce\] '$tmp/configs_typo/paper/scales.yaml' line [0-9]+: scale [a-z-]+: when.task 'mnits' is no cell's task; known: .*mnist" \
+  reproduce table2 --configs "$tmp/configs_typo" --out "$tmp/rep_typo"
+[[ ! -e $tmp/rep_typo ]] || fail "a refused scales.yaml made the output folder"
+# --help lists the scales of --configs (it read ./configs whatever --configs said).
+sed -i 's/^  about: a smoke test of every cell/  about: SMOKE TEST of every cell/' "$tmp/configs_typo/paper/scales.yaml"
+sed -i 's/when: {task: mnits}/when: {task: mnist}/' "$tmp/configs_typo/paper/scales.yaml"
+"$relpos" reproduce --configs "$tmp/configs_typo" --help >"$tmp/help2" || fail "reproduce --configs --help"
+grep -q "^  tiny   SMOKE TEST" "$tmp/help2" || fail "reproduce --help ignores --configs: $(grep '^  tiny' "$tmp/help2")"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures reproduce check(s) failed" >&2

@@ -107,6 +107,7 @@ TEST_CASE("configs: every experiment file loads and builds its model, optimizer 
 TEST_CASE("reproduce scales: every cell of Tables 1 and 2 builds at every scale") {
   using namespace relpos::cli;
   const std::vector<Scale> scales = load_scales(kConfigs);
+  check_rule_values(scales, kConfigs);  // every `when` names a value some cell has
   std::set<std::string> names;
   for (const Scale& s : scales) names.insert(s.name);
   CHECK(names == std::set<std::string>{"paper", "small", "tiny", "cpu", "cpu-cls", "cpu-rowcol"});
@@ -293,6 +294,14 @@ TEST_CASE("reproduce scales: a malformed scales.yaml is an error naming the file
   refused("cpu:\n  about: x\nrow:\n  base: gpu\n  about: y\n",
           "line 4: scale row: base 'gpu' is not a scale above it");
   refused("row:\n  base: cpu\n  about: y\ncpu:\n  about: x\n", "base 'cpu' is not a scale above");
+  // Each was accepted: the second scale silently replaced nothing or the first, a scalar figure3
+  // was one argument, a folder left --data-dir, an empty file said "line 0".
+  refused("cpu:\n  about: x\ncpu:\n  about: y\n", "line 3: scale 'cpu' is defined twice");
+  refused("cpu:\n  about: x\n  figure3: --lengths\n", "line 3: scale cpu.figure3 must be a list");
+  refused("cpu:\n  about: x\n  data: {listops: {folder: ../../..}}\n",
+          "folder '../../..' must be a folder under --data-dir");
+  refused("cpu:\n  about: x\n  data: {listops: {folder: /tmp}}\n", "must be a folder under");
+  refused("", "scales.yaml' is empty: expected a mapping of scale names");
   std::ofstream(dir / "paper" / "scales.yaml") << "cpu:\n  about: x\n";
   CHECK_THROWS_WITH_AS(find_scale(load_scales(dir.string()), "gpu"),
                        doctest::Contains("unknown scale 'gpu'; known: cpu"), Error);

@@ -42,7 +42,7 @@ std::vector<const AttentionVariant*> select_variants(const std::vector<std::stri
 
 std::vector<int64_t> parse_lengths(const std::string& text) {
   std::vector<int64_t> out;
-  for (const std::string& s : split_list(text)) {
+  for (const std::string& s : split_list(text, "--lengths")) {
     int64_t n = 0;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
     RELPOS_CHECK(ec == std::errc() && end == s.data() + s.size() && n > 0, "bench",

@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
         limit_mb > 0 ? bench::megabytes_to_bytes(static_cast<double>(limit_mb)) : 0;
     o.time_forward = false;  // run_attention_bench.sh compares forward+backward only
     o.min_runs = 3;
-    run(o, bench::select_variants(bench::split_list(filter)), json);
+    run(o, bench::select_variants(bench::split_list(filter, "--filter")), json);
     return 0;
   });
 }

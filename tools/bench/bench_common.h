@@ -15,6 +15,7 @@
 
 #include "core/allocator.h"
 #include "core/device.h"
+#include "core/error.h"
 
 namespace relpos::bench {
 
@@ -61,12 +62,15 @@ inline int64_t peak_bytes_of(const std::function<void()>& call, Device device) {
   return memory_stats(device).peak_bytes - before;
 }
 
-// "a,b,c" -> {"a", "b", "c"}; "" -> {}.
-inline std::vector<std::string> split_list(const std::string& text) {
+// "a,b,c" -> {"a", "b", "c"}; "" -> {}. An empty item ("a,,b", ",") is refused naming `option`.
+inline std::vector<std::string> split_list(const std::string& text, const char* option) {
   std::vector<std::string> out;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');)
-    if (!item.empty()) out.push_back(item);
+  if (text.empty()) return out;
+  std::stringstream list(text + ",");  // so a trailing ',' leaves an empty last item
+  for (std::string item; std::getline(list, item, ',');) {
+    RELPOS_CHECK(!item.empty(), "bench", "{}: an empty item in '{}'", option, text);
+    out.push_back(item);
+  }
   return out;
 }
 

@@ -166,7 +166,7 @@ std::vector<std::string> parse_filter(const std::string& filter) {
   std::vector<std::string> known, names;
   for (const Case& c : cases())
     if (std::find(known.begin(), known.end(), c.op) == known.end()) known.push_back(c.op);
-  for (const std::string& name : bench::split_list(filter)) {
+  for (const std::string& name : bench::split_list(filter, "--filter")) {
     if (std::find(known.begin(), known.end(), name) != known.end()) {
       names.push_back(name);
       continue;

@@ -54,6 +54,27 @@ void refuse_empty_values(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) refuse_empty_values(*sub);
 }
 
+// A word where a command or a subcommand of one is expected (`relpos trian`, `relpos data
+// nosuch`) is refused naming the known ones (CLI11 would say "A subcommand is required").
+void check_command_names(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* at = &app;
+  std::string path = "relpos";
+  for (const std::string& word : args) {
+    const std::vector<const CLI::App*> subs = at->get_subcommands({});
+    if (subs.empty() || word.rfind("-", 0) == 0) return;
+    std::string known;
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : subs) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (sub->get_name() == word) next = sub;
+    }
+    if (next == nullptr)
+      fail(path, "unknown {}command '{}'; known: {}", at == &app ? "" : "sub", word, known);
+    at = next;
+    path = path == "relpos" ? word : path + " " + word;
+  }
+}
+
 }  // namespace
 
 int run_relpos(const std::vector<std::string>& args) {
@@ -66,15 +87,9 @@ int run_relpos(const std::vector<std::string>& args) {
     std::fputs(app.help().c_str(), stderr);
     return 2;
   }
-  if (args[0].rfind("-", 0) != 0) {
-    std::string known;
-    bool found = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known += (known.empty() ? "" : ", ") + sub->get_name();
-      found = found || sub->get_name() == args[0];
-    }
-    if (!found) fail("relpos", "unknown command '{}'; known: {}", args[0], known);
-  }
+  RELPOS_CHECK(args[0] != "--version" || args.size() == 1, "relpos",
+               "--version takes no other arguments, got '{}'", args[1]);
+  check_command_names(app, args);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::Success& e) {  // --help, --version

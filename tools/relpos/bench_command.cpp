@@ -67,22 +67,20 @@ double read_options(AttentionArgs& a) {
   if (!a.heads.empty()) o.heads = parse_positive<int64_t>("bench", "--heads", a.heads);
   if (!a.dim.empty()) o.dim = parse_positive<int64_t>("bench", "--dim", a.dim);
   if (!a.device.empty()) o.device = Device::parse(a.device);
-  if (!a.min_time.empty())
-    o.min_seconds = parse_positive<double>("bench", "--min-time", a.min_time);
+  if (!a.min_time.empty()) o.min_seconds = parse_min_time(a.min_time);
   return a.limit_mb.empty() ? -1 : parse_positive<double>("bench", "--memory-limit-mb", a.limit_mb);
 }
 
 int bench_attention(AttentionArgs& a) {
+  const double limit_mb = read_options(a);  // checked with --list too: none is ignored
+  const auto variants = bench::select_variants(bench::split_list(a.filter, "--filter"));
   if (a.list) {
-    for (const bench::AttentionVariant& v : bench::attention_variants())
-      std::printf("%s\n", v.name.c_str());
+    for (const bench::AttentionVariant* v : variants) std::printf("%s\n", v->name.c_str());
     return 0;
   }
-  const double limit_mb = read_options(a);
   bench::AttentionBenchOptions& o = a.o;
   const bool json = a.json;
   const std::string& json_out = a.json_out;
-  const auto variants = bench::select_variants(bench::split_list(a.filter));
   bench::check_device(o.device);
   if (!json_out.empty()) check_write("bench", json_out);  // refused before the run
   if (limit_mb > 0)
@@ -158,7 +156,7 @@ void add_bench_command(CLI::App& app, int& status) {
   sub->add_option("--min-time", a->min_time, "seconds per timing (default 0.5)")->type_name("S");
   sub->add_option("--memory-limit-mb", a->limit_mb, "out of memory above M MB (fractional)")
       ->type_name("M");
-  sub->add_flag("--list", a->list, "the variant names, one per line");
+  sub->add_flag("--list", a->list, "the variant names (of --filter), one per line; runs nothing");
   sub->callback([a, &status] { status = bench_attention(*a); });
   add_bench_index_first(*bench, status);
 }

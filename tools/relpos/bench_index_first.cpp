@@ -52,9 +52,14 @@ int bench_index_first(const IndexFirstArgs& a) {
   };
   const int64_t vocab = positive("--vocab", a.vocab), batch = positive("--batch", a.batch),
                 heads = positive("--heads", a.heads), dim = positive("--dim", a.dim);
-  const double min_seconds = parse_positive<double>("bench", "--min-time", a.min_time);
+  const double min_seconds = parse_min_time(a.min_time);
+  RELPOS_CHECK(vocab >= 2, "bench",
+               "--vocab must be at least 2 (ids are drawn from [1, V), 0 "
+               "being padding), got '{}'",
+               a.vocab);
+  RELPOS_CHECK(dim % heads == 0, "bench", "--dim {} is not a multiple of --heads {}", dim, heads);
   std::vector<int64_t> lengths;
-  for (const std::string& n : bench::split_list(a.lengths))
+  for (const std::string& n : bench::split_list(a.lengths, "--lengths"))
     lengths.push_back(positive("--lengths", n));
   std::printf(
       "index-first vs standard first attention, CPU, %d threads: V %lld, B %lld, H %lld, "
@@ -64,33 +69,38 @@ int bench_index_first(const IndexFirstArgs& a) {
       "ratio", "standard MB", "index MB");
   Generator gen(0);
   for (const int64_t n : lengths) {
-    MultiHeadAttentionConfig c;
-    c.model_dim = dim;
-    c.num_heads = heads;
-    c.max_len = n;
-    c.gen = &gen;
-    MultiHeadAttention layer(c);
-    const Var table(randn({vocab, dim}, gen), true);                     // [V, D]
-    const Var positions(SinusoidalPositionalEmbedding(n, dim).table());  // [N, D]
-    const Tensor ids = cast(rand({batch, n}, gen, 1, static_cast<double>(vocab), DType::f64),
-                            DType::i64);  // [B, N] in [1, V)
-    const auto standard = [&] {
-      const Var x = embedding(table, ids) + positions;  // [B, N, D]
-      const Var y = layer.forward(x);
-      sum(y).backward();
-      return y.value();
-    };
-    const auto indexed = [&] {
-      const Var y = layer.forward_index_first(ids, table, positions, Tensor(), false);
-      sum(y).backward();
-      return y.value();
-    };
-    const Measured s = measure(standard, min_seconds), x = measure(indexed, min_seconds);
-    std::printf("%7lld %12.1f %12.1f %8.2f %12.1f %12.1f\n", static_cast<long long>(n),
-                s.time.median_ms, x.time.median_ms, x.time.median_ms / s.time.median_ms,
-                static_cast<double>(s.peak_bytes) / (1 << 20),
-                static_cast<double>(x.peak_bytes) / (1 << 20));
-    std::fflush(stdout);
+    try {
+      MultiHeadAttentionConfig c;
+      c.model_dim = dim;
+      c.num_heads = heads;
+      c.max_len = n;
+      c.gen = &gen;
+      MultiHeadAttention layer(c);
+      const Var table(randn({vocab, dim}, gen), true);                     // [V, D]
+      const Var positions(SinusoidalPositionalEmbedding(n, dim).table());  // [N, D]
+      const Tensor ids = cast(rand({batch, n}, gen, 1, static_cast<double>(vocab), DType::f64),
+                              DType::i64);  // [B, N] in [1, V)
+      const auto standard = [&] {
+        const Var x = embedding(table, ids) + positions;  // [B, N, D]
+        const Var y = layer.forward(x);
+        sum(y).backward();
+        return y.value();
+      };
+      const auto indexed = [&] {
+        const Var y = layer.forward_index_first(ids, table, positions, Tensor(), false);
+        sum(y).backward();
+        return y.value();
+      };
+      const Measured s = measure(standard, min_seconds), x = measure(indexed, min_seconds);
+      std::printf("%7lld %12.1f %12.1f %8.2f %12.1f %12.1f\n", static_cast<long long>(n),
+                  s.time.median_ms, x.time.median_ms, x.time.median_ms / s.time.median_ms,
+                  static_cast<double>(s.peak_bytes) / (1 << 20),
+                  static_cast<double>(x.peak_bytes) / (1 << 20));
+      std::fflush(stdout);
+    } catch (const OutOfMemory& e) {
+      fail("bench", "V {}, B {}, N {}, D {} do not fit in memory: {}", vocab, batch, n, dim,
+           e.what());
+    }
   }
   return 0;
 }

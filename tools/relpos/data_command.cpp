@@ -3,6 +3,7 @@
 // every registered dataset (datasets/dataset_registry.h).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,19 @@ struct PrepareArgs {
   std::string name, out;
 };
 
+// Runs `prepare`; a folder it was to make and left empty when it failed is removed.
+std::string prepare_into(const DatasetEntry& entry, const PrepareRequest& request) {
+  std::error_code error;
+  const bool existed = std::filesystem::exists(request.out_dir, error);
+  try {
+    return entry.prepare(request);
+  } catch (...) {
+    if (!existed && std::filesystem::is_empty(request.out_dir, error))
+      std::filesystem::remove(request.out_dir, error);
+    throw;
+  }
+}
+
 // `extras`: the --key value pairs after the dataset's name, handed to its preparer (dashes in a
 // key read as underscores: --max-depth is the option max_depth).
 int prepare(const PrepareArgs& a, const std::vector<std::string>& extras) {
@@ -40,14 +54,23 @@ int prepare(const PrepareArgs& a, const std::vector<std::string>& extras) {
                  "expected --key value pairs after the dataset name, got '{}'", extras[i]);
     std::string key = extras[i].substr(2);
     std::replace(key.begin(), key.end(), '-', '_');  // --max-depth as the command line spells it
+    RELPOS_CHECK(!request.options.has(key), "data prepare", "option '{}' is given twice", key);
     request.options.set(key, extras[i + 1]);
   }
-  if (!entry.prepare || (request.out_dir.empty() && request.options.empty())) {
+  if (!entry.prepare) {
+    RELPOS_CHECK(request.out_dir.empty() && request.options.empty(), "data prepare",
+                 "{} is not made here, so it takes no --out or options; `relpos data prepare {}` "
+                 "prints how to get it",
+                 a.name, a.name);
+    std::printf("%s\n", entry.how_to_get.c_str());
+    return 0;
+  }
+  if (request.out_dir.empty() && request.options.empty()) {
     std::printf("%s\n", entry.how_to_get.c_str());
     return 0;
   }
   RELPOS_CHECK(!request.out_dir.empty(), "data", "prepare {} needs --out DIR", a.name);
-  const std::string summary = entry.prepare(request);
+  const std::string summary = prepare_into(entry, request);
   request.options.check_all_used();
   std::printf("%s\n", summary.c_str());
   return 0;

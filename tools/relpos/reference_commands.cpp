@@ -60,7 +60,7 @@ void add_export_command(CLI::App& app, int& status) {
       "  with h5py.File('state.h5') as f:\n"
       "      model.load_state_dict({k: torch.from_numpy(f[k][()]) for k in f})\n"
       "), and its hyper-parameters and symbols to H.json, the files `relpos import reference`\n"
-      "reads. The model must tie its output to the embedding and share r_w_bias / r_r_bias.");
+      "reads. The model must share r_w_bias / r_r_bias (untie_r false).");
   sub->add_option("CHECKPOINT", a->checkpoint, "a transformer_xl checkpoint")->required();
   sub->add_option("--state", a->state, "the state_dict written")->type_name("STATE.h5")->required();
   sub->add_option("--hparams", a->hparams, "the hyper-parameters and symbols written")

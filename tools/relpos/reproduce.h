@@ -76,6 +76,10 @@ ScaleCell scale_cell(const Cell& cell, const RunConfig& paper);
 // The scales of configs_dir/paper/scales.yaml, in the file's order (errors name the line).
 std::vector<Scale> load_scales(const std::string& configs_dir);
 const Scale& find_scale(const std::vector<Scale>& scales, const std::string& name);
+// Refuses a rule whose `when` names a value no cell can have (a typo matches nothing): the task,
+// model and pe of the cells of table1, table2 and lm, a registered dataset or positional type (or
+// none), epochs or steps.
+void check_rule_values(const std::vector<Scale>& scales, const std::string& configs_dir);
 // The overrides of `scale` for one cell, run with `seed` (the first override).
 std::vector<std::string> scale_overrides(const Scale& scale, const ScaleCell& cell, int64_t seed);
 

@@ -43,17 +43,19 @@ constexpr const char* kFooter =
     "that report training time (table1, whose runs table3 times; table3; lm) run one at a time.\n"
     "Scales (configs/paper/scales.yaml, under --configs):\n";
 
-// The footer with the scales of configs/paper/scales.yaml, when they can be read.
-std::string footer() {
+// The footer with the scales of `configs`/paper/scales.yaml, when they can be read.
+std::string footer(const std::string& configs) {
   std::string text = kFooter;
   try {
-    for (const Scale& s : load_scales("configs"))
+    for (const Scale& s : load_scales(configs))
       text += fmt::format("  {:<6} {}\n", s.name, s.about);
   } catch (const Error& e) {
     text += fmt::format("  (not listed here: {})\n", e.what());
   }
   return text;
 }
+
+constexpr int64_t kMaxSeeds = 1000;  // a grid's seeds per cell
 
 // What `relpos reproduce` was given, numbers as text.
 struct ReproduceArgs {
@@ -65,8 +67,13 @@ struct ReproduceArgs {
 ReproduceOptions checked(const ReproduceArgs& a) {
   ReproduceOptions o = a.o;
   if (!a.seeds.empty()) o.seeds = parse_positive<int64_t>("reproduce", "--seeds", a.seeds);
+  RELPOS_CHECK(o.seeds <= kMaxSeeds, "reproduce", "--seeds {}: at most {} runs per cell", o.seeds,
+               kMaxSeeds);
   o.report_only = !o.runs.empty();
   if (!a.jobs.empty()) o.jobs = parse_positive<int64_t>("reproduce", "--jobs", a.jobs);
+  RELPOS_CHECK(!o.report_only || (!o.resume && a.jobs.empty()), "reproduce",
+               "--runs reports the runs found and trains nothing: {} does not apply",
+               o.resume ? "--resume" : "--jobs");
   RELPOS_CHECK(o.jobs == 1 || o.table == "table2", "reproduce",
                "--jobs {}: only table2 trains runs at once; {} reports training times, which "
                "runs sharing the cores would distort",
@@ -212,6 +219,7 @@ int reproduce_all(const ReproduceOptions& o, const Scale& scale,
 int reproduce(const ReproduceArgs& a, const std::vector<std::string>& args) {
   const ReproduceOptions o = checked(a);
   const std::vector<Scale> scales = load_scales(o.configs);
+  check_rule_values(scales, o.configs);
   const Scale& scale = find_scale(scales, o.scale);
   if (o.table == "figure3") return reproduce_figure3(scale, o.device, o.out, o.only);
   if (o.table == "all") return reproduce_all(o, scale, args);
@@ -231,7 +239,7 @@ void add_reproduce_command(CLI::App& app, int& status, const std::vector<std::st
       "reproduce",
       "Runs the configs behind a table or figure of the FastRPB paper, or the language-model "
       "table.");
-  sub->footer(footer);
+  sub->footer([a] { return footer(a->o.configs); });  // --configs is read before --help
   sub->add_option("TABLE", o.table, "which table or figure")
       ->type_name("table1|table2|table3|lm|figure3|all")
       ->required();

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "core/error.h"
+#include "datasets/dataset_registry.h"
 #include "datasets/prepare.h"
+#include "layers/attention/positional.h"
 #include "tools/relpos/reproduce.h"
 #include "tools/relpos/reproduce_runs.h"
 
@@ -113,6 +116,12 @@ struct Reader {
         ScaleData d;
         if (!entry.second["folder"]) fail(entry.second, where + " needs folder:");
         d.folder = scalar(entry.second["folder"], where + ".folder");
+        const fs::path folder(d.folder);
+        if (d.folder.empty() || folder.is_absolute() ||
+            std::any_of(folder.begin(), folder.end(), [](const fs::path& p) { return p == ".."; }))
+          fail(entry.second["folder"],
+               fmt::format("{}.folder '{}' must be a folder under --data-dir (relative, no '..')",
+                           where, d.folder));
         if (const YAML::Node prepare = entry.second["prepare"]) {
           if (!prepare.IsMap() && !prepare.IsNull())
             fail(prepare, where + ".prepare must be a mapping of `relpos data prepare` options");
@@ -124,8 +133,13 @@ struct Reader {
         s.data[entry.first.Scalar()] = d;
       }
     }
-    if (const YAML::Node figure3 = node["figure3"])
+    if (const YAML::Node figure3 = node["figure3"]) {
+      if (!figure3.IsSequence())
+        fail(figure3, "scale " + name +
+                          ".figure3 must be a list of `relpos bench attention` "
+                          "arguments");
       s.figure3 = strings(figure3, "scale " + name + ".figure3");
+    }
     if (const YAML::Node rules = node["rules"]) {
       if (!rules.IsSequence()) fail(rules, "scale " + name + ".rules must be a list");
       for (size_t i = 0; i < rules.size(); ++i)
@@ -148,11 +162,42 @@ std::vector<Scale> load_scales(const std::string& configs_dir) {
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, path.string(), e.mark.line + 1, e.msg));
   }
+  RELPOS_CHECK(root.IsDefined() && !root.IsNull(), kWho,
+               "'{}' is empty: expected a mapping of scale names", path.string());
   if (!root.IsMap() || root.size() == 0) reader.fail(root, "expected a mapping of scale names");
   std::vector<Scale> scales;
-  for (const auto& entry : root)
-    scales.push_back(reader.scale(entry.first.Scalar(), entry.second, scales));
+  for (const auto& entry : root) {
+    const std::string name = entry.first.Scalar();
+    if (std::any_of(scales.begin(), scales.end(), [&](const Scale& s) { return s.name == name; }))
+      reader.fail(entry.first, fmt::format("scale '{}' is defined twice", name));
+    scales.push_back(reader.scale(name, entry.second, scales));
+  }
   return scales;
+}
+
+// Every value a rule's `when` tests is one a cell can have, so that a typo is an error and not
+// a rule matching nothing: the task, model and pe of the cells of table1, table2 and lm; a
+// registered dataset or positional type (or none); epochs or steps.
+void check_rule_values(const std::vector<Scale>& scales, const std::string& configs_dir) {
+  std::map<std::string, std::set<std::string>> known;
+  for (const char* table : {"table1", "table2", "lm"})
+    for (const Cell& c : table_cells(table, configs_dir)) {
+      known["task"].insert(c.task);
+      known["model"].insert(c.model);
+      known["pe"].insert(c.pe);
+    }
+  for (const std::string& d : dataset_registry().names()) known["dataset"].insert(d);
+  known["positional"] = {"none"};
+  for (const std::string& p : positional_registry().names()) known["positional"].insert(p);
+  known["schedule"] = {"epochs", "steps"};
+  for (const Scale& scale : scales)
+    for (const ScaleRule& rule : scale.rules)
+      for (const auto& [key, values] : rule.when)
+        for (const std::string& value : values)
+          RELPOS_CHECK(known[key].count(value) == 1, kWho,
+                       "'{}' line {}: scale {}: when.{} '{}' is no cell's {}; known: {}",
+                       (fs::path(configs_dir) / "paper" / "scales.yaml").string(), rule.line,
+                       scale.name, key, value, key, fmt::join(known[key], ", "));
 }
 
 const Scale& find_scale(const std::vector<Scale>& scales, const std::string& name) {
