@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "datasets/read_error.h"
 
 namespace relpos {
 
@@ -35,7 +36,9 @@ std::string one_line(const std::string& text, const std::string& dir) {
 
 std::string DataFolder::file(const std::string& name) const {
   const std::filesystem::path path = std::filesystem::path(dir) / name;
-  if (!std::filesystem::is_regular_file(path)) missing(name);
+  std::error_code error;
+  if (!std::filesystem::exists(std::filesystem::status(path, error))) missing(name);
+  check_data_file("data", path.string());  // a folder or a device where the file belongs
   return path.string();
 }
 

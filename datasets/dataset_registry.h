@@ -25,7 +25,8 @@ struct DataFolder {
   std::string dataset;
   std::string dir;
 
-  // dir/name, which must be a regular file (else missing(name)).
+  // dir/name: missing(name) when there is nothing there; a folder or a device there is refused
+  // naming it (check_data_file).
   std::string file(const std::string& name) const;
   // Throws "[data] `what` not found in 'dir': " + how_to_get().
   [[noreturn]] void missing(const std::string& what) const;

@@ -362,6 +362,14 @@ for token in '[FOO' $'\x01' $'\xff'; do
     -- "$relpos" train "$tmp/listops.yaml" --quiet
 done
 cp "$tmp/listops_good/basic_train.tsv" "$tmp/listops/basic_train.tsv"
+# A folder where a split file belongs was "basic_val.tsv not found in ...".
+mv "$tmp/listops/basic_val.tsv" "$tmp/listops/basic_val.tsv.saved"
+mkdir "$tmp/listops/basic_val.tsv"
+refused "a folder where a split file belongs" \
+  "^relpos: \[data\] $tmp/listops/basic_val.tsv: open: is a directory, not a data file$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet
+rmdir "$tmp/listops/basic_val.tsv"
+mv "$tmp/listops/basic_val.tsv.saved" "$tmp/listops/basic_val.tsv"
 # Sizes that contradict the data are refused before step 1, by key (they failed inside it, in the
 # loss, the embedding or "the training loader ran dry"); so is a number that is not finite (an
 # inf eps passed every ">= 0" check and made the first loss NaN).
