@@ -110,6 +110,10 @@ inline DType products_dtype(const RunConfig& c) {
   return c.train.precision == "bf16" ? DType::bf16 : DType::f32;
 }
 
+// "key=value", an override whose value reads back as exactly `value` (a path or name a
+// command-line option gives: `#`, `: `, `~` or quotes in it are text, not YAML).
+std::string text_override(const std::string& key, const std::string& value);
+
 // Reads `path` with its bases and the `--set` overrides ("a.b=value").
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // Adds to config.yaml and config.defaults the defaults of every component mapping (model,

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "train/config.h"
 
 namespace relpos {
 namespace {
@@ -17,20 +18,49 @@ namespace fs = std::filesystem;
 
 constexpr const char* kWho = "config";
 
-// Refuses a mapping that repeats a key (YAML keeps only the last one), naming both lines.
-void check_unique_keys(const YAML::Node& node, const std::string& origin) {
+// A configuration's tree as relpos reads it: keys that are plain names, each once per mapping,
+// and at most kMaxValues values once aliases are expanded (a file of nested aliases would
+// otherwise expand to billions). `where` names the text ("'file.yaml'", "override 'a=b'").
+constexpr int64_t kMaxValues = 1'000'000;
+
+void check_tree(const YAML::Node& node, const std::string& where, int64_t& values) {
+  RELPOS_CHECK(++values <= kMaxValues, kWho,
+               "{} line {}: more than {} values (aliases expanded): not a configuration", where,
+               node.Mark().line + 1, kMaxValues);
   if (node.IsSequence())
-    for (const auto& item : node) check_unique_keys(item, origin);
+    for (const auto& item : node) check_tree(item, where, values);
   if (!node.IsMap()) return;
   std::map<std::string, int> first_line;
   for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
     const int line = entry.first.Mark().line + 1;
+    RELPOS_CHECK(entry.first.IsScalar(), kWho, "{} line {}: a key must be a plain name, not a {}",
+                 where, line, entry.first.IsMap() ? "mapping" : "list or nothing");
+    const std::string key = entry.first.Scalar();
     const auto [it, fresh] = first_line.emplace(key, line);
-    RELPOS_CHECK(fresh, kWho, "'{}' line {}: key '{}' repeats the one on line {}", origin, line,
-                 key, it->second);
-    check_unique_keys(entry.second, origin);
+    RELPOS_CHECK(fresh, kWho, "{} line {}: key '{}' repeats the one on line {}", where, line, key,
+                 it->second);
+    check_tree(entry.second, where, values);
   }
+}
+
+// The one YAML document of `text`, checked as above; errors name `where`.
+YAML::Node load_document(const std::string& text, const std::string& where) {
+  const size_t nul = text.find('\0');
+  RELPOS_CHECK(nul == std::string::npos, kWho, "{} byte {}: a NUL byte; a configuration is text",
+               where, nul);
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("[{}] {} line {}: {}", kWho, where, e.mark.line + 1, e.msg));
+  }
+  RELPOS_CHECK(documents.size() <= 1, kWho,
+               "{} line {}: a second YAML document (after ---); a configuration is one", where,
+               documents.size() > 1 ? documents[1].Mark().line + 1 : 0);
+  YAML::Node node = documents.empty() ? YAML::Node() : documents.front();
+  int64_t values = 0;
+  check_tree(node, where, values);
+  return node;
 }
 
 // A config file's text: a regular file, or a pipe such as /dev/stdin; at most kMaxConfigBytes,
@@ -58,15 +88,7 @@ std::string read_config_text(const fs::path& path) {
 }
 
 YAML::Node load_yaml_file(const fs::path& path) {
-  const std::string text = read_config_text(path);
-  YAML::Node node;
-  try {
-    node = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, path.string(), e.mark.line + 1, e.msg));
-  }
-  check_unique_keys(node, path.string());
-  return node;
+  return load_document(read_config_text(path), fmt::format("'{}'", path.string()));
 }
 
 // `over` merged into a copy of `base`: mappings key by key (recursively), anything else replaced.
@@ -88,6 +110,9 @@ YAML::Node load_with_bases(const fs::path& path, std::vector<fs::path>& chain) {
   if (ec) canonical = fs::absolute(path, ec);
   for (const auto& seen : chain)
     RELPOS_CHECK(seen != canonical, kWho, "'{}' includes itself through base:", path.string());
+  // A base is a file (a FIFO would block for ever); the top file may be a pipe (/dev/stdin).
+  RELPOS_CHECK(chain.empty() || fs::is_regular_file(fs::status(path, ec)) || !fs::exists(path, ec),
+               kWho, "'{}': base '{}' is not a regular file", chain.back().string(), path.string());
   chain.push_back(canonical);
   YAML::Node node = load_yaml_file(path);
   if (node.IsNull()) node = YAML::Node(YAML::NodeType::Map);
@@ -97,8 +122,9 @@ YAML::Node load_with_bases(const fs::path& path, std::vector<fs::path>& chain) {
     std::vector<std::string> files;
     const auto file_name = [&](const YAML::Node& b) {
       RELPOS_CHECK(b.IsScalar(), kWho,
-                   "'{}' line {}: base must be a file name or a list of file names, got a {}",
-                   path.string(), b.Mark().line + 1, b.IsMap() ? "mapping" : "list");
+                   "'{}' line {}: base must be a file name or a list of file names, got {}",
+                   path.string(), b.Mark().line + 1,
+                   b.IsMap() ? "a mapping" : (b.IsNull() ? "nothing" : "a list"));
       return b.Scalar();
     };
     if (bases.IsSequence())
@@ -120,14 +146,7 @@ void apply_override(YAML::Node& root, const std::string& text) {
   RELPOS_CHECK(eq != std::string::npos && eq > 0, kWho,
                "override '{}' must look like key.path=value", text);
   const std::string path = text.substr(0, eq);
-  YAML::Node value;
-  try {
-    value = YAML::Load(text.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    throw Error(
-        fmt::format("[{}] override '{}': the value is not valid YAML: {}", kWho, text, e.msg));
-  }
-  check_unique_keys(value, "override '" + text + "'");
+  const YAML::Node value = load_document(text.substr(eq + 1), "override '" + text + "'");
   std::vector<std::string> keys;
   for (size_t start = 0;;) {
     const auto dot = path.find('.', start);
@@ -159,15 +178,25 @@ YAML::Node load_config_yaml(const std::string& path) {
 }
 
 YAML::Node parse_config_yaml(const std::string& text, const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, origin, e.mark.line + 1, e.msg));
-  }
-  check_unique_keys(root, origin);
+  const YAML::Node root = load_document(text, fmt::format("'{}'", origin));
   RELPOS_CHECK(root.IsMap(), kWho, "'{}' must be a mapping at the top level", origin);
   return root;
+}
+
+std::string text_override(const std::string& key, const std::string& value) {
+  std::string quoted = "\"";  // a double-quoted YAML scalar: only \ and " and controls escaped
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '"') {
+      quoted.push_back('\\');
+      quoted.push_back(c);
+    } else if (byte < 0x20 || byte == 0x7f) {
+      quoted += fmt::format("\\x{:02x}", byte);
+    } else {
+      quoted.push_back(c);
+    }
+  }
+  return key + "=" + quoted + "\"";
 }
 
 }  // namespace relpos

@@ -1,6 +1,8 @@
 // The YAML of a run configuration before it is read into a RunConfig (train/config.h): a file
 // with its `base:` chain merged mapping by mapping (the file's own keys win; a cycle is an error),
-// `--set` overrides applied, and repeated keys refused, with errors naming the file and line.
+// `--set` overrides applied; repeated keys, keys that are not plain names, more than one document,
+// NUL bytes and aliases expanding past a million values refused, with errors naming the file and
+// line.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -9,7 +11,8 @@
 
 namespace relpos {
 
-// The file at `path` (a regular file or a pipe, at most 16 MB) with its bases merged.
+// The file at `path` (a regular file or a pipe, at most 16 MB) with its bases merged (regular
+// files).
 YAML::Node load_config_yaml(const std::string& path);
 // Resolved YAML text (e.g. a checkpoint's) as a tree; `origin` names it in errors.
 YAML::Node parse_config_yaml(const std::string& text, const std::string& origin);

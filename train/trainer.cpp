@@ -105,6 +105,7 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   if (s.options.resume.empty() && !s.config.train.init_from.empty()) s.init_from_checkpoint();
   check_ranks_agree(rank_agreement(s.config, *s.task));
   s.check_run_dir();
+  if (!s.options.resume.empty()) s.load_resume();
   s.open_run_dir();
   for (const std::string& warning : s.task->model().warnings()) s.log->warn("warning: {}", warning);
   if (!s.initialized.empty())
@@ -112,7 +113,7 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
                 s.initialized.size(), s.task->model().named_parameters().size(),
                 s.config.train.init_from);
   if (!s.options.resume.empty())
-    s.resume();
+    s.note_resume();
   else
     s.training_state().start();
   broadcast_module(s.task->model());  // every rank starts from rank 0's parameters
@@ -163,16 +164,24 @@ RunSummary Trainer::run() {
 const char* const kRunFiles[] = {"config.yaml", "log.txt", "metrics.jsonl", "summary.json",
                                  "checkpoints"};
 
-// A fresh run (rank 0) refuses a directory that holds another run unless told to overwrite it.
+// A fresh run (rank 0) refuses a directory that holds another run unless told to overwrite it,
+// and one that holds other files (--overwrite would remove files relpos did not write; a run
+// there would mix its files with them). A run's directory is one with its config.yaml.
 void Trainer::State::check_run_dir() const {
-  if (!root || !options.resume.empty() || options.overwrite) return;
+  if (!root || !options.resume.empty()) return;
   const fs::path out = config.train.out;
   std::error_code ec;
-  for (const char* name : kRunFiles)
-    RELPOS_CHECK(!fs::exists(out / name, ec), "train",
-                 "'{}' already holds a run ({} is there): continue it with --resume {}, start it "
-                 "again with --overwrite, or train elsewhere with --out",
-                 out.string(), name, (out / "checkpoints" / "last.h5").string());
+  if (!fs::exists(out / "config.yaml", ec)) {
+    RELPOS_CHECK(!fs::is_directory(out, ec) || fs::is_empty(out, ec), "train",
+                 "'{}' holds files but no run (no config.yaml): train into a new or empty folder "
+                 "(--out)",
+                 out.string());
+    return;
+  }
+  RELPOS_CHECK(options.overwrite, "train",
+               "'{}' already holds a run (config.yaml is there): continue it with --resume {}, "
+               "start it again with --overwrite, or train elsewhere with --out",
+               out.string(), (out / "checkpoints" / "last.h5").string());
 }
 
 // The run directory (rank 0; --overwrite: without the files of the run it held) and the logger.
@@ -206,36 +215,46 @@ void Trainer::State::build() {
   optimizer = make_optimizer(model.named_parameters(), c.optimizer);
   reducer = std::make_unique<GradientReducer>(model.parameters());
   const int64_t per_epoch = std::max<int64_t>(1, task->batches_per_epoch() / c.train.accumulate);
+  RELPOS_CHECK(
+      c.train.steps > 0 || c.train.epochs <= std::numeric_limits<int64_t>::max() / per_epoch,
+      "config", "train.epochs {} of {} updates each is more updates than a run counts",
+      c.train.epochs, per_epoch);
   total_steps = c.train.steps > 0 ? c.train.steps : c.train.epochs * per_epoch;
   schedule = make_schedule(c.schedule, optimizer->lr(), total_steps);
 }
 
-// The training state from options.resume; metrics.jsonl cut back to the checkpoint's step.
-void Trainer::State::resume() {
+// The training state from options.resume, every check of it passed.
+void Trainer::State::load_resume() {
   const CheckpointData saved_state = read_checkpoint(options.resume);
   training_state().load(saved_state, options.resume,
                         [&](const RunPosition& saved, const std::string& saved_config) {
                           task->check_checkpoint(saved_state, options.resume);
-                          check_resume(saved, saved_config);
+                          resume_changes = check_resume(saved, saved_config);
                         });
+}
+
+void Trainer::State::note_resume() {
+  if (!resume_changes.empty())
+    log->warn("note: resuming with a changed configuration: {}", fmt::join(resume_changes, "; "));
   if (root) truncate_metrics(dir / "metrics.jsonl", position.step);
   log->info("resumed from {} at step {} of {}", options.resume, position.step, total_steps);
 }
 
-// A checkpoint of another configuration, or one past this run's end, is refused.
-void Trainer::State::check_resume(const RunPosition& saved, const std::string& saved_config) const {
+// A checkpoint of another configuration, or one past this run's end, is refused; the changes
+// --allow-config-change lets through are returned.
+std::vector<std::string> Trainer::State::check_resume(const RunPosition& saved,
+                                                      const std::string& saved_config) const {
+  std::vector<std::string> changes;
   if (!saved_config.empty() && saved_config != config.yaml) {
-    const std::vector<std::string> changes =
-        trajectory_changes(saved_config, config.yaml, config.defaults);
+    changes = trajectory_changes(saved_config, config.yaml, config.defaults);
     RELPOS_CHECK(changes.empty() || options.allow_config_change, "train",
                  "'{}' was trained with another configuration ({}); resuming would change the "
                  "run's course: pass --allow-config-change to continue anyway",
                  options.resume, fmt::join(changes, "; "));
-    if (!changes.empty())
-      log->warn("note: resuming with a changed configuration: {}", fmt::join(changes, "; "));
   }
   RELPOS_CHECK(saved.step <= total_steps, "train", "'{}' is at step {}, past this run's {} steps",
                options.resume, saved.step, total_steps);
+  return changes;
 }
 
 }  // namespace relpos

@@ -80,6 +80,7 @@ struct Trainer::State {
   bool stopped_early = false;
   Clock::time_point started = Clock::now();  // since when wall time is not in `position`
   std::vector<std::string> initialized;      // the parameters train.init_from set
+  std::vector<std::string> resume_changes;   // of the configuration, allowed on --resume
 
   TrainingState training_state() { return TrainingState(*task, *optimizer, position, config.yaml); }
   void record(const JsonObject& event) {
@@ -96,8 +97,10 @@ struct Trainer::State {
   void check_run_dir() const;
   void open_run_dir();
   void build();
-  void resume();
-  void check_resume(const RunPosition& saved, const std::string& saved_config) const;
+  void load_resume();  // before the run directory is touched: a refusal leaves it as it was
+  void note_resume();  // after: the log, metrics.jsonl cut back to the checkpoint's step
+  std::vector<std::string> check_resume(const RunPosition& saved,
+                                        const std::string& saved_config) const;
   void save(const fs::path& path);
   void init_from_checkpoint();
   void save_step_checkpoint();

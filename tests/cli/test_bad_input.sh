@@ -509,6 +509,38 @@ refused "a metrics.jsonl line cut short on resume" \
   -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --quiet \
   --resume "$tmp/run_log/checkpoints/last.h5"
 
+# --- Run folders: a refused start changes nothing; files relpos did not write are kept ------
+# A refused --resume rewrote config.yaml with the configuration it refused; a bad --resume into a
+# new folder left that folder; --overwrite removed a checkpoints/ folder of someone else's; --out
+# was read as YAML ('#' started a comment, `~` meant the default folder).
+cp "$tmp/run_log/config.yaml" "$tmp/run_log_config.yaml"
+refused "a resume with another configuration" "^relpos: \[train\] '.*' was trained with another configuration" \
+  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_log" --quiet --set train.steps=6 \
+  --resume "$tmp/run_log/checkpoints/last.h5"
+cmp -s "$tmp/run_log_config.yaml" "$tmp/run_log/config.yaml" ||
+  fail "a refused --resume changed the run's config.yaml"
+refused "a resume from a config file" "^relpos: \[checkpoint\] '$tmp/listops.yaml': not an HDF5 file" \
+  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_new" --quiet --resume "$tmp/listops.yaml"
+[[ ! -e $tmp/run_new ]] || fail "a refused --resume left the folder $tmp/run_new"
+mkdir -p "$tmp/notes/checkpoints" && echo precious >"$tmp/notes/checkpoints/notes.txt"
+for flag in "" --overwrite; do
+  refused "a folder of other files ${flag:-(no flag)}" \
+    "^relpos: \[train\] '$tmp/notes' holds files but no run \(no config.yaml\): train into a new or empty folder" \
+    -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/notes" --quiet $flag
+done
+[[ -f $tmp/notes/checkpoints/notes.txt ]] || fail "--overwrite removed a file relpos did not write"
+"$relpos" train "$tmp/listops.yaml" --out "$tmp/out #1" --quiet --set train.steps=1 >/dev/null 2>&1 ||
+  fail "--out with '#' in its name did not train"
+[[ -f "$tmp/out #1/config.yaml" ]] || fail "--out '$tmp/out #1' was read as YAML (a comment)"
+refused "train.epochs past int64 updates" \
+  "^relpos: \[config\] train.epochs 1152921504606846976 of [0-9]+ updates each is more updates than a run counts$" \
+  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_epochs" --quiet --set train.steps=0 \
+  --set train.epochs=1152921504606846976 --set train.eval_every=0
+mkfifo "$tmp/base_fifo.yaml"
+printf 'base: base_fifo.yaml\n' >"$tmp/on_fifo.yaml"
+refused "a FIFO as base" "^relpos: \[config\] '.*on_fifo.yaml': base '.*base_fifo.yaml' is not a regular file$" \
+  -- timeout 60 "$relpos" train "$tmp/on_fifo.yaml" --quiet
+
 # --- Checkpoints: diverged weights, damaged bytes -----------------------------------------
 "$relpos" train "$tmp/listops.yaml" --quiet >/dev/null 2>"$tmp/train_err" ||
   fail "the tiny ListOps run failed: $(cat "$tmp/train_err")"

@@ -10,6 +10,7 @@
 #include "tools/relpos/checkpoint_eval.h"
 #include "tools/relpos/commands.h"
 #include "tools/relpos/output_checks.h"
+#include "train/config.h"
 #include "train/distributed.h"
 #include "train/json.h"
 
@@ -33,8 +34,8 @@ struct EvalArgs {
 };
 
 int eval(EvalArgs& a) {
-  if (!a.data_dir.empty()) a.overrides.push_back("data.dir=" + a.data_dir);
-  if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
+  if (!a.data_dir.empty()) a.overrides.push_back(text_override("data.dir", a.data_dir));
+  if (!a.device.empty()) a.overrides.push_back(text_override("device", a.device));
   const std::string &checkpoint = a.checkpoint, &split = a.split;
   // Under mpirun the ranks evaluate disjoint shards of the split; an error on any one ends the job.
   return run_job([&] {

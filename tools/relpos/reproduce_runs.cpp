@@ -110,8 +110,8 @@ RunConfig cell_run_config(const Cell& cell, const Scale& scale, int64_t seed,
 std::vector<std::string> run_placement(const Cell& cell, int64_t seed, const ReproduceOptions& o,
                                        const Scale& scale, const fs::path& dir) {
   const std::string dataset = cell_run_config(cell, scale, seed).data.dataset;
-  return {"data.dir=" + data_folder(o.data_dir, scale, dataset).string(),
-          "train.out=" + dir.string(), "device=" + o.device};
+  return {text_override("data.dir", data_folder(o.data_dir, scale, dataset).string()),
+          text_override("train.out", dir.string()), text_override("device", o.device)};
 }
 
 RunOutcome run_cell(const Cell& cell, int64_t seed, const ReproduceOptions& o, const Scale& scale,

@@ -40,15 +40,15 @@ struct TrainArgs {
 };
 
 int train(TrainArgs& a) {
-  if (!a.out.empty()) a.overrides.push_back("train.out=" + a.out);
-  if (!a.device.empty()) a.overrides.push_back("device=" + a.device);
+  if (!a.out.empty()) a.overrides.push_back(text_override("train.out", a.out));
+  if (!a.device.empty()) a.overrides.push_back(text_override("device", a.device));
   if (!a.stop_at_step.empty())
     a.options.stop_at_step = parse_positive<int64_t>("train", "--stop-at-step", a.stop_at_step);
   std::optional<TempDir> scratch;
   if (!a.profile.empty()) {
     a.options.profile_steps = parse_positive<int64_t>("train", "--profile", a.profile);
     scratch.emplace("relpos_profile");  // the run's files go nowhere a user keeps
-    a.overrides.push_back("train.out=" + scratch->path.string());
+    a.overrides.push_back(text_override("train.out", scratch->path.string()));
   }
   // Under mpirun every rank trains (data parallel); an error on any one ends the job.
   return run_job([&] {
