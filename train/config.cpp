@@ -3,6 +3,8 @@
 // the model type's and the dataset's own keys are read by their registries.
 #include "train/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <limits>
 
@@ -201,10 +203,14 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
   s.read("name", c.name);
   if (c.name.empty()) c.name = fs::path(origin).stem().string();
   // The run's folder under runs/ (train.out sets any other): `..` or a path would leave runs/.
-  RELPOS_CHECK(c.name != "." && c.name != ".." && c.name.find('/') == std::string::npos, kWho,
-               "name '{}' must be one folder name (no '/', not '.' or '..'): it names the run's "
-               "folder runs/NAME; train.out puts a run anywhere",
-               c.name);
+  RELPOS_CHECK(
+      c.name != "." && c.name != ".." && c.name.find('/') == std::string::npos &&
+          std::none_of(c.name.begin(), c.name.end(),
+                       [](char ch) { return std::iscntrl(static_cast<unsigned char>(ch)); }),
+      kWho,
+      "name '{}' must be one folder name (no '/' or control characters, not '.' or "
+      "'..'): it names the run's folder runs/NAME; train.out puts a run anywhere",
+      c.name);
   s.resolve("name", c.name);  // so the resolved text names the run wherever it is parsed again
   read_model(s.section("model"), c.model);
   read_data(s.section("data"), c.data);

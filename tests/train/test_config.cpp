@@ -132,10 +132,32 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(load_error(twice, {}) ==
           "[config] '" + twice + "' line 3: key 'num_layers' repeats the one on line 2");
     CHECK(load_error(good, {"model={num_layers: 1, num_layers: 2}"}) ==
-          "[config] 'override 'model={num_layers: 1, num_layers: 2}'' line 1: key 'num_layers' "
+          "[config] override 'model={num_layers: 1, num_layers: 2}' line 1: key 'num_layers' "
           "repeats the one on line 1");
     CHECK(test::error_of([] { parse_config("a: 1\na: 2\n", "text"); }) ==
           "[config] 'text' line 2: key 'a' repeats the one on line 1");
+  }
+  SUBCASE("keys are plain names; one document; no NUL; aliases cannot expand without bound") {
+    // A list as a key was an internal error ("bad conversion"); a second document was ignored;
+    // a NUL byte cut the text; ten levels of nine aliases each (1 KB) ran for hours.
+    const std::string base = "model: {num_layers: 1}\ndata: {dataset: mnist}\n";
+    CHECK(test::error_of([&] { parse_config(base + "? [a, b]\n: 1\n", "text"); }) ==
+          "[config] 'text' line 3: a key must be a plain name, not a list or nothing");
+    CHECK(load_error(good, {"model={[a]: 1}"}) ==
+          "[config] override 'model={[a]: 1}' line 1: a key must be a plain name, not a list or "
+          "nothing");
+    CHECK(test::error_of([&] { parse_config(base + "---\nseed: 5\n", "text"); }) ==
+          "[config] 'text' line 4: a second YAML document (after ---); a configuration is one");
+    CHECK(test::error_of([&] { parse_config(base + std::string(1, '\0') + "x: 1\n", "text"); }) ==
+          "[config] 'text' byte 46: a NUL byte; a configuration is text");
+    std::string bomb = base + "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i < 10; ++i)
+      bomb += fmt::format("a{}: &a{} [{}]\n", i, i,
+                          fmt::join(std::vector<std::string>(9, fmt::format("*a{}", i - 1)), ", "));
+    CHECK(test::error_of([&] {
+            parse_config(bomb, "text");
+          }).find("more than 1000000 values (aliases expanded): not a configuration") !=
+          std::string::npos);
   }
   SUBCASE("base must name files") {
     const std::string mapped = dir.write("mapped.yaml", "base: {a: 1}\n");
@@ -228,11 +250,15 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         {"train.steps=-1", "train.steps must be >= 0, got -1"},
         // name is the folder under runs/: `..` wrote the run into the working folder.
         {"name=..",
-         "name '..' must be one folder name (no '/', not '.' or '..'): it names the "
-         "run's folder runs/NAME; train.out puts a run anywhere"},
-        {"name=../../x",
-         "name '../../x' must be one folder name (no '/', not '.' or '..'): it "
+         "name '..' must be one folder name (no '/' or control characters, not '.' or '..'): it "
          "names the run's folder runs/NAME; train.out puts a run anywhere"},
+        {"name=../../x",
+         "name '../../x' must be one folder name (no '/' or control characters, not '.' or "
+         "'..'): it names the run's folder runs/NAME; train.out puts a run anywhere"},
+        // A newline made a folder name of two lines and split the run's result line.
+        {"name=\"a\\nb\"",
+         "name 'a\nb' must be one folder name (no '/' or control characters, not '.' or '..'): "
+         "it names the run's folder runs/NAME; train.out puts a run anywhere"},
         {"eval.tgt_len=0", "eval.tgt_len must be >= 1, got 0"},
         {"eval.mem_len=-1", "eval.mem_len must be >= 0, got -1"}};
     for (const auto& bound : bounds) {  // no structured binding: clang 14 cannot capture one
