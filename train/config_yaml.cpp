@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "core/error.h"
 #include "train/config.h"
@@ -43,21 +44,48 @@ void check_tree(const YAML::Node& node, const std::string& where, int64_t& value
   }
 }
 
+// The line where a second YAML document of `text` begins (0: none): a "---" marker after content,
+// or content after a "..." marker. Scanned by line: yaml-cpp's LoadAll loops for ever on some
+// malformed texts (a document starting with ',').
+int second_document_line(const std::string& text) {
+  const auto blank = [](const std::string& s) {
+    const size_t at = s.find_first_not_of(" \t\r");
+    return at == std::string::npos || s[at] == '#';
+  };
+  bool content = false, ended = false;
+  int line = 0;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    ++line;
+    const bool marker = (l.rfind("---", 0) == 0 || l.rfind("...", 0) == 0) &&
+                        (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    if (marker && l[0] == '-' && (content || ended)) return line;
+    if (marker) {
+      ended = l[0] == '.';
+      content = content || (!ended && !blank(l.substr(3)));
+    } else if (!blank(l) && l[0] != '%') {
+      if (ended) return line;
+      content = true;
+    }
+  }
+  return 0;
+}
+
 // The one YAML document of `text`, checked as above; errors name `where`.
 YAML::Node load_document(const std::string& text, const std::string& where) {
   const size_t nul = text.find('\0');
   RELPOS_CHECK(nul == std::string::npos, kWho, "{} byte {}: a NUL byte; a configuration is text",
                where, nul);
-  std::vector<YAML::Node> documents;
+  const int second = second_document_line(text);
+  RELPOS_CHECK(second == 0, kWho,
+               "{} line {}: a second YAML document (after ---); a configuration is one", where,
+               second);
+  YAML::Node node;
   try {
-    documents = YAML::LoadAll(text);
+    node = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("[{}] {} line {}: {}", kWho, where, e.mark.line + 1, e.msg));
   }
-  RELPOS_CHECK(documents.size() <= 1, kWho,
-               "{} line {}: a second YAML document (after ---); a configuration is one", where,
-               documents.size() > 1 ? documents[1].Mark().line + 1 : 0);
-  YAML::Node node = documents.empty() ? YAML::Node() : documents.front();
   int64_t values = 0;
   check_tree(node, where, values);
   return node;

@@ -147,7 +147,15 @@ TEST_CASE("config: every user error names the key path and what is valid") {
           "[config] override 'model={[a]: 1}' line 1: a key must be a plain name, not a list or "
           "nothing");
     CHECK(test::error_of([&] { parse_config(base + "---\nseed: 5\n", "text"); }) ==
+          "[config] 'text' line 3: a second YAML document (after ---); a configuration is one");
+    CHECK(test::error_of([&] { parse_config(base + "...\nseed: 5\n", "text"); }) ==
           "[config] 'text' line 4: a second YAML document (after ---); a configuration is one");
+    CHECK(test::error_of([&] {
+            parse_config("---\n" + base + "...\n", "text");
+          }).find("second YAML document") == std::string::npos);  // markers of one document
+    // yaml-cpp's LoadAll looped for ever on a text starting with ',' (found by fuzz_config).
+    CHECK(test::error_of([] { parse_config(", a: 1\n", "text"); }) ==
+          "[config] 'text' must be a mapping at the top level");
     CHECK(test::error_of([&] { parse_config(base + std::string(1, '\0') + "x: 1\n", "text"); }) ==
           "[config] 'text' byte 46: a NUL byte; a configuration is text");
     std::string bomb = base + "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
