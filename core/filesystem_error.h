@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 namespace relpos {
 
@@ -18,6 +19,12 @@ inline std::string describe_filesystem_error(const std::filesystem::filesystem_e
     return fmt::format("[filesystem] cannot use '{}': {}", e.path1().string(), cause);
   return fmt::format("[filesystem] cannot use '{}' and '{}': {}", e.path1().string(),
                      e.path2().string(), cause);
+}
+
+// Why a path's status could not be read: "no such file", or the system's cause (a name too long,
+// no permission) when that is not it.
+inline std::string why_missing(const std::error_code& error) {
+  return error && error != std::errc::no_such_file_or_directory ? error.message() : "no such file";
 }
 
 }  // namespace relpos

@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/shape.h"
+#include "train/module_state.h"
+#include "train/task.h"
 
 namespace relpos {
 
@@ -56,6 +58,17 @@ const std::string& saved_config_text(const CheckpointData& data, const std::stri
                "'{}': attribute 'config' is {}, not the configuration's YAML text", source,
                kind_of(data, "config"));
   fail(who, "'{}' holds no configuration", source);
+}
+
+std::shared_ptr<LanguageModel> saved_language_model(const CheckpointData& data,
+                                                    const RunConfig& config,
+                                                    const std::string& source, int64_t vocab_size) {
+  ModelConfig model_config = config.model;
+  complete_model_config(model_config, config, vocab_size, 0);
+  Generator gen(config.seed);
+  const std::shared_ptr<LanguageModel> model = make_language_model(model_config, gen);
+  naming_origin(source, [&] { restore_module(*model, data, false); });
+  return model;
 }
 
 }  // namespace relpos

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "layers/models/model.h"
 #include "train/checkpoint.h"
+#include "train/config.h"
 
 namespace relpos {
 
@@ -26,5 +29,12 @@ std::optional<std::vector<uint8_t>> saved_vocabulary(const CheckpointData& data,
 // checkpoint without one.
 const std::string& saved_config_text(const CheckpointData& data, const std::string& source,
                                      const char* who);
+
+// The language model a checkpoint holds, built from `config` (its stored configuration, with any
+// overrides of how it runs) for `vocab_size` token ids, its parameters loaded and checked as eval
+// checks them: every name, shape, dtype and value.
+std::shared_ptr<LanguageModel> saved_language_model(const CheckpointData& data,
+                                                    const RunConfig& config,
+                                                    const std::string& source, int64_t vocab_size);
 
 }  // namespace relpos

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/filesystem_error.h"
 #include "datasets/hdf5_handle.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_hdf5.h"
@@ -245,9 +246,7 @@ CheckpointData read_checkpoint(const std::string& path) {
   const Reader reader(path);
   std::error_code error;  // ENOENT is "no such file"; another cause (a name too long) is named
   const fs::file_status status = fs::status(path, error);
-  if (!fs::exists(status))
-    reader.error(error && error != std::errc::no_such_file_or_directory ? error.message()
-                                                                        : "no such file");
+  if (!fs::exists(status)) reader.error(why_missing(error));
   if (!fs::is_regular_file(status)) reader.error("not a regular file");
   if (const auto why = unchecksummed_format(path)) reader.error(*why);
   const H5QuietErrors quiet;

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/file_write.h"
+#include "core/filesystem_error.h"
 #include "core/json.h"
 #include "core/ops.h"
 #include "core/shape.h"
@@ -37,9 +38,7 @@ constexpr const char* kExport = "export";
 std::map<std::string, Tensor> read_root_datasets(const std::string& path) {
   std::error_code error;  // a FIFO would block H5Fopen; a missing file is named as such
   const auto status = std::filesystem::status(path, error);
-  RELPOS_CHECK(
-      std::filesystem::exists(status), kWho, "'{}': {}", path,
-      error && error != std::errc::no_such_file_or_directory ? error.message() : "no such file");
+  RELPOS_CHECK(std::filesystem::exists(status), kWho, "'{}': {}", path, why_missing(error));
   RELPOS_CHECK(std::filesystem::is_regular_file(status), kWho, "'{}' is not a regular file", path);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const H5Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
@@ -231,18 +230,6 @@ std::map<std::string, bool> place_reference_tensors(CheckpointData& data,
   return used;
 }
 
-// The checkpoint's transformer_xl rebuilt from its configuration and vocabulary, its parameters
-// loaded: every name, shape, dtype and value checked as `relpos eval` checks them.
-std::shared_ptr<LanguageModel> checked_model(const CheckpointData& data, const RunConfig& config,
-                                             const std::string& checkpoint, int64_t vocab_size) {
-  ModelConfig model_config = config.model;
-  complete_model_config(model_config, config, vocab_size, 0);
-  Generator gen(config.seed);
-  const std::shared_ptr<LanguageModel> model = make_language_model(model_config, gen);
-  naming_origin(checkpoint, [&] { restore_module(*model, data, false); });
-  return model;
-}
-
 }  // namespace
 
 void export_reference(const std::string& checkpoint, const std::string& state,
@@ -263,7 +250,7 @@ void export_reference(const std::string& checkpoint, const std::string& state,
   const std::optional<std::vector<uint8_t>> vocabulary = saved_vocabulary(data, checkpoint);
   RELPOS_CHECK(vocabulary.has_value(), kExport, "'{}' holds no vocabulary", checkpoint);
   const auto model =
-      checked_model(data, config, checkpoint, static_cast<int64_t>(vocabulary->size()));
+      saved_language_model(data, config, checkpoint, static_cast<int64_t>(vocabulary->size()));
   std::map<std::string, Tensor> out;
   std::map<std::string, std::vector<Tensor>> thirds;
   for (const auto& [name, param] : model->named_parameters()) {

@@ -24,7 +24,6 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_contents.h"
 #include "train/config.h"
-#include "train/module_state.h"
 #include "train/task.h"
 
 namespace relpos::cli {
@@ -123,11 +122,8 @@ int generate(GenerateArgs& a) {
   const Device device = Device::parse(config.device);
   RELPOS_CHECK(!device.is_cuda() || cuda_available(), "generate",
                "device cuda was asked for, but no CUDA device is visible (use --device cpu)");
-  ModelConfig model_config = config.model;
-  complete_model_config(model_config, config, static_cast<int64_t>(symbols.size()), 0);
-  Generator init(config.seed);
-  auto model = make_language_model(model_config, init);
-  naming_origin(checkpoint, [&] { restore_module(*model, data, false); });
+  const auto model =
+      saved_language_model(data, config, checkpoint, static_cast<int64_t>(symbols.size()));
   model->to(device);
   const LmContext trained = model->context();
   model->set_context({config.eval.mem_len.value_or(trained.mem_len),
@@ -145,7 +141,8 @@ int generate(GenerateArgs& a) {
     ids.push_back(id_of[byte]);
   }
   const bool memory = model->carries_state();
-  const int64_t window = model_config.max_len;  // the longest input without memory
+  // The longest input without memory (checkpoint_config resolves it as the training run did).
+  const int64_t window = config.model.max_len;
   // Memory: the prompt in segments of at most max_len, then one character per step.
   LmState state;
   Tensor last;  // the logits of the latest position [V]
