@@ -28,6 +28,16 @@ std::string json_line(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::string utf8_error(const std::string& text) {
+  try {
+    (void)Json(text).dump(-1, ' ', false, Json::error_handler_t::strict);
+  } catch (const Json::type_error& e) {
+    const std::string_view what = e.what();  // "[json.exception.type_error.316] invalid ..."
+    return std::string(what.substr(what.find(']') + 2));
+  }
+  return {};
+}
+
 Json read_json_file(const std::string& who, const std::string& path) {
   // A folder, FIFO or device is refused before it is opened (a FIFO would block the read).
   std::error_code error;

@@ -15,6 +15,10 @@ using Json = nlohmann::ordered_json;
 // non-finite ones as null; invalid UTF-8 in strings is replaced, never thrown.
 std::string json_line(const Json& value);
 
+// Why `text` is not valid UTF-8, which a JSON string must be ("invalid UTF-8 byte at index 3:
+// 0xFF"); "" when it is.
+std::string utf8_error(const std::string& text);
+
 // The JSON text of the file at `path`; a missing file or bad JSON fails as "[who] path: reason".
 Json read_json_file(const std::string& who, const std::string& path);
 

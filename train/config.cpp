@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "datasets/dataset_registry.h"
 #include "datasets/lm_batches.h"
 #include "train/config_section.h"
@@ -149,8 +150,9 @@ void check_optimizer_and_schedule(const RunConfig& c) {
   RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required ({})",
                fmt::join(optimizer_registry().names(), ", "));
   const auto optimizer = make_optimizer(std::vector<Var>{}, c.optimizer);
-  const int64_t run_steps = c.train.steps > 0 ? c.train.steps : std::numeric_limits<int32_t>::max();
-  make_schedule(c.schedule, optimizer->lr(), run_steps);
+  const bool by_epochs = c.train.steps == 0;
+  make_schedule(c.schedule, optimizer->lr(),
+                by_epochs ? std::numeric_limits<int32_t>::max() : c.train.steps, by_epochs);
 }
 
 // A mapping of `root` by its path, made when the tree has none.
@@ -211,6 +213,9 @@ RunConfig read_run(YAML::Node root, const std::string& origin) {
       "name '{}' must be one folder name (no '/' or control characters, not '.' or "
       "'..'): it names the run's folder runs/NAME; train.out puts a run anywhere",
       c.name);
+  // summary.json and metrics name the run: JSON holds UTF-8 text only.
+  const std::string not_utf8 = utf8_error(c.name);
+  RELPOS_CHECK(not_utf8.empty(), kWho, "name is not UTF-8 text: {}", not_utf8);
   s.resolve("name", c.name);  // so the resolved text names the run wherever it is parsed again
   read_model(s.section("model"), c.model);
   read_data(s.section("data"), c.data);

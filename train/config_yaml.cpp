@@ -2,6 +2,7 @@
 // bases merged, overrides applied, repeated keys refused.
 #include "train/config_yaml.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -83,6 +84,9 @@ YAML::Node load_document(const std::string& text, const std::string& where) {
   YAML::Node node;
   try {
     node = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp says only "bad file"
+    throw Error(fmt::format("[{}] {} line {}: nested deeper than the YAML reader allows", kWho,
+                            where, e.mark.line + 1));
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("[{}] {} line {}: {}", kWho, where, e.mark.line + 1, e.msg));
   }
@@ -115,10 +119,6 @@ std::string read_config_text(const fs::path& path) {
   return text;
 }
 
-YAML::Node load_yaml_file(const fs::path& path) {
-  return load_document(read_config_text(path), fmt::format("'{}'", path.string()));
-}
-
 // `over` merged into a copy of `base`: mappings key by key (recursively), anything else replaced.
 YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
   if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
@@ -142,7 +142,7 @@ YAML::Node load_with_bases(const fs::path& path, std::vector<fs::path>& chain) {
   RELPOS_CHECK(chain.empty() || fs::is_regular_file(fs::status(path, ec)) || !fs::exists(path, ec),
                kWho, "'{}': base '{}' is not a regular file", chain.back().string(), path.string());
   chain.push_back(canonical);
-  YAML::Node node = load_yaml_file(path);
+  YAML::Node node = load_yaml_file(path.string());
   if (node.IsNull()) node = YAML::Node(YAML::NodeType::Map);
   RELPOS_CHECK(node.IsMap(), kWho, "'{}' must be a mapping at the top level", path.string());
   YAML::Node result(YAML::NodeType::Map);
@@ -198,7 +198,9 @@ void apply_override(YAML::Node& root, const std::string& text) {
   nodes.back()[keys.back()] = value;
 }
 
-// A mapping being read: typed getters record each key, finish() refuses the rest.
+YAML::Node load_yaml_file(const std::string& path) {
+  return load_document(read_config_text(path), fmt::format("'{}'", path));
+}
 
 YAML::Node load_config_yaml(const std::string& path) {
   std::vector<fs::path> chain;

@@ -11,8 +11,10 @@
 
 namespace relpos {
 
-// The file at `path` (a regular file or a pipe, at most 16 MB) with its bases merged (regular
-// files).
+// The one YAML document of the file at `path` (a regular file or a pipe, at most 16 MB), checked
+// as above; any YAML file relpos reads (configs/paper/scales.yaml too).
+YAML::Node load_yaml_file(const std::string& path);
+// The file at `path` with its bases merged (regular files).
 YAML::Node load_config_yaml(const std::string& path);
 // Resolved YAML text (e.g. a checkpoint's) as a tree; `origin` names it in errors.
 YAML::Node parse_config_yaml(const std::string& text, const std::string& origin);

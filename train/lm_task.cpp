@@ -53,6 +53,18 @@ std::string byte_name(uint8_t byte) {
                                      : fmt::format("0x{:02x}", byte);
 }
 
+// Refuses a segment of `len` tokens (key `len_key`) after a memory of `mem` (`mem_key`) that the
+// model's position tables do not cover; it failed at the first batch.
+void check_keys_covered(const LanguageModel& model, const char* len_key, int64_t len,
+                        const char* mem_key, int64_t mem) {
+  const int64_t covered = model.max_keys();
+  RELPOS_CHECK(covered == 0 || len + mem <= covered, "config",
+               "{}'s position tables cover {} keys (model.max_len {}) but {} {} plus {} {} make "
+               "{}: raise model.max_len (0: sized from these) or shorten {}",
+               model.config().type, covered, model.config().max_len, len_key, len, mem_key, mem,
+               len + mem, len_key);
+}
+
 class LanguageModelTask final : public Task {
  public:
   LanguageModelTask(const RunConfig& config, Device device, const std::vector<std::string>& splits)
@@ -61,12 +73,6 @@ class LanguageModelTask final : public Task {
     RELPOS_CHECK(data.tgt_len > 0, kWho,
                  "language modelling reads segments of data.tgt_len characters: set it (e.g. "
                  "512 as Transformer-XL)");
-    // A classifier's limits count examples; a language model reads whole texts (they were
-    // accepted and ignored).
-    RELPOS_CHECK(data.train_limit == 0 && data.eval_limit == 0, kWho,
-                 "data.train_limit and data.eval_limit count a classifier's examples; a language "
-                 "model reads its splits whole (got {} and {}): shorten the text files instead",
-                 data.train_limit, data.eval_limit);
     ModelConfig model_config = config.model;
     complete_model_config(model_config, config, corpus_.vocab_size, 0);
     Generator gen(config.seed);
@@ -78,13 +84,18 @@ class LanguageModelTask final : public Task {
                      config.eval.same_length.value_or(train_context_.same_length)};
     model_->set_context(eval_context_);  // refuses what the model cannot evaluate with, now
     model_->set_context(train_context_);
+    const int64_t eval_len = config.eval.tgt_len.value_or(data.tgt_len);
+    check_keys_covered(*model_, "data.tgt_len", data.tgt_len, "model.mem_len",
+                       train_context_.mem_len);
+    check_keys_covered(*model_, config.eval.tgt_len ? "eval.tgt_len" : "data.tgt_len", eval_len,
+                       config.eval.mem_len ? "eval.mem_len" : "model.mem_len",
+                       eval_context_.mem_len);
     const int64_t eval_rows = data.eval_batch_size > 0 ? data.eval_batch_size : data.batch_size;
     // Each rank keeps the memory of its own rows, so every rank needs at least one.
     RELPOS_CHECK(std::min(data.batch_size, eval_rows) >= comm::size(), kWho,
                  "data.batch_size {} (eval rows {}) cannot be split over {} ranks: each rank "
                  "reads whole rows of the stream and needs at least one",
                  data.batch_size, eval_rows, comm::size());
-    const int64_t eval_len = config.eval.tgt_len.value_or(data.tgt_len);
     const LmLayout eval_layout = lm_layout_from_name(config.eval.layout, "eval.layout");
     for (const std::string& split : splits) {
       const bool training = split == "train";

@@ -51,6 +51,11 @@ class LraSchedule : public Schedule {
                                             "factors", "constant * linear_warmup * rsqrt_decay"))),
         warmup_(options.get<int64_t>("warmup_steps", 1000)) {
     RELPOS_CHECK(warmup_ >= 0, options.where(), "warmup_steps must be >= 0, got {}", warmup_);
+    RELPOS_CHECK(warmup_ > 0 ||
+                     !std::count(factors_.begin(), factors_.end(), Factor::rsqrt_normalized_decay),
+                 options.where(),
+                 "rsqrt_normalized_decay is sqrt(warmup_steps / max(step, warmup_steps)): with "
+                 "warmup_steps 0 the lr is 0 at every step; set warmup_steps > 0");
     if (std::count(factors_.begin(), factors_.end(), Factor::cosine_decay)) {
       cycle_ = options.require<int64_t>("steps_per_cycle");
       RELPOS_CHECK(cycle_ > 0, options.where(), "steps_per_cycle must be > 0, got {}", cycle_);

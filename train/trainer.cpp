@@ -214,7 +214,13 @@ void Trainer::State::build() {
   Model& model = task->model();
   optimizer = make_optimizer(model.named_parameters(), c.optimizer);
   reducer = std::make_unique<GradientReducer>(model.parameters());
-  const int64_t per_epoch = std::max<int64_t>(1, task->batches_per_epoch() / c.train.accumulate);
+  // An update sums train.accumulate batches; more than an epoch holds would read the data over
+  // and over for one update (10^11 ran for ever).
+  RELPOS_CHECK(c.train.accumulate <= task->batches_per_epoch(), "config",
+               "train.accumulate {} sums more batches into one update than an epoch has ({} of "
+               "data.batch_size {}): lower it or data.batch_size",
+               c.train.accumulate, task->batches_per_epoch(), c.data.batch_size);
+  const int64_t per_epoch = task->batches_per_epoch() / c.train.accumulate;
   RELPOS_CHECK(
       c.train.steps > 0 || c.train.epochs <= std::numeric_limits<int64_t>::max() / per_epoch,
       "config", "train.epochs {} of {} updates each is more updates than a run counts",

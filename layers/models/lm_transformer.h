@@ -69,6 +69,7 @@ class LmTransformer : public LanguageModel {
   LmOutput forward(const Tensor& tokens, const LmState& state) override;
   LmContext context() const override { return context_; }
   void set_context(const LmContext& context) override;
+  int64_t max_keys() const override { return max_keys_; }
   bool carries_state() const override { return context_.mem_len > 0 || recurrent_state_; }
 
   const ModuleList& layers() const { return *layers_; }

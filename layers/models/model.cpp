@@ -76,6 +76,11 @@ void check_encoder_config(const EncoderConfig& c) {
   check_model_choice("positions", c.positions, {"learned", "learned2d", "sinusoidal", "none"});
   check_model_choice("head_combiner", c.head_combiner, {"concat", "stacked"});
   check_positive("stacked_hidden", c.stacked_hidden, "");
+  RELPOS_CHECK(c.head_combiner == "stacked" || c.stacked_hidden == EncoderConfig{}.stacked_hidden,
+               kWho,
+               "stacked_hidden is the width of head_combiner 'stacked'; head_combiner '{}' has no "
+               "use for it (got {})",
+               c.head_combiner, c.stacked_hidden);
   RELPOS_CHECK(c.head_combiner != "stacked" || c.model_dim % (qkv / c.num_heads) == 0, kWho,
                "head_combiner 'stacked' gives head size x outputs features per token: model_dim {} "
                "must be a multiple of the head size {} (qkv_dim {} / num_heads {})",

@@ -199,6 +199,21 @@ refused "distance_dropout 1.5" "^relpos: \[model\] distance_dropout must be in \
 refused "bf16 with an f64 model" \
   "^relpos: \[config\] train.precision bf16 rounds an f32 model's products; model.dtype is f64$" \
   -- "$relpos" train "$tmp/vocab.yaml" --set train.precision=bf16 --set model.dtype=f64 --quiet
+# A model whose position tables are shorter than a segment (with its memory), and a classifier's
+# keys on a language model: the first failed at step 1, leaving the run folder; the others were
+# accepted and ignored.
+refused "transformer_lm max_len below tgt_len" \
+  "^relpos: \[config\] transformer_lm's position tables cover 6 keys \(model.max_len 6\) but data.tgt_len 8 plus model.mem_len 0 make 8: raise model.max_len \(0: sized from these\) or shorten data.tgt_len$" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set model='{type: transformer_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, max_len: 6}' --out "$tmp/run_short" --quiet
+refused "transformer_lm max_len below eval.tgt_len" \
+  "^relpos: \[config\] transformer_lm's position tables cover 8 keys \(model.max_len 8\) but eval.tgt_len 12 plus model.mem_len 0 make 12: raise" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set model='{type: transformer_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, max_len: 8}' --set eval.tgt_len=12 --out "$tmp/run_short" --quiet
+[[ ! -e $tmp/run_short ]] || fail "a refused max_len left $tmp/run_short"
+for key in data.max_len=16 data.drop_last=true; do
+  refused "a language model with $key" \
+    "^relpos: \[config\] ${key%%=*} is a classifier's setting \(its examples' length and batches\); a language model reads segments of data.tgt_len from one stream: remove it$" \
+    -- "$relpos" train "$tmp/vocab.yaml" --set "$key" --quiet
+done
 mkdir -p "$tmp/chars_swapped"
 for f in train valid test; do tr 'W' '~' <"$d/$f.txt" >"$tmp/chars_swapped/$f.txt"; done
 grep -q W "$d/train.txt" || fail "the vocabulary check's text has no 'W' to replace"
@@ -385,6 +400,23 @@ refused "drop_last with a batch past the split" \
 refused "an inf eps" \
   "^relpos: \[model.attention\] option 'eps' must be a finite number, got 'inf'$" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.attention.eps=inf
+# A model.max_len below the tokens the data keeps failed at the first long example, leaving the
+# run folder; a language model's keys on a classifier were accepted and ignored; an accumulate of
+# more batches than an epoch has read the data over and over for one update (10^11: for ever).
+refused "model.max_len below the data's" \
+  "^relpos: \[config\] model.max_len 32 is below the 64 tokens the data keeps of an example \(data.max_len\): raise model.max_len \(0: the data's\) or lower data.max_len$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.max_len=32
+refused "model.max_len below the dataset's default length" \
+  "^relpos: \[config\] model.max_len 32 is below the 2000 tokens the data keeps of an example \(the default length of dataset 'listops'\)" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.max_len=32 --set data.max_len=0
+for key in data.tgt_len=8 eval.mem_len=4 eval.same_length=false eval.layout=reference; do
+  refused "a classifier with $key" \
+    "^relpos: \[config\] ${key%%=*} is a language model's setting \(segments, memory\); data.dataset 'listops' is classified by example: remove it$" \
+    -- "$relpos" train "$tmp/listops.yaml" --quiet --set "$key"
+done
+refused "train.accumulate past an epoch" \
+  "^relpos: \[config\] train.accumulate 100000000000 sums more batches into one update than an epoch has \(8 of data.batch_size 8\): lower it or data.batch_size$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set train.accumulate=100000000000
 [[ ! -e $tmp/run ]] || fail "a refused run left $tmp/run"
 
 # --- IMDB: a review that is a dangling link -----------------------------------------------

@@ -360,7 +360,7 @@ grep -q "transformer_xl: test bpc" "$tmp/out" || fail "lm train prints no bpc li
 expect_status 2 "lm with data.eval_limit" -- "$relpos" train "$tmp/lm.yaml" --quiet \
   --set data.eval_limit=5 --out "$tmp/lm_limited"
 expect_error_line "lm with data.eval_limit" \
-  "relpos: \[lm\] data.train_limit and data.eval_limit count a classifier's examples"
+  "relpos: \[config\] data.train_limit and data.eval_limit count a classifier's examples"
 [[ ! -e $tmp/lm_limited ]] || fail "a refused lm run left its folder"
 expect_status 0 "eval lm --json" -- "$relpos" eval "$tmp/lm/checkpoints/last.h5" --json
 cp "$tmp/out" "$tmp/lm_eval.json"
@@ -509,7 +509,7 @@ expect_error_line "eval cosformer with a longer segment" \
 expect_status 2 "eval learned positions with a longer segment" -- "$relpos" eval \
   "$tmp/lm_learned/checkpoints/last.h5" --set eval.tgt_len=16
 expect_error_line "eval learned positions with a longer segment" \
-  "relpos: \[model\] causal_lm: a segment of 16 exceeds the 8 keys"
+  "relpos: \[config\] causal_lm's position tables cover 8 keys (model.max_len 8) but eval.tgt_len 16 plus model.mem_len 0 make 16: raise model.max_len"
 expect_status 0 "eval with a tail longer than tgt_len" -- "$relpos" eval \
   "$tmp/lm_learned/checkpoints/last.h5" --set data.eval_batch_size=400
 grep -q "(2999 tokens" "$tmp/out" || fail "eval with 400 rows: $(cat "$tmp/out")"

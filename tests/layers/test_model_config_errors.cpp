@@ -50,6 +50,10 @@ TEST_CASE("models: bad configs fail with the field, the value and the valid choi
           c.num_heads = 4;
         }) == "[model] qkv_dim 6 must be a multiple of num_heads 4");
   CHECK(error([](ModelConfig& c) { c.dropout = 1; }) == "[model] dropout must be in [0, 1), got 1");
+  // A width only head_combiner 'stacked' reads was accepted and ignored.
+  CHECK(error([](ModelConfig& c) { c.stacked_hidden = 32; }) ==
+        "[model] stacked_hidden is the width of head_combiner 'stacked'; head_combiner 'concat' "
+        "has no use for it (got 32)");
   // Transformer-XL's attention in an encoder was built and refused by the first training step
   // (its run folder left behind); with an encoding, by no model at all.
   CHECK(error([](ModelConfig& c) {

@@ -77,7 +77,7 @@ TEST_CASE("models: a 1-layer LRA model equals its forward composed by hand (naiv
     c.num_layers = 1;
     c.qkv_dim = 4;
     c.head_combiner = combiner;
-    c.stacked_hidden = 3;
+    if (combiner == "stacked") c.stacked_hidden = 3;
     auto model = build_model(c, 21);
     auto p = params_of(*model);
     // Non-trivial values where init leaves zeros or ones.

@@ -166,6 +166,10 @@ TEST_CASE("config: every user error names the key path and what is valid") {
             parse_config(bomb, "text");
           }).find("more than 1000000 values (aliases expanded): not a configuration") !=
           std::string::npos);
+    // Past yaml-cpp's depth its error said only "bad file".
+    CHECK(test::error_of([&] {
+            parse_config(base + fmt::format("x: {:[<3000}{:]<3000}\n", "", ""), "text");
+          }) == "[config] 'text' line 3: nested deeper than the YAML reader allows");
   }
   SUBCASE("base must name files") {
     const std::string mapped = dir.write("mapped.yaml", "base: {a: 1}\n");
@@ -267,6 +271,10 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         {"name=\"a\\nb\"",
          "name 'a\nb' must be one folder name (no '/' or control characters, not '.' or '..'): "
          "it names the run's folder runs/NAME; train.out puts a run anywhere"},
+        // Invalid UTF-8 was written raw to config.yaml and as U+FFFD to summary.json.
+        {"name=a\xff"
+         "b",
+         "name is not UTF-8 text: invalid UTF-8 byte at index 1: 0xFF"},
         {"eval.tgt_len=0", "eval.tgt_len must be >= 1, got 0"},
         {"eval.mem_len=-1", "eval.mem_len must be >= 0, got -1"}};
     for (const auto& bound : bounds) {  // no structured binding: clang 14 cannot capture one
@@ -320,6 +328,17 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         std::string::npos);
     CHECK(load_error(good, {"schedule={type: linear_decay, warmup_steps: 500}"})
               .find("warmup_steps (500) must be below total_steps (") != std::string::npos);
+    // A decay that ended before the run held lr 0 for its rest; an epoch-counted run's length is
+    // not known at load, so only its run refuses it (train/trainer.cpp).
+    CHECK(load_error(good, {"schedule={type: linear_decay, total_steps: 5}"}) ==
+          "[schedule] total_steps (5) is below the run's 10 updates: the schedule would end before "
+          "the run; leave total_steps out to span the run");
+    CHECK_NOTHROW(load_config(
+        good, {"schedule={type: cosine, total_steps: 5}", "train.steps=0", "train.epochs=1"}));
+    // sqrt(warmup / max(step, warmup)) with warmup 0 is 0 at every step.
+    CHECK(load_error(good, {"schedule={type: lra, factors: constant * rsqrt_normalized_decay, "
+                            "warmup_steps: 0}"})
+              .find("with warmup_steps 0 the lr is 0 at every step") != std::string::npos);
   }
 }
 

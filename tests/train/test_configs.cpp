@@ -295,8 +295,13 @@ TEST_CASE("reproduce scales: a malformed scales.yaml is an error naming the file
           "line 4: scale row: base 'gpu' is not a scale above it");
   refused("row:\n  base: cpu\n  about: y\ncpu:\n  about: x\n", "base 'cpu' is not a scale above");
   // Each was accepted: the second scale silently replaced nothing or the first, a scalar figure3
-  // was one argument, a folder left --data-dir, an empty file said "line 0".
-  refused("cpu:\n  about: x\ncpu:\n  about: y\n", "line 3: scale 'cpu' is defined twice");
+  // was one argument, a folder left --data-dir, an empty file said "line 0". The file is read as
+  // a configuration is (train/config_yaml.h): a second document was ignored, and nesting past
+  // the reader's depth said only "bad file".
+  refused("cpu:\n  about: x\ncpu:\n  about: y\n", "line 3: key 'cpu' repeats the one on line 1");
+  refused("cpu:\n  about: x\n---\nrow:\n  about: y\n", "line 3: a second YAML document");
+  refused(fmt::format("cpu: {:[<3000}{:]<3000}\n", "", ""),
+          "line 1: nested deeper than the YAML reader allows");
   refused("cpu:\n  about: x\n  figure3: --lengths\n", "line 3: scale cpu.figure3 must be a list");
   refused("cpu:\n  about: x\n  data: {listops: {folder: ../../..}}\n",
           "folder '../../..' must be a folder under --data-dir");

@@ -15,6 +15,7 @@
 #include "layers/attention/positional.h"
 #include "tools/relpos/reproduce.h"
 #include "tools/relpos/reproduce_runs.h"
+#include "train/config_yaml.h"
 
 namespace relpos::cli {
 namespace {
@@ -156,20 +157,13 @@ std::vector<Scale> load_scales(const std::string& configs_dir) {
   RELPOS_CHECK(fs::is_regular_file(path), kWho, "cannot read '{}' (the scales): no such file",
                path.string());
   Reader reader{path.string()};
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path.string());
-  } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("[{}] '{}' line {}: {}", kWho, path.string(), e.mark.line + 1, e.msg));
-  }
+  const YAML::Node root = load_yaml_file(path.string());
   RELPOS_CHECK(root.IsDefined() && !root.IsNull(), kWho,
                "'{}' is empty: expected a mapping of scale names", path.string());
   if (!root.IsMap() || root.size() == 0) reader.fail(root, "expected a mapping of scale names");
   std::vector<Scale> scales;
   for (const auto& entry : root) {
     const std::string name = entry.first.Scalar();
-    if (std::any_of(scales.begin(), scales.end(), [&](const Scale& s) { return s.name == name; }))
-      reader.fail(entry.first, fmt::format("scale '{}' is defined twice", name));
     scales.push_back(reader.scale(name, entry.second, scales));
   }
   return scales;
