@@ -54,12 +54,12 @@ std::string byte_name(uint8_t byte) {
 }
 
 // Refuses a segment of `len` tokens (key `len_key`) after a memory of `mem` (`mem_key`) that the
-// model's position tables do not cover; it failed at the first batch.
+// model's positions do not cover (LanguageModel::max_keys); it failed at the first batch.
 void check_keys_covered(const LanguageModel& model, const char* len_key, int64_t len,
                         const char* mem_key, int64_t mem) {
   const int64_t covered = model.max_keys();
   RELPOS_CHECK(covered == 0 || len + mem <= covered, "config",
-               "{}'s position tables cover {} keys (model.max_len {}) but {} {} plus {} {} make "
+               "{}'s positions cover {} keys (model.max_len {}) but {} {} plus {} {} make "
                "{}: raise model.max_len (0: sized from these) or shorten {}",
                model.config().type, covered, model.config().max_len, len_key, len, mem_key, mem,
                len + mem, len_key);

@@ -84,6 +84,7 @@ struct AttentionCaps {
   bool causal_only = false;    // refuses causal = false (its positions exist for earlier keys only)
   bool own_positions = false;  // encodes relative positions itself: hosts no positional encoding
   bool uses_positions = false;  // its output depends on the tokens' positions (rel_xl, cosFormer)
+  int64_t max_keys = 0;         // the longest key sequence it is defined for (cosFormer's); 0: any
   // Runs as the fused attention op (memory linear in L) unless `fused: false` asks for its naive
   // twin, which builds the [Lq, Lk] weights.
   bool fused = false;

@@ -43,6 +43,8 @@ class FeatureMap : public Module {
   // map cannot have its keys' features carried over a stream (linear attention's
   // recurrent state); within one call, with padding or a memory, they are exact.
   virtual bool uses_positions() const { return false; }
+  // The longest key sequence (positions 0 .. n - 1) phi is defined for; 0: any.
+  virtual int64_t max_keys() const { return 0; }
 };
 
 using FeatureMapRegistry = Registry<FeatureMap, const AttentionOptions&>;

@@ -196,7 +196,8 @@ class LinearAttention final : public Attention {
             .kernelized = true,
             .feature_dim = feature_dim_,
             .carries_state = !feature_map_->uses_positions(),
-            .uses_positions = feature_map_->uses_positions()};
+            .uses_positions = feature_map_->uses_positions(),
+            .max_keys = feature_map_->max_keys()};
   }
   std::string name() const override { return "linear"; }
 

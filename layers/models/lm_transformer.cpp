@@ -112,11 +112,16 @@ LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const LmShell
       normal_(p.value(), 0.0, kInitStd, gen);
   }
 
+  // The shortest limit of the position tables, the encodings and the attention (cosFormer).
+  const auto limit_to = [&](int64_t keys) {
+    if (keys > 0) max_keys_ = max_keys_ == 0 ? keys : std::min(max_keys_, keys);
+  };
   for (size_t i = 0; i < layers_->size(); ++i) {
-    const Positional* positional = layers_->at<EncoderBlock>(i)->attention().positional();
-    if (positional != nullptr && positional->max_keys() > 0) max_keys_ = positional->max_keys();
+    MultiHeadAttention& mha = layers_->at<EncoderBlock>(i)->attention();
+    if (mha.positional() != nullptr) limit_to(mha.positional()->max_keys());
+    limit_to(mha.attention().caps().max_keys);
   }
-  if (learned_positions_ != nullptr || sinusoidal_positions_ != nullptr) max_keys_ = c.max_len;
+  if (learned_positions_ != nullptr || sinusoidal_positions_ != nullptr) limit_to(c.max_len);
 }
 
 void LmTransformer::check_context(const LmContext& context) const {

@@ -89,7 +89,7 @@ class LmTransformer : public LanguageModel {
   double embedding_scale_;
   bool recurrent_state_;
   bool clamps_;
-  int64_t max_keys_ = 0;  // the longest [memory; segment] the tables cover (0: any)
+  int64_t max_keys_ = 0;  // the longest [memory; segment] its positions cover (0: any)
   std::shared_ptr<Embedding> embedding_;
   std::shared_ptr<LearnedPositionalEmbedding> learned_positions_;
   std::shared_ptr<SinusoidalPositionalEmbedding> sinusoidal_positions_;

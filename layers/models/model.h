@@ -163,7 +163,7 @@ class LanguageModel : public Model {
   // Refuses, saying why, what the model cannot do (e.g. a memory longer than a learned table).
   virtual void set_context(const LmContext& context) = 0;
   // The most keys, memory and segment together, a layer can attend over: the length of its
-  // position tables (model.max_len); 0: any number.
+  // position tables (model.max_len) or of its attention's positions (cosFormer); 0: any number.
   virtual int64_t max_keys() const = 0;
   // Whether forward() returns a state worth passing to the next segment (a memory or running
   // sums); a generator without one re-reads its context instead.

@@ -203,11 +203,15 @@ refused "bf16 with an f64 model" \
 # keys on a language model: the first failed at step 1, leaving the run folder; the others were
 # accepted and ignored.
 refused "transformer_lm max_len below tgt_len" \
-  "^relpos: \[config\] transformer_lm's position tables cover 6 keys \(model.max_len 6\) but data.tgt_len 8 plus model.mem_len 0 make 8: raise model.max_len \(0: sized from these\) or shorten data.tgt_len$" \
+  "^relpos: \[config\] transformer_lm's positions cover 6 keys \(model.max_len 6\) but data.tgt_len 8 plus model.mem_len 0 make 8: raise model.max_len \(0: sized from these\) or shorten data.tgt_len$" \
   -- "$relpos" train "$tmp/vocab.yaml" --set model='{type: transformer_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, max_len: 6}' --out "$tmp/run_short" --quiet
 refused "transformer_lm max_len below eval.tgt_len" \
-  "^relpos: \[config\] transformer_lm's position tables cover 8 keys \(model.max_len 8\) but eval.tgt_len 12 plus model.mem_len 0 make 12: raise" \
+  "^relpos: \[config\] transformer_lm's positions cover 8 keys \(model.max_len 8\) but eval.tgt_len 12 plus model.mem_len 0 make 12: raise" \
   -- "$relpos" train "$tmp/vocab.yaml" --set model='{type: transformer_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, max_len: 8}' --set eval.tgt_len=12 --out "$tmp/run_short" --quiet
+# cosFormer's re-weighting is defined up to cosformer_len (default model.max_len) positions.
+refused "cosformer_len below tgt_len" \
+  "^relpos: \[config\] causal_lm's positions cover 5 keys \(model.max_len 4\) but data.tgt_len 8 plus model.mem_len 0 make 8: raise" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set model='{type: causal_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, max_len: 4, mem_len: 0, attention: {type: linear, feature_map: cosformer}}' --out "$tmp/run_short" --quiet
 [[ ! -e $tmp/run_short ]] || fail "a refused max_len left $tmp/run_short"
 for key in data.max_len=16 data.drop_last=true; do
   refused "a language model with $key" \

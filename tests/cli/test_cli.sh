@@ -505,11 +505,11 @@ done
 expect_status 2 "eval cosformer with a longer segment" -- "$relpos" eval \
   "$tmp/lm_cosformer/checkpoints/last.h5" --set eval.tgt_len=16
 expect_error_line "eval cosformer with a longer segment" \
-  "relpos: \[feature_map cosformer\] positions up to 15 exceed cosformer_len 8"
+  "relpos: \[config\] causal_lm's positions cover 9 keys (model.max_len 8) but eval.tgt_len 16 plus model.mem_len 0 make 16: raise model.max_len"
 expect_status 2 "eval learned positions with a longer segment" -- "$relpos" eval \
   "$tmp/lm_learned/checkpoints/last.h5" --set eval.tgt_len=16
 expect_error_line "eval learned positions with a longer segment" \
-  "relpos: \[config\] causal_lm's position tables cover 8 keys (model.max_len 8) but eval.tgt_len 16 plus model.mem_len 0 make 16: raise model.max_len"
+  "relpos: \[config\] causal_lm's positions cover 8 keys (model.max_len 8) but eval.tgt_len 16 plus model.mem_len 0 make 16: raise model.max_len"
 expect_status 0 "eval with a tail longer than tgt_len" -- "$relpos" eval \
   "$tmp/lm_learned/checkpoints/last.h5" --set data.eval_batch_size=400
 grep -q "(2999 tokens" "$tmp/out" || fail "eval with 400 rows: $(cat "$tmp/out")"

@@ -213,8 +213,8 @@ for name in ("transformer_xl", "linear_sikf"):
     assert rows[name]["mem_len"] == "32" and rows[name]["bpc_4x_mean"], rows[name]
 for name in ("transformer_xl_no_memory", "transformer_lm", "linear_sikf_recurrent"):
     assert rows[name]["mem_len"] == "0" and not rows[name]["bpc_2x_mean"], rows[name]
-assert rows["linear_sikf_fastrpb"]["problem"].startswith("2x memory: [config] causal_lm's position "
-    "tables cover 64 keys (model.max_len 64) but eval.tgt_len 32 plus eval.mem_len 64 make 96"), rows
+assert rows["linear_sikf_fastrpb"]["problem"].startswith("2x memory: [config] causal_lm's positions "
+    "cover 64 keys (model.max_len 64) but eval.tgt_len 32 plus eval.mem_len 64 make 96"), rows
 assert re.search(r"^\| transformer_xl \| rel_xl \| 32 \| \d\.\d{3} \|", md, re.M), md
 PY
 evaluated=$(stat -c %Y "$tmp/lm/lm/transformer_xl/seed0/memory_eval.json" 2>/dev/null)

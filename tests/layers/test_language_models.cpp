@@ -356,6 +356,17 @@ TEST_CASE("language models: configs they cannot run are refused, saying why") {
   CHECK(test::error_of([&] { build_lm(lm)->forward(random_tokens(1, 9, 11, 3), {}); }) ==
         "[model] causal_lm: a segment of 9 exceeds the 8 keys its position tables cover "
         "(model.max_len); train with a larger max_len or use a shorter tgt_len");
+  // max_keys (what the task checks before training) is the shortest limit of the model's
+  // tables, encodings and attention; cosFormer's re-weighting covers positions 0 .. M.
+  CHECK(build_lm(lm)->max_keys() == 8);
+  lm.positions = "none";
+  CHECK(build_lm(lm)->max_keys() == 0);
+  lm.attention =
+      test::options("model.attention",
+                    {{"type", "linear"}, {"feature_map", "cosformer"}, {"cosformer_len", "11"}});
+  CHECK(build_lm(lm)->max_keys() == 12);
+  lm.positional = test::options("model.positional", {{"type", "fastrpb"}});
+  CHECK(build_lm(lm)->max_keys() == 8);
   // A causal_lm without positions is warned about, unless its attention uses positions itself
   // (cosFormer's re-weighting; the warning was false there).
   lm = tiny_lm_config("causal_lm");

@@ -44,6 +44,7 @@ class CosformerFeatureMap final : public FeatureMap {
 
   int64_t feature_dim(int64_t head_dim) const override { return 2 * head_dim; }
   bool uses_positions() const override { return true; }
+  int64_t max_keys() const override { return length_ + 1; }  // positions 0 .. M
   std::string name() const override { return "cosformer"; }
 
  private:
