@@ -145,14 +145,14 @@ void read_train(Section& s, TrainConfig& t) {
 // The optimizer and the schedule read and check their own keys at load, so a bad one stops the
 // load and not the run; the trainer builds them again over the model's parameters. An
 // epoch-counted run's length waits for its data, so its schedule is checked here as if the run
-// were long enough for any warmup.
+// were long enough for any warmup; a total_steps below the run's is the trainer's to refuse (a
+// checkpoint's configuration is read by eval too, whose run is over).
 void check_optimizer_and_schedule(const RunConfig& c) {
   RELPOS_CHECK(c.optimizer.has("type"), kWho, "optimizer.type is required ({})",
                fmt::join(optimizer_registry().names(), ", "));
   const auto optimizer = make_optimizer(std::vector<Var>{}, c.optimizer);
-  const bool by_epochs = c.train.steps == 0;
-  make_schedule(c.schedule, optimizer->lr(),
-                by_epochs ? std::numeric_limits<int32_t>::max() : c.train.steps, by_epochs);
+  const int64_t run_steps = c.train.steps > 0 ? c.train.steps : std::numeric_limits<int32_t>::max();
+  make_schedule(c.schedule, optimizer->lr(), run_steps, false);
 }
 
 // A mapping of `root` by its path, made when the tree has none.

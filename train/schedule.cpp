@@ -13,10 +13,10 @@ ScheduleRegistry& schedule_registry() {
 }
 
 std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr, int64_t run_steps,
-                                        bool steps_bound) {
+                                        bool starts_run) {
   auto type = options.get<std::string>("type", "constant");
   auto schedule =
-      schedule_registry().make(type, options, ScheduleRun{base_lr, run_steps, steps_bound});
+      schedule_registry().make(type, options, ScheduleRun{base_lr, run_steps, starts_run});
   options.check_all_used();
   return schedule;
 }
@@ -34,7 +34,7 @@ WarmupDecay read_warmup_decay(const Options& options, const ScheduleRun& run) {
                span.warmup, span.total,
                own_total ? "" : ", the run's updates: train.steps or train.epochs");
   // Past its total a decay holds lr 0 (linear_decay) or climbs again (cosine).
-  RELPOS_CHECK(!own_total || run.steps_bound || span.total >= run.steps, options.where(),
+  RELPOS_CHECK(!own_total || !run.starts_run || span.total >= run.steps, options.where(),
                "total_steps ({}) is below the run's {} updates: the schedule would end before the "
                "run; leave total_steps out to span the run",
                span.total, run.steps);

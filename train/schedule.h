@@ -26,11 +26,13 @@ class Schedule {
 
 // What a schedule is built around: the optimizer's lr and the run's length in updates (0: not
 // known), which schedules that decay over the run take as their total_steps unless set.
-// `steps_bound`: steps is only an upper bound (an epoch-counted run whose data is not read yet).
+// `starts_run`: the schedule is built to train (the trainer), not only to check a configuration
+// as it is read (at load; eval reads a checkpoint's too): the checks of the run's course (a
+// total_steps below the run's updates, an lr of 0 throughout) are the trainer's.
 struct ScheduleRun {
   double base_lr = 0;
   int64_t steps = 0;
-  bool steps_bound = false;
+  bool starts_run = true;
 };
 
 using ScheduleRegistry = Registry<Schedule, const Options&, const ScheduleRun&>;
@@ -39,12 +41,12 @@ ScheduleRegistry& schedule_registry();
 // Builds the schedule named by options' `type` ({type: constant} when empty) around `base_lr`,
 // then refuses unread options.
 std::shared_ptr<Schedule> make_schedule(const Options& options, double base_lr,
-                                        int64_t run_steps = 0, bool steps_bound = false);
+                                        int64_t run_steps = 0, bool starts_run = true);
 
 // The span of a schedule that warms up and then decays to 0: options' total_steps (the run's
 // updates unless set) and warmup_steps (0). Refuses a total that is not known or not positive, one
-// set below the run's updates (the schedule would end before the run), and a warmup that is
-// negative or not below the total, naming the keys.
+// set below the run's updates when it starts (the schedule would end before the run), and a
+// warmup that is negative or not below the total, naming the keys.
 struct WarmupDecay {
   int64_t total = 0;
   int64_t warmup = 0;

@@ -51,7 +51,7 @@ class LraSchedule : public Schedule {
                                             "factors", "constant * linear_warmup * rsqrt_decay"))),
         warmup_(options.get<int64_t>("warmup_steps", 1000)) {
     RELPOS_CHECK(warmup_ >= 0, options.where(), "warmup_steps must be >= 0, got {}", warmup_);
-    RELPOS_CHECK(warmup_ > 0 ||
+    RELPOS_CHECK(warmup_ > 0 || !run.starts_run ||
                      !std::count(factors_.begin(), factors_.end(), Factor::rsqrt_normalized_decay),
                  options.where(),
                  "rsqrt_normalized_decay is sqrt(warmup_steps / max(step, warmup_steps)): with "

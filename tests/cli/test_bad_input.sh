@@ -418,6 +418,9 @@ for key in data.tgt_len=8 eval.mem_len=4 eval.same_length=false eval.layout=refe
     "^relpos: \[config\] ${key%%=*} is a language model's setting \(segments, memory\); data.dataset 'listops' is classified by example: remove it$" \
     -- "$relpos" train "$tmp/listops.yaml" --quiet --set "$key"
 done
+refused "schedule.total_steps below the run's updates" \
+  "^relpos: \[schedule\] total_steps \(1\) is below the run's 2 updates: the schedule would end before the run; leave total_steps out to span the run$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set schedule='{type: linear_decay, total_steps: 1}'
 refused "train.accumulate past an epoch" \
   "^relpos: \[config\] train.accumulate 100000000000 sums more batches into one update than an epoch has \(8 of data.batch_size 8\): lower it or data.batch_size$" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet --set train.accumulate=100000000000

@@ -328,17 +328,9 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         std::string::npos);
     CHECK(load_error(good, {"schedule={type: linear_decay, warmup_steps: 500}"})
               .find("warmup_steps (500) must be below total_steps (") != std::string::npos);
-    // A decay that ended before the run held lr 0 for its rest; an epoch-counted run's length is
-    // not known at load, so only its run refuses it (train/trainer.cpp).
-    CHECK(load_error(good, {"schedule={type: linear_decay, total_steps: 5}"}) ==
-          "[schedule] total_steps (5) is below the run's 10 updates: the schedule would end before "
-          "the run; leave total_steps out to span the run");
-    CHECK_NOTHROW(load_config(
-        good, {"schedule={type: cosine, total_steps: 5}", "train.steps=0", "train.epochs=1"}));
-    // sqrt(warmup / max(step, warmup)) with warmup 0 is 0 at every step.
-    CHECK(load_error(good, {"schedule={type: lra, factors: constant * rsqrt_normalized_decay, "
-                            "warmup_steps: 0}"})
-              .find("with warmup_steps 0 the lr is 0 at every step") != std::string::npos);
+    // A total_steps below the run's is refused by the trainer (test_schedules.cpp,
+    // test_bad_input.sh), not at load: eval reads the configuration of a run that is over.
+    CHECK_NOTHROW(load_config(good, {"schedule={type: linear_decay, total_steps: 5}"}));
   }
 }
 

@@ -102,6 +102,14 @@ TEST_CASE("schedule: unknown type, option and factor refused by name") {
   CHECK(factor.find("'rsqrt'") != std::string::npos);
   CHECK(!error_of(Options("schedule").set("type", "lra").set("factors", "constant * cosine_decay"))
              .empty());  // steps_per_cycle required
+  // sqrt(warmup / max(step, warmup)) with warmup 0 is 0 at every step: refused when a run starts.
+  const Options zero_lr = Options("schedule")
+                              .set("type", "lra")
+                              .set("factors", "constant * rsqrt_normalized_decay")
+                              .set("warmup_steps", 0);
+  CHECK(error_of(zero_lr, 100).find("with warmup_steps 0 the lr is 0 at every step") !=
+        std::string::npos);
+  CHECK_NOTHROW(make_schedule(zero_lr, 1.0, 100, false));
 }
 
 TEST_CASE("schedule: a decaying schedule takes the run's length unless total_steps is set") {
@@ -129,6 +137,13 @@ TEST_CASE("schedule: a decaying schedule takes the run's length unless total_ste
           "[schedule] warmup_steps must be >= 0, got -1");
     CHECK(error_of(Options("schedule").set("type", type).set("total_steps", 0), 100) ==
           "[schedule] total_steps must be > 0, got 0");
+    // A decay that ended before the run held lr 0 (linear_decay) or climbed again (cosine) for
+    // the rest of it; a configuration only read (eval's) is not refused for it.
+    CHECK(error_of(Options("schedule").set("type", type).set("total_steps", 50), 100) ==
+          "[schedule] total_steps (50) is below the run's 100 updates: the schedule would end "
+          "before the run; leave total_steps out to span the run");
+    CHECK_NOTHROW(make_schedule(Options("schedule").set("type", type).set("total_steps", 50), 1.0,
+                                100, false));
   }
   // No mapping: constant.
   CHECK(make_schedule(Options("schedule"), 0.25, 100)->lr_at(99) == 0.25);
