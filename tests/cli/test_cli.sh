@@ -514,6 +514,26 @@ expect_status 0 "eval with a tail longer than tgt_len" -- "$relpos" eval \
   "$tmp/lm_learned/checkpoints/last.h5" --set data.eval_batch_size=400
 grep -q "(2999 tokens" "$tmp/out" || fail "eval with 400 rows: $(cat "$tmp/out")"
 
+# With a memory and a table (FastRPB's covers tgt_len + mem_len keys), generate read a prompt in
+# segments of max_len after the memory, past the table ("memory 8 + segment 16 = 24 keys exceed
+# the 16"): it now reads what fits beside the memory.
+cat >"$tmp/lm_fastrpb.yaml" <<YAML
+model: {type: causal_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, mem_len: 8,
+        attention: {type: linear, feature_map: elu1}, positional: {type: fastrpb}}
+data: {dataset: chars, dir: $corpus, batch_size: 4, tgt_len: 8}
+optimizer: {type: adam, lr: 0.003}
+train: {steps: 2, eval_every: 2, log_every: 2, out: $tmp/lm_fastrpb}
+YAML
+expect_status 0 "train causal_lm fastrpb with memory" -- "$relpos" train "$tmp/lm_fastrpb.yaml" --quiet
+prompt=$(head -c 50 "$corpus/train.txt" | tr '\n' ' ')
+expect_status 0 "generate after a prompt past the table" -- "$relpos" generate \
+  "$tmp/lm_fastrpb/checkpoints/last.h5" --prompt "$prompt" --tokens 20 --seed 1
+[[ $(wc -c <"$tmp/out") -eq 71 ]] || fail "generate after a long prompt printed $(wc -c <"$tmp/out") bytes, expected 71"
+expect_status 2 "generate with a memory that fills the table" -- "$relpos" generate \
+  "$tmp/lm_fastrpb/checkpoints/last.h5" --prompt "$prompt" --tokens 2 --set eval.mem_len=16
+expect_error_line "generate with a memory that fills the table" \
+  "relpos: \[generate\] causal_lm's positions cover 16 keys and a memory of 16 (eval.mem_len) fills them"
+
 if [[ $failures -gt 0 ]]; then
   echo "$failures CLI check(s) failed" >&2
   exit 1

@@ -3,8 +3,7 @@
 // The model is rebuilt from the checkpoint's configuration and its vocabulary (the bytes of the
 // ids, saved with every LM checkpoint), runs in its evaluation context (eval.mem_len, ... where
 // set), reads the prompt, then draws one character at a time from softmax(logits / T), restricted
-// by
-// --top-k and --top-p, carrying the memory from step to step; a model without memory re-reads
+// by --top-k and --top-p, carrying the memory from step to step; a model without memory re-reads
 // the last max_len characters instead. The prompt, then each character as it is drawn, go to
 // stdout; the same seed gives the same text.
 #include <algorithm>
@@ -141,9 +140,17 @@ int generate(GenerateArgs& a) {
     ids.push_back(id_of[byte]);
   }
   const bool memory = model->carries_state();
-  // The longest input without memory (checkpoint_config resolves it as the training run did).
-  const int64_t window = config.model.max_len;
-  // Memory: the prompt in segments of at most max_len, then one character per step.
+  // The longest input of one forward: what the model's positions cover (max_len where any
+  // length is covered; checkpoint_config resolves it as the training run did), less the memory
+  // in front of it (a prompt in segments of max_len overran FastRPB's table after the first).
+  const int64_t covered = model->max_keys() > 0 ? model->max_keys() : config.model.max_len;
+  const int64_t mem_len = model->context().mem_len;
+  const int64_t window = memory ? covered - mem_len : covered;
+  RELPOS_CHECK(window > 0, "generate",
+               "{}'s positions cover {} keys and a memory of {} (eval.mem_len) fills them: no "
+               "room is left for the text; use a shorter eval.mem_len",
+               config.model.type, covered, mem_len);
+  // Memory: the prompt in segments of at most `window`, then one character per step.
   LmState state;
   Tensor last;  // the logits of the latest position [V]
   auto run = [&](const std::vector<int64_t>& chunk) {
