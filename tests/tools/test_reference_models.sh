@@ -102,8 +102,45 @@ classifier_cases=(
   "elu1_shaw_linear_cost:model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
   "performer_none:model.attention={type: linear, feature_map: performer}"
   "elu1_shaw_f64:model.dtype=f64;model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
+  "stacked_heads_elu1_fastrpb:model.head_combiner=stacked;model.stacked_hidden=8;model.attention={type: linear, feature_map: elu1};model.positional={type: fastrpb}"
+  "index_first_cls_token:model.index_first=true;model.norm=post;model.embedding_norm=false;model.attention=softmax;model.cls=token;model.positions=sinusoidal"
+  "tied_shared_shaw_relu:model.tied_blocks=true;model.share_positional=true;model.positional={type: shaw};model.activation=relu"
 )
 train_and_check classifier reference_classifier.py "${classifier_cases[@]}"
+
+# Classifiers on MNIST-format images (random pixels, 60% black): pixel tokens pooled 4x4 with
+# FastRPB 2D (the README demo's model), the paper's pixel ids with [CLS]/[SEP] pooled 2x2 on a
+# 14 x 14 grid, and 3 x 3 patches with 2-D learned positions.
+data=$tmp/mnist
+"$python" - "$data" <<'PY' || fail "cannot write the MNIST images"
+import os, struct, sys, numpy as np
+rng = np.random.default_rng(3)
+os.makedirs(sys.argv[1])
+def write(name, values):
+    with open(os.path.join(sys.argv[1], name), "wb") as f:
+        f.write(struct.pack(">HBB", 0, 8, values.ndim))
+        f.write(struct.pack(">" + "I" * values.ndim, *values.shape))
+        f.write(values.astype(np.uint8).tobytes())
+for split, n in (("train", 64), ("t10k", 24)):
+    images = rng.integers(0, 256, (n, 28, 28))
+    images[rng.random(images.shape) < 0.6] = 0
+    write(f"{split}-images-idx3-ubyte", images)
+    write(f"{split}-labels-idx1-ubyte", rng.integers(0, 10, n))
+PY
+cat >"$tmp/image.yaml" <<YAML
+model: {type: sequence_classifier, num_layers: 2, num_heads: 2, model_dim: 16, mlp_dim: 32,
+        dropout: 0.0, attention_dropout: 0.0, norm: pre, input: pixels, cls: vector,
+        pooling: mean, head: mlp}
+data: {dataset: mnist, dir: $data, image_pool: 4, batch_size: 8}
+optimizer: {type: adamw, lr: 0.003}
+train: {steps: 6, eval_every: 0, log_every: 6, out: $tmp/image}
+YAML
+image_cases=(
+  "pixels_sikf_fastrpb2d:model.attention={type: linear, feature_map: sikf};model.positional={type: fastrpb2d, grid: [7, 7]}"
+  "tokens_cls_dpfp_fastrpb2d_symmetric:model.input=tokens;model.cls=token;model.pooling=cls;model.head=tanh;model.norm=post;data.image_pool=2;model.attention={type: linear, feature_map: dpfp};model.positional={type: fastrpb2d, grid: [14, 14], parameterization: symmetric}"
+  "patches_learned2d_softmax_fastrpb2d:data.image_pool=1;model.input=patches;model.positions=learned2d;model.position_grid=[14, 14];model.attention={type: softmax};model.positional={type: fastrpb2d, grid: [14, 14]}"
+)
+train_and_check image reference_classifier.py "${image_cases[@]}"
 
 # Dual encoders on AAN-format pairs (LRA Retrieval): random documents of 1-29 bytes (some past
 # max_len, some not ASCII), both documents' lengths differing within a pair and a batch.
@@ -150,8 +187,16 @@ lm_cases=(
   "txl_f64_untie_pre:model.dtype=f64;model.untie_r=true;model.norm=pre"
   "causal_performer_sinusoidal_f64:model.type=causal_lm;model.mem_len=0;model.positions=sinusoidal;model.dtype=f64;model.attention={type: linear, feature_map: performer, num_features: 8}"
   "causal_cosformer_default_len:model.type=causal_lm;model.attention={type: linear, feature_map: cosformer}"
+  "causal_softmax_skew_memory:model.type=causal_lm;model.attention={type: softmax};model.positional={type: skew}"
 )
 train_and_check lm reference_lm.py "${lm_cases[@]}"
+# transformer_lm (no memory key): learned positions, and sinusoidal ones with pre-LN and tied
+# output weights.
+sed 's/, mem_len: 8}/}/; s/type: transformer_xl/type: transformer_lm/' "$tmp/lm.yaml" \
+  >"$tmp/transformer_lm.yaml"
+train_and_check transformer_lm reference_lm.py \
+  "learned:model.positions=learned;model.max_len=64;model.attention=softmax" \
+  "sinusoidal_pre_tied:model.positions=sinusoidal;model.norm=pre;model.tie_weights=true;model.attention={type: softmax, fused: false}"
 # A wider evaluation context of Transformer-XL (its relative attention takes any).
 check "lm txl with eval.mem_len 24, eval.tgt_len 5" "$tmp/txl" reference_lm.py \
   eval.mem_len=24 eval.tgt_len=5
