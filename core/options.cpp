@@ -93,18 +93,25 @@ Options::Options(std::string where) : state_(std::make_shared<State>()) {
 }
 
 Options& Options::set(const std::string& key, std::string scalar) {
+  state_->no_value.erase(key);
   state_->values[key] = Value{false, std::move(scalar), {}};
   return *this;
 }
 
 Options& Options::set_list(const std::string& key, std::vector<std::string> list) {
+  state_->no_value.erase(key);
   state_->values[key] = Value{true, {}, std::move(list)};
   return *this;
 }
 
+Options& Options::set_no_value(const std::string& key) {
+  state_->values.erase(key);
+  state_->no_value.insert(key);
+  return *this;
+}
+
 Options Options::with(const std::string& key, std::string scalar) const {
-  Options copy(state_->where);
-  copy.state_->values = state_->values;
+  Options copy = clone();
   copy.state_->parent = state_;
   copy.set(key, std::move(scalar));
   return copy;
@@ -113,6 +120,7 @@ Options Options::with(const std::string& key, std::string scalar) const {
 Options Options::clone() const {
   Options copy(state_->where);
   copy.state_->values = state_->values;
+  copy.state_->no_value = state_->no_value;
   return copy;
 }
 
@@ -205,19 +213,28 @@ std::vector<T> Options::get_list_inherited(const std::string& key,
 }
 
 void Options::check_all_used() const {
-  for (const auto& [key, value] : state_->values) {
-    if (state_->read.count(key)) continue;
-    std::string known;
-    for (const std::string& k : state_->read) known += (known.empty() ? "" : ", ") + k;
-    fail(state_->where, "unknown option '{}'; known: {}", key, known.empty() ? "(none)" : known);
-  }
+  const std::vector<std::string> unknown = unread();
+  if (unknown.empty()) return;
+  const std::string known =
+      state_->read.empty() ? "(none)" : fmt::format("{}", fmt::join(state_->read, ", "));
+  fail(state_->where, "unknown option '{}'; known: {}{}", unknown.front(), known,
+       unknown_key_hint(unknown.front()));
 }
 
 std::vector<std::string> Options::unread() const {
-  std::vector<std::string> out;
+  std::set<std::string> out;
   for (const auto& [key, value] : state_->values)
-    if (!state_->read.count(key)) out.push_back(key);
-  return out;
+    if (!state_->read.count(key)) out.insert(key);
+  for (const std::string& key : state_->no_value)
+    if (!state_->read.count(key)) out.insert(key);
+  return {out.begin(), out.end()};
+}
+
+std::string unknown_key_hint(const std::string& key) {
+  const size_t colon = key.find(':');
+  if (colon == std::string::npos || colon + 1 == key.size() || key[colon + 1] == ' ') return "";
+  return fmt::format(" (YAML needs a space after a key's colon: '{}: {}', not '{}')",
+                     key.substr(0, colon), key.substr(colon + 1), key);
 }
 
 std::vector<std::string> Options::asked() const {

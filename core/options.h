@@ -39,6 +39,10 @@ class Options {
     return set(key, fmt::format("{}", number));
   }
   Options& set(const std::string& key, const char* scalar) { return set(key, std::string(scalar)); }
+  // A key written with no value (YAML null: `feature_map: ~`, or `{type:linear}`, which YAML
+  // reads as the key `type:linear` with none): reads give their fallback, as for a key left out,
+  // but a key nothing reads is refused by check_all_used like any other.
+  Options& set_no_value(const std::string& key);
 
   // A copy with `key` set to `scalar`, leaving this mapping as it is (a default a component adds,
   // e.g. the model's attention dropout). The copy has its own values, but its reads are also
@@ -48,6 +52,7 @@ class Options {
   // An independent copy: the same values, its own read record (a config copied as a value).
   Options clone() const;
 
+  // Whether `key` has a value (a key written with none has not).
   bool has(const std::string& key) const;
   bool empty() const;
   const std::string& where() const;
@@ -74,10 +79,11 @@ class Options {
   template <typename T>
   std::vector<T> get_list(const std::string& key, const std::vector<T>& fallback) const;
 
-  // Throws "[where] unknown option 'x'; known: a, b, c" for the first key never read.
+  // Throws "[where] unknown option 'x'; known: a, b, c" for the first key never read (with
+  // unknown_key_hint's words where the key holds a colon).
   void check_all_used() const;
-  // The keys present but never read, and every key asked for (present or not), each sorted: for
-  // a reader that reports unknown keys in its own words (train/config.cpp).
+  // The keys present (with a value or not) but never read, and every key asked for (present or
+  // not), each sorted: for a reader that reports unknown keys in its own words (train/config.cpp).
   std::vector<std::string> unread() const;
   std::vector<std::string> asked() const;
 
@@ -98,6 +104,7 @@ class Options {
   struct State {
     std::string where;
     std::map<std::string, Value> values;
+    std::set<std::string> no_value;          // keys written with no value (set_no_value)
     std::set<std::string> read;              // every key asked for, present or not
     std::map<std::string, Value> fallbacks;  // get / get_list: the fallback each key was read with
     std::set<std::string> ambiguous;         // keys read with different fallbacks
@@ -107,5 +114,9 @@ class Options {
   void record_fallback(const std::string& key, const Value& fallback) const;
   std::shared_ptr<State> state_;
 };
+
+// " (YAML ...)" when an unknown `key` holds a colon not followed by a space (`type:linear`: YAML
+// takes the whole text as one key with no value), else "": appended to unknown-key errors.
+std::string unknown_key_hint(const std::string& key);
 
 }  // namespace relpos

@@ -287,4 +287,8 @@ RunConfig parse_config(const std::string& yaml_text, const std::string& origin,
   return finish(parse_config_yaml(yaml_text, origin), origin, overrides);
 }
 
+RunConfig load_written_config(const std::string& path) {
+  return finish(load_written_config_yaml(path), path, {});
+}
+
 }  // namespace relpos

@@ -131,8 +131,11 @@ void complete_config(RunConfig& config);
 std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after,
                                             const ConfigDefaults& after_defaults = {});
 
-// Parses resolved YAML text (e.g. from a checkpoint); `origin` names it in errors.
+// Parses resolved YAML text relpos wrote (e.g. from a checkpoint; parse_config_yaml);
+// `origin` names it in errors.
 RunConfig parse_config(const std::string& yaml_text, const std::string& origin,
                        const std::vector<std::string>& overrides = {});
+// The same, of a run's config.yaml at `path`.
+RunConfig load_written_config(const std::string& path);
 
 }  // namespace relpos

@@ -11,9 +11,11 @@
 namespace relpos {
 namespace {
 
-// Every leaf of `node` as "a.b.c" -> its YAML text (lists and scalars whole).
+// Every leaf of `node` as "a.b.c" -> its YAML text (lists and scalars whole); a key with no
+// value (an older checkpoint's `mem_len: ~`) is left out, as it means none.
 void flatten(const YAML::Node& node, const std::string& prefix,
              std::map<std::string, std::string>& out) {
+  if (node.IsNull()) return;
   if (node.IsMap()) {
     for (const auto& entry : node)
       flatten(entry.second,

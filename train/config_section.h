@@ -120,12 +120,7 @@ class ConfigSection {
     if (!node_ || node_.IsNull()) return options;
     for (const auto& entry : node_) {
       const auto key = entry.first.as<std::string>();
-      if (known_.count(key)) continue;
-      // A null value (`--set model.mem_len=null`) is no value, as for the keys read here.
-      if (entry.second.IsNull())
-        known_.insert(key);
-      else
-        add_option(key, where(key), entry.second, options);
+      if (!known_.count(key)) add_option(key, where(key), entry.second, options);
     }
     return options;
   }
@@ -157,8 +152,9 @@ class ConfigSection {
     for (const auto& entry : node_) {
       const auto key = entry.first.as<std::string>();
       if (known_.count(key)) continue;
-      throw Error(fmt::format("[{}] unknown key '{}'; valid keys{}: {}", kWho, where(key),
-                              path_.empty() ? "" : " of '" + path_ + "'", fmt::join(known_, ", ")));
+      throw Error(fmt::format("[{}] unknown key '{}'; valid keys{}: {}{}", kWho, where(key),
+                              path_.empty() ? "" : " of '" + path_ + "'", fmt::join(known_, ", "),
+                              unknown_key_hint(key)));
     }
   }
 
@@ -174,8 +170,10 @@ class ConfigSection {
   static void add_option(const std::string& name, const std::string& path, const YAML::Node& value,
                          Options& options) {
     if (value.IsNull()) {
-      // `--set optimizer.lr=null`: no value (it removes a base's), the component's default, as
-      // for the keys read here and by rest().
+      // `lr: ~` where no base sets lr (a base's is removed when the files and overrides are
+      // merged, train/config_yaml.h): the component's default if it reads the key, an unknown
+      // key if it does not.
+      options.set_no_value(name);
       return;
     }
     if (value.IsSequence()) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 #include "train/config.h"
@@ -119,13 +120,37 @@ std::string read_config_text(const fs::path& path) {
   return text;
 }
 
+// Sets `key` of `mapping` to `value`; a null value removes a value the mapping holds (`mem_len:
+// null` takes the default again) and is kept only where there is none to remove, as a key
+// written with no value, which its reader then takes for its default or refuses as unknown.
+void set_or_remove(YAML::Node mapping, const std::string& key, const YAML::Node& value) {
+  const YAML::Node held = std::as_const(mapping)[key];
+  if (value.IsNull() && held && !held.IsNull())
+    mapping.remove(key);
+  else
+    mapping[key] = value;
+}
+
+// Removes every key of the mappings of `node` that holds no value (null).
+void remove_keys_without_value(YAML::Node node) {
+  if (!node.IsMap()) return;
+  std::vector<std::string> empty;
+  for (const auto& entry : node)
+    if (entry.second.IsNull())
+      empty.push_back(entry.first.Scalar());
+    else
+      remove_keys_without_value(entry.second);
+  for (const std::string& key : empty) node.remove(key);
+}
+
 // `over` merged into a copy of `base`: mappings key by key (recursively), anything else replaced.
 YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
   if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
   YAML::Node out = YAML::Clone(base);
   for (const auto& entry : over) {
     const auto key = entry.first.as<std::string>();
-    out[key] = out[key] ? merged(out[key], entry.second) : YAML::Clone(entry.second);
+    const YAML::Node held = std::as_const(out)[key];
+    set_or_remove(out, key, held ? merged(held, entry.second) : YAML::Clone(entry.second));
   }
   return out;
 }
@@ -195,7 +220,7 @@ void apply_override(YAML::Node& root, const std::string& text) {
     nodes.push_back(child);
   }
   RELPOS_CHECK(!keys.back().empty(), kWho, "override '{}': empty key in '{}'", text, path);
-  nodes.back()[keys.back()] = value;
+  set_or_remove(nodes.back(), keys.back(), value);
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
@@ -208,9 +233,14 @@ YAML::Node load_config_yaml(const std::string& path) {
 }
 
 YAML::Node parse_config_yaml(const std::string& text, const std::string& origin) {
-  const YAML::Node root = load_document(text, fmt::format("'{}'", origin));
+  YAML::Node root = load_document(text, fmt::format("'{}'", origin));
   RELPOS_CHECK(root.IsMap(), kWho, "'{}' must be a mapping at the top level", origin);
+  remove_keys_without_value(root);
   return root;
+}
+
+YAML::Node load_written_config_yaml(const std::string& path) {
+  return parse_config_yaml(read_config_text(path), path);
 }
 
 std::string text_override(const std::string& key, const std::string& value) {

@@ -389,6 +389,18 @@ refused "a folder where a split file belongs" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet
 rmdir "$tmp/listops/basic_val.tsv"
 mv "$tmp/listops/basic_val.tsv.saved" "$tmp/listops/basic_val.tsv"
+# A key written with no value that no base gives one was accepted and meant nothing: `{type:linear}`
+# (no space after the colon) is YAML's key "type:linear" without a value, and trained the default
+# softmax attention; `--set model.mystery=null` was accepted too.
+refused "a mapping's key without a space after its colon" \
+  "^relpos: \[model.attention\] unknown option 'type:linear'; known: dropout, fused, type \(YAML needs a space after a key's colon: 'type: linear', not 'type:linear'\)$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set 'model.attention={type:linear}'
+sed 's/max_len: 64, batch_size: 8/max_len:64, batch_size: 8/' "$tmp/listops.yaml" >"$tmp/colon.yaml"
+refused "a section's key without a space after its colon, in a file" \
+  "^relpos: \[config\] unknown key 'data.max_len:64'; valid keys of 'data': .* \(YAML needs a space after a key's colon: 'max_len: 64', not 'max_len:64'\)$" \
+  -- "$relpos" train "$tmp/colon.yaml" --quiet
+refused "null on a key nothing reads" "^relpos: \[config\] unknown key 'model.mystery'; valid keys of 'model': " \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.mystery=null
 # Sizes that contradict the data are refused before step 1, by key (they failed inside it, in the
 # loss, the embedding or "the training loader ran dry"); so is a number that is not finite (an
 # inf eps passed every ">= 0" check and made the first loss NaN).

@@ -95,3 +95,25 @@ TEST_CASE("options: numbers are finite") {
   CHECK(test::error_of([&] { (void)o.get<double>("eps", 1e-6); }) ==
         "[model.attention] option 'eps' must be a finite number, got 'inf'");
 }
+
+TEST_CASE(
+    "options: a key written with no value reads as left out, and nothing reading it is an error") {
+  Options o("model.attention");
+  o.set("type", "linear").set_no_value("feature_map").set_no_value("type:dpfp");
+  CHECK_FALSE(o.has("feature_map"));
+  CHECK(o.get<std::string>("feature_map", "elu1") == "elu1");
+  CHECK(o.get<std::string>("type", "softmax") == "linear");
+  CHECK(o.unread() == std::vector<std::string>{"type:dpfp"});
+  // `{type:dpfp}` is YAML's key "type:dpfp" with no value: refused, with what was meant.
+  CHECK(test::error_of([&] { o.check_all_used(); }) ==
+        "[model.attention] unknown option 'type:dpfp'; known: feature_map, type (YAML needs a "
+        "space after a key's colon: 'type: dpfp', not 'type:dpfp')");
+  // Copies keep the keys without a value; a value set later replaces the mark.
+  Options copy = o.clone();
+  CHECK(copy.unread() == std::vector<std::string>{"feature_map", "type", "type:dpfp"});
+  copy.set("type:dpfp", "1");
+  CHECK(copy.has("type:dpfp"));
+  CHECK(unknown_key_hint("feature_map") == "");
+  CHECK(unknown_key_hint("a: b") == "");
+  CHECK(unknown_key_hint("lr:") == "");
+}

@@ -104,6 +104,64 @@ TEST_CASE("config: --set overrides scalars, lists and new keys") {
   CHECK(c.yaml.find("num_layers: 5") != std::string::npos);
 }
 
+TEST_CASE("config: null removes the value a base or an earlier --set gave a key, and only that") {
+  test::ScratchDir dir;
+  dir.write("base.yaml", R"(
+model: {type: transformer_xl, num_layers: 1, mem_len: 8, attention: {type: rel_xl, dropout: 0.1}}
+data: {dataset: chars, tgt_len: 8}
+optimizer: {type: adam, lr: 1.0e-3}
+eval: {mem_len: 16}
+train: {steps: 10}
+)");
+  // The shipped transformer_lm config's way: a key its type does not read, removed.
+  const std::string lm = dir.write("lm.yaml", R"(
+base: base.yaml
+model: {type: transformer_lm, mem_len: null, attention: softmax}
+eval: {mem_len: ~}
+)");
+  const RunConfig c = load_config(lm);
+  CHECK(c.model.type == "transformer_lm");
+  CHECK_FALSE(c.eval.mem_len.has_value());
+  CHECK(c.yaml.find("mem_len") == std::string::npos);
+  CHECK(load_config(lm, {"optimizer.lr=null"}).optimizer.get<double>("lr", 7) == 7);
+  // A known key with no value and nothing to remove is its default.
+  CHECK(load_config(lm, {"model.max_len=~", "model.positional=null"}).model.max_len == 0);
+
+  // A null that removes nothing on a key nothing reads is an unknown key, wherever it is written;
+  // `{type:linear}` (no space after the colon) is the key "type:linear" with no value.
+  CHECK(load_error(lm, {"model.mystery=null"})
+            .find("[config] unknown key 'model.mystery'; valid keys of 'model': ") == 0);
+  CHECK(load_error(lm, {"data.mystery="}).find("[config] unknown key 'data.mystery'") == 0);
+  CHECK(load_error(lm, {"optimizer.mystery=null"})
+            .find("[optimizer] unknown option 'mystery'; known: ") == 0);
+  // (The attention's keys are refused when the model is built: test_bad_input.sh.)
+  const RunConfig colon = load_config(lm, {"model.attention={type:linear}"});
+  CHECK(colon.model.attention.unread() == std::vector<std::string>{"type:linear"});
+  CHECK(test::error_of([&] {
+          colon.model.attention.check_all_used();
+        }).find("(YAML needs a space after a key's colon: 'type: linear', not 'type:linear')") !=
+        std::string::npos);
+  CHECK(load_error(lm, {"train={steps:2}"})
+            .find("[config] unknown key 'train.steps:2'; valid keys of 'train': ") == 0);
+  const std::string typo = dir.write("typo.yaml", "base: base.yaml\nmodel: {num_layers:4}\n");
+  CHECK(load_error(typo).find("[config] unknown key 'model.num_layers:4'") == 0);
+  CHECK(load_error(typo).find("(YAML needs a space after a key's colon: 'num_layers: 4', not "
+                              "'num_layers:4')") != std::string::npos);
+
+  // Text relpos wrote (a checkpoint's) drops keys without a value: older versions kept the
+  // removed `mem_len: ~` of a transformer_lm, which no reader knows.
+  std::string written = c.yaml;
+  const size_t at = written.find("  type: transformer_lm");
+  REQUIRE(at != std::string::npos);
+  written.insert(at, "  mem_len: ~\n");
+  const RunConfig again = parse_config(written, "checkpoint");
+  CHECK(again.model.type == "transformer_lm");
+  CHECK(test::error_of([&] {
+          parse_config(written, "checkpoint", {"model.mystery=~"});
+        }).find("[config] unknown key 'model.mystery'") == 0);
+  CHECK(trajectory_changes(written, c.yaml).empty());
+}
+
 TEST_CASE("config: every user error names the key path and what is valid") {
   test::ScratchDir dir;
   const std::string good = dir.write("good.yaml", kMinimal);
@@ -320,8 +378,10 @@ TEST_CASE("config: every user error names the key path and what is valid") {
       CHECK(load_error(good, {refusal.first}) == refusal.second);
     }
     // null is no value in a component's mapping too, as `model.mem_len: null` (it was "nested
-    // mappings are not options"): the component's default, written into the resolved text.
-    const RunConfig nulled = load_config(good, {"optimizer.weight_decay=null", "schedule.cycles="});
+    // mappings are not options"): the component's default, written into the resolved text (the
+    // value removed, or a key the component reads with none to remove).
+    const RunConfig nulled = load_config(
+        good, {"optimizer.weight_decay=null", "schedule={type: cosine}", "schedule.cycles="});
     CHECK(nulled.yaml.find("  weight_decay: 0.01\n") != std::string::npos);
     CHECK(
         load_error(good, {"schedule={type: cosine, warmup: 10}"}).find("unknown option 'warmup'") !=

@@ -54,7 +54,7 @@ MemoryEval memory_eval(const fs::path& run, bool report_only) {
   }
   // The memory it trained with, from the run's resolved config (its eval.mem_len may differ:
   // Transformer-XL's evaluates enwik8 with 2,100 after training with 512).
-  m.mem_len = training_mem_len(load_config((run / "config.yaml").string()));
+  m.mem_len = training_mem_len(load_written_config((run / "config.yaml").string()));
   Json bpc = Json::object();
   for (int64_t multiple : kMultiples) {
     try {
