@@ -28,7 +28,9 @@ class ConfigSection {
   // `node` is a mapping (or null, which becomes one) of the tree being read.
   ConfigSection(YAML::Node node, std::string path, std::shared_ptr<ConfigDefaults> defaults)
       : node_(std::move(node)), path_(std::move(path)), defaults_(std::move(defaults)) {
-    RELPOS_CHECK(node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping", path_);
+    RELPOS_CHECK(node_.IsNull() || node_.IsMap(), kWho, "'{}' must be a mapping, got {}{}", path_,
+                 node_.IsScalar() ? "'" + node_.Scalar() + "'" : "a list",
+                 node_.IsScalar() ? unknown_key_hint(node_.Scalar()) : "");
   }
 
   // An optional key keeps its value unset when the mapping lacks it.

@@ -248,7 +248,12 @@ TEST_CASE("config: every user error names the key path and what is valid") {
           "[model] option 'tied_blocks' must be true or false, got 'maybe'");
     CHECK(load_error(good, {"model.num_layers=[1, 2]"}) ==
           "[config] model.num_layers: expected an integer, got a list");
-    CHECK(load_error(good, {"model=3"}) == "[config] 'model' must be a mapping");
+    CHECK(load_error(good, {"model=3"}) == "[config] 'model' must be a mapping, got '3'");
+    CHECK(load_error(good, {"train=[1]"}) == "[config] 'train' must be a mapping, got a list");
+    // A block mapping's one key without the space after its colon is a scalar.
+    CHECK(load_error(dir.write("block.yaml", "model:\n  num_layers:4\n")) ==
+          "[config] 'model' must be a mapping, got 'num_layers:4' (YAML needs a space after a "
+          "key's colon: 'num_layers: 4', not 'num_layers:4')");
     const std::string grid = "model.positions=learned2d";
     CHECK(load_error(good, {grid, "model.position_grid={a: 1}"}) ==
           "[config] model.position_grid: nested mappings are not options");
