@@ -188,15 +188,11 @@ lm_cases=(
   "causal_performer_sinusoidal_f64:model.type=causal_lm;model.mem_len=0;model.positions=sinusoidal;model.dtype=f64;model.attention={type: linear, feature_map: performer, num_features: 8}"
   "causal_cosformer_default_len:model.type=causal_lm;model.attention={type: linear, feature_map: cosformer}"
   "causal_softmax_skew_memory:model.type=causal_lm;model.attention={type: softmax};model.positional={type: skew}"
+  # transformer_lm has no memory: null removes the base's mem_len.
+  "transformer_lm_learned:model.type=transformer_lm;model.mem_len=null;model.positions=learned;model.max_len=64;model.attention=softmax"
+  "transformer_lm_sinusoidal_pre_tied:model.type=transformer_lm;model.mem_len=null;model.positions=sinusoidal;model.norm=pre;model.tie_weights=true;model.attention={type: softmax, fused: false}"
 )
 train_and_check lm reference_lm.py "${lm_cases[@]}"
-# transformer_lm (no memory key): learned positions, and sinusoidal ones with pre-LN and tied
-# output weights.
-sed 's/, mem_len: 8}/}/; s/type: transformer_xl/type: transformer_lm/' "$tmp/lm.yaml" \
-  >"$tmp/transformer_lm.yaml"
-train_and_check transformer_lm reference_lm.py \
-  "learned:model.positions=learned;model.max_len=64;model.attention=softmax" \
-  "sinusoidal_pre_tied:model.positions=sinusoidal;model.norm=pre;model.tie_weights=true;model.attention={type: softmax, fused: false}"
 # A wider evaluation context of Transformer-XL (its relative attention takes any).
 check "lm txl with eval.mem_len 24, eval.tgt_len 5" "$tmp/txl" reference_lm.py \
   eval.mem_len=24 eval.tgt_len=5
