@@ -32,17 +32,15 @@ bool parse(const std::string& s, int64_t& out) {
 bool parse(const std::string& s, int& out) {
   return parse_int(s, out);
 }
-// Finite only: no setting takes inf or nan (an inf eps or init std passed every ">= 0" check
-// and turned the first loss into NaN, far from its key).
+// YAML's decimal numbers (an optional sign, digits with an optional point, an optional
+// exponent), finite only: no setting takes inf or nan (an inf eps or init std passed every
+// ">= 0" check and turned the first loss into NaN, far from its key). C's hexadecimal floats
+// (0x1p-10), which strtod reads, are not YAML numbers and are refused as integers are.
 bool parse(const std::string& s, double& out) {
-  if (s.empty()) return false;
-  size_t used = 0;
-  try {
-    out = std::stod(s, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return used == s.size() && std::isfinite(out);
+  const char* begin = s.data() + (s.size() > 1 && s[0] == '+' && s[1] != '-');
+  const char* end = s.data() + s.size();
+  const auto [stop, ec] = std::from_chars(begin, end, out, std::chars_format::general);
+  return ec == std::errc() && stop == end && std::isfinite(out);
 }
 
 template <typename T>

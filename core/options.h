@@ -18,8 +18,9 @@
 namespace relpos {
 
 // Reads a scalar as every config key is read, here and by the config's sections: bool (true,
-// True, yes, on, 1 / false, False, no, off, 0), integers (decimal), finite numbers, text. False
-// when `text` is not a T. Defined for std::string, bool, int64_t, int, double.
+// True, yes, on, 1 / false, False, no, off, 0), integers (decimal), finite decimal numbers
+// (1e-3, -.5, +2.0; not C's 0x1p-10), text. False when `text` is not a T. Defined for
+// std::string, bool, int64_t, int, double.
 template <typename T>
 bool parse_scalar(const std::string& text, T& out);
 // The text a config holds for `value`, which parse_scalar reads back as the same value (numbers

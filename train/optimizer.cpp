@@ -4,7 +4,6 @@
 #include <fnmatch.h>
 
 #include <cmath>
-#include <exception>
 #include <string>
 
 #include "core/error.h"
@@ -117,13 +116,7 @@ std::vector<LrGroup> read_lr_groups(const Options& options) {
                  "each entry is PATTERN=LR (as \"*.positional.*=1e-2\"), got '{}'", entry);
     LrGroup g{entry.substr(0, eq), 0};
     const std::string rate = entry.substr(eq + 1);
-    size_t used = 0;
-    try {
-      g.lr = std::stod(rate, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    RELPOS_CHECK(used == rate.size() && std::isfinite(g.lr) && g.lr > 0, where,
+    RELPOS_CHECK(parse_scalar(rate, g.lr) && g.lr > 0, where,
                  "'{}': the rate after '=' must be a finite number > 0, got '{}'", entry, rate);
     groups.push_back(std::move(g));
   }

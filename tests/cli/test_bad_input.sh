@@ -416,6 +416,10 @@ refused "drop_last with a batch past the split" \
 refused "an inf eps" \
   "^relpos: \[model.attention\] option 'eps' must be a finite number, got 'inf'$" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.attention.eps=inf
+# C's hexadecimal floats, which strtod reads, were taken as numbers (integers refused hex).
+refused "a hexadecimal lr" \
+  "^relpos: \[optimizer\] option 'lr' must be a finite number, got '0x1p-10'$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set optimizer.lr=0x1p-10
 # A model.max_len below the tokens the data keeps failed at the first long example, leaving the
 # run folder; a language model's keys on a classifier were accepted and ignored; an accumulate of
 # more batches than an epoch has read the data over and over for one update (10^11: for ever).

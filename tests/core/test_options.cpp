@@ -2,6 +2,8 @@
 // so a run can write down what every key it left out meant.
 #include <doctest/doctest.h>
 
+#include <utility>
+
 #include "core/options.h"
 #include "core/shape.h"
 #include "tests/harness.h"
@@ -84,11 +86,19 @@ TEST_CASE("options: get_size reads a size between its least value and 2^40") {
   CHECK(o.defaults().at("window").scalar == "16");  // recorded as get records it
 }
 
-TEST_CASE("options: numbers are finite") {
+TEST_CASE("options: numbers are finite decimal numbers, as YAML writes them") {
   double x = 0;
-  for (const char* text : {"inf", "-inf", "nan", "infinity", "1e400"}) {
+  for (const char* text : {"inf", "-inf", "nan", "infinity", "1e400", "0x1p-10", "0x10", "-0x1p2",
+                           "", "+", "-", "++1", "+-1", " 1", "1 ", "1e", "1,5", ".", "1e-3f"}) {
     CAPTURE(text);
     CHECK_FALSE(parse_scalar(std::string(text), x));
+  }
+  const std::pair<const char*, double> good[] = {{"1e-3", 1e-3}, {"-.5", -0.5}, {"+2.0", 2.0},
+                                                 {"5.", 5.0},    {"3", 3.0},    {"-1E+2", -100.0}};
+  for (const auto& number : good) {
+    CAPTURE(number.first);
+    REQUIRE(parse_scalar(std::string(number.first), x));
+    CHECK(x == number.second);
   }
   Options o("model.attention");
   o.set("eps", "inf");

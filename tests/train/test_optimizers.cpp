@@ -217,7 +217,7 @@ TEST_CASE("lr_groups: bad entries, unmatched patterns and doubly matched paramet
   CHECK(message({"*.positional.*=0.3"}).empty());
   CHECK(message({"*.positional.*=0.3", "head.*=0.01"}).empty());
   for (const char* bad : {"*.positional.*", "=0.1", "head.*=", "head.*=fast", "head.*=0",
-                          "head.*=-1", "head.*=inf", "head.*=1e-2x"}) {
+                          "head.*=-1", "head.*=inf", "head.*=1e-2x", "head.*=0x1p-4"}) {
     CAPTURE(bad);
     const std::string m = message({bad});
     CHECK(m.find("optimizer.lr_groups") != std::string::npos);
