@@ -1,6 +1,7 @@
 // Options (core/options.h): typed, tracked reads of a component's YAML mapping.
 #include "core/options.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -21,9 +22,15 @@ bool parse(const std::string& s, bool& out) {
   if (s == "false" || s == "False" || s == "no" || s == "off" || s == "0") return out = false, true;
   return false;
 }
+// Where from_chars starts reading a number: past YAML's optional '+' (from_chars reads '-' only).
+const char* number_start(const std::string& s) {
+  const bool plus = s.size() > 1 && s[0] == '+' &&
+                    (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
+  return s.data() + plus;
+}
 template <typename Int>
 bool parse_int(const std::string& s, Int& out) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  auto [end, ec] = std::from_chars(number_start(s), s.data() + s.size(), out);
   return ec == std::errc() && end == s.data() + s.size();
 }
 bool parse(const std::string& s, int64_t& out) {
@@ -37,9 +44,8 @@ bool parse(const std::string& s, int& out) {
 // ">= 0" check and turned the first loss into NaN, far from its key). C's hexadecimal floats
 // (0x1p-10), which strtod reads, are not YAML numbers and are refused as integers are.
 bool parse(const std::string& s, double& out) {
-  const char* begin = s.data() + (s.size() > 1 && s[0] == '+' && s[1] != '-');
   const char* end = s.data() + s.size();
-  const auto [stop, ec] = std::from_chars(begin, end, out, std::chars_format::general);
+  const auto [stop, ec] = std::from_chars(number_start(s), end, out, std::chars_format::general);
   return ec == std::errc() && stop == end && std::isfinite(out);
 }
 
@@ -74,7 +80,7 @@ template <typename T>
 T parse_or_throw(const std::string& where, const std::string& key, const std::string& text) {
   T out{};
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {  // an integer past T's range
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    const auto [end, ec] = std::from_chars(number_start(text), text.data() + text.size(), out);
     RELPOS_CHECK(ec != std::errc::result_out_of_range, where,
                  "option '{}' must be an integer from {} to {}, got '{}'", key,
                  std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), text);

@@ -86,7 +86,7 @@ TEST_CASE("options: get_size reads a size between its least value and 2^40") {
   CHECK(o.defaults().at("window").scalar == "16");  // recorded as get records it
 }
 
-TEST_CASE("options: numbers are finite decimal numbers, as YAML writes them") {
+TEST_CASE("options: numbers are decimal as YAML writes them, and finite") {
   double x = 0;
   for (const char* text : {"inf", "-inf", "nan", "infinity", "1e400", "0x1p-10", "0x10", "-0x1p2",
                            "", "+", "-", "++1", "+-1", " 1", "1 ", "1e", "1,5", ".", "1e-3f"}) {
@@ -100,6 +100,15 @@ TEST_CASE("options: numbers are finite decimal numbers, as YAML writes them") {
     REQUIRE(parse_scalar(std::string(number.first), x));
     CHECK(x == number.second);
   }
+  int64_t i = 0;
+  for (const char* text : {"0x10", "+-4", "++4", "+", "4.0", "1e3", " 4", "+ 4"}) {
+    CAPTURE(text);
+    CHECK_FALSE(parse_scalar(std::string(text), i));
+  }
+  REQUIRE(parse_scalar(std::string("+4"), i));
+  CHECK(i == 4);
+  REQUIRE(parse_scalar(std::string("-4"), i));
+  CHECK(i == -4);
   Options o("model.attention");
   o.set("eps", "inf");
   CHECK(test::error_of([&] { (void)o.get<double>("eps", 1e-6); }) ==
