@@ -73,6 +73,20 @@ int second_document_line(const std::string& text) {
   return 0;
 }
 
+// What a YAML syntax error on `line` (1-based) meant when that line or the one before indents
+// with a tab, which YAML forbids and yaml-cpp reports as "illegal map value" and the like.
+std::string tab_hint(const std::string& text, int line) {
+  std::istringstream in(text);
+  std::string l;
+  for (int at = 1; at <= line && std::getline(in, l); ++at) {
+    const size_t indent = l.find_first_not_of(" \t");
+    if (at >= line - 1 && indent != std::string::npos &&
+        l.substr(0, indent).find('\t') != std::string::npos)
+      return fmt::format(" (line {} indents with a tab; YAML indents with spaces)", at);
+  }
+  return "";
+}
+
 // The one YAML document of `text`, checked as above; errors name `where`.
 YAML::Node load_document(const std::string& text, const std::string& where) {
   const size_t nul = text.find('\0');
@@ -89,7 +103,9 @@ YAML::Node load_document(const std::string& text, const std::string& where) {
     throw Error(fmt::format("[{}] {} line {}: nested deeper than the YAML reader allows", kWho,
                             where, e.mark.line + 1));
   } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("[{}] {} line {}: {}", kWho, where, e.mark.line + 1, e.msg));
+    const bool says_tab = e.msg.find("tab") != std::string::npos;
+    throw Error(fmt::format("[{}] {} line {}: {}{}", kWho, where, e.mark.line + 1, e.msg,
+                            says_tab ? "" : tab_hint(text, e.mark.line + 1)));
   }
   int64_t values = 0;
   check_tree(node, where, values);

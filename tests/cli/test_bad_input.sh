@@ -399,6 +399,11 @@ sed 's/max_len: 64, batch_size: 8/max_len:64, batch_size: 8/' "$tmp/listops.yaml
 refused "a section's key without a space after its colon, in a file" \
   "^relpos: \[config\] unknown key 'data.max_len:64'; valid keys of 'data': .* \(YAML needs a space after a key's colon: 'max_len: 64', not 'max_len:64'\)$" \
   -- "$relpos" train "$tmp/colon.yaml" --quiet
+# yaml-cpp names a tab that indents a line only as "illegal map value".
+{ echo "base: $tmp/listops.yaml"; printf 'model:\n\tnum_layers: 1\n'; } >"$tmp/tab.yaml"
+refused "a line indented with a tab" \
+  "^relpos: \[config\] '$tmp/tab.yaml' line 3: illegal map value \(line 3 indents with a tab; YAML indents with spaces\)$" \
+  -- "$relpos" train "$tmp/tab.yaml" --quiet
 refused "null on a key nothing reads" "^relpos: \[config\] unknown key 'model.mystery'; valid keys of 'model': " \
   -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.mystery=null
 # Sizes that contradict the data are refused before step 1, by key (they failed inside it, in the

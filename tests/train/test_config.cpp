@@ -195,6 +195,18 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     CHECK(test::error_of([] { parse_config("a: 1\na: 2\n", "text"); }) ==
           "[config] 'text' line 2: key 'a' repeats the one on line 1");
   }
+  SUBCASE("a line indented with a tab is named as such") {
+    // yaml-cpp says only "illegal map value" or the like.
+    CHECK(test::error_of([] { parse_config("seed: 1\nmodel:\n\tnum_layers: 2\n", "text"); }) ==
+          "[config] 'text' line 3: illegal map value (line 3 indents with a tab; YAML indents "
+          "with spaces)");
+    CHECK(
+        test::error_of([] { parse_config("model:\n  num_layers: 2\n \t mlp_dim: 8\n", "text"); }) ==
+        "[config] 'text' line 3: illegal tab when looking for indentation");  // said already
+    // Tabs elsewhere are not the cause: no hint.
+    CHECK(test::error_of([] { parse_config("a:\tb\nc: [\n", "text"); }).find("tab") ==
+          std::string::npos);
+  }
   SUBCASE("keys are plain names; one document; no NUL; aliases cannot expand without bound") {
     // A list as a key was an internal error ("bad conversion"); a second document was ignored;
     // a NUL byte cut the text; ten levels of nine aliases each (1 KB) ran for hours.
