@@ -39,6 +39,10 @@ void check_tree(const YAML::Node& node, const std::string& where, int64_t& value
     RELPOS_CHECK(entry.first.IsScalar(), kWho, "{} line {}: a key must be a plain name, not a {}",
                  where, line, entry.first.IsMap() ? "mapping" : "list or nothing");
     const std::string key = entry.first.Scalar();
+    RELPOS_CHECK(key != "<<", kWho,
+                 "{} line {}: YAML merge keys (<<) are not read; write the keys out, or build on "
+                 "another file with 'base:'",
+                 where, line);
     const auto [it, fresh] = first_line.emplace(key, line);
     RELPOS_CHECK(fresh, kWho, "{} line {}: key '{}' repeats the one on line {}", where, line, key,
                  it->second);

@@ -226,6 +226,11 @@ TEST_CASE("config: every user error names the key path and what is valid") {
     // yaml-cpp's LoadAll looped for ever on a text starting with ',' (found by fuzz_config).
     CHECK(test::error_of([] { parse_config(", a: 1\n", "text"); }) ==
           "[config] 'text' must be a mapping at the top level");
+    // A merge key was read as a key named "<<" ("model.<<: nested mappings are not options").
+    CHECK(
+        test::error_of([] { parse_config("d: &d {num_layers: 1}\nmodel: {<<: *d}\n", "text"); }) ==
+        "[config] 'text' line 2: YAML merge keys (<<) are not read; write the keys out, or build "
+        "on another file with 'base:'");
     CHECK(test::error_of([&] { parse_config(base + std::string(1, '\0') + "x: 1\n", "text"); }) ==
           "[config] 'text' byte 46: a NUL byte; a configuration is text");
     std::string bomb = base + "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
