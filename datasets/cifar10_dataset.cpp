@@ -13,6 +13,7 @@ class Cifar10Source final : public DatasetSource {
  public:
   explicit Cifar10Source(const Options&) {}
   int64_t default_length() const override { return 1024; }
+  bool fixed_length() const override { return true; }
   Dataset read_split(const DataFolder& folder, const std::string& split, int64_t) const override {
     // The folder of the .bin batches, or the one the archive unpacks into.
     const std::filesystem::path unpacked =

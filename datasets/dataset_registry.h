@@ -42,6 +42,9 @@ class DatasetSource {
   virtual ~DatasetSource() = default;
   // Content tokens per sequence (per document for pairs) when data.max_len is 0; 0 for a stream.
   virtual int64_t default_length() const { return 0; }
+  // Whether every example has exactly default_length() tokens (an image), so that data.max_len
+  // cannot cut or pad it.
+  virtual bool fixed_length() const { return false; }
   // Whether each example is a pair of documents (tokens and tokens2).
   virtual bool pairs() const { return false; }
   // Classification: split "train", "val" or "test", every sequence cut to `max_len` tokens.

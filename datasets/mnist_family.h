@@ -19,6 +19,7 @@ class MnistFamilySource final : public DatasetSource {
  public:
   explicit MnistFamilySource(const Options& own);
   int64_t default_length() const override { return (28 / pool_) * (28 / pool_); }
+  bool fixed_length() const override { return true; }
   // train-images-idx3-ubyte + train-labels-idx1-ubyte (train, val), t10k-* (test).
   Dataset read_split(const DataFolder& folder, const std::string& split,
                      int64_t max_len) const override;

@@ -5,6 +5,10 @@
 // evaluation sums every rank's counts.
 #include <fmt/format.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "autograd/autocast.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
@@ -56,6 +60,28 @@ std::vector<int64_t> to_vector(const Tensor& t) {
   return {p, p + c.numel()};
 }
 
+// A model that reads whole images (model.max_len pixels, unpadded) refuses, before a run starts,
+// data with an example of another length; it failed at the first batch holding one.
+void check_whole_examples(const Classifier& model, const std::map<std::string, Dataset>& sets,
+                          bool pairs) {
+  const std::string reader = model.whole_examples_reader();
+  if (reader.empty()) return;
+  const int64_t length = model.config().max_len;
+  for (const auto& [split, set] : sets)
+    for (size_t i = 0; i < set.examples.size(); ++i) {
+      const Example& e = set.examples[i];
+      for (const std::vector<int32_t>* tokens : {&e.tokens, &e.tokens2}) {
+        if (tokens == &e.tokens2 && !pairs) continue;
+        const auto n = static_cast<int64_t>(tokens->size());
+        RELPOS_CHECK(n == length, "config",
+                     "{} reads whole images of {} pixels (model.max_len), but example {} of the "
+                     "{} split has {} tokens; it needs data whose every example is such an image "
+                     "(model.max_len 0: the data's length)",
+                     reader, length, i, split, n);
+      }
+    }
+}
+
 class ClassificationTask final : public Task {
  public:
   ClassificationTask(const RunConfig& config, Device device, const std::vector<std::string>& splits)
@@ -66,6 +92,7 @@ class ClassificationTask final : public Task {
     complete_model_config(model_config, config, first.vocab_size, first.num_classes);
     Generator gen(config.seed);
     model_ = make_classifier(model_config, gen);
+    check_whole_examples(*model_, sets_, is_pair_dataset(config.data));
     model_->to(device);
     for (const auto& [split, set] : sets_)
       loaders_[split] =

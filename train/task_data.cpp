@@ -23,8 +23,14 @@ TaskKind dataset_task_kind(const DataConfig& data) {
 }
 
 int64_t content_length(const DataConfig& data) {
-  if (data.max_len > 0) return data.max_len;
-  return make_dataset_source(data.dataset, data.own)->default_length();
+  const auto source = make_dataset_source(data.dataset, data.own);
+  const int64_t fixed = source->fixed_length() ? source->default_length() : 0;
+  // Image readers ignored it: the model was built for data.max_len tokens and failed at step 1.
+  RELPOS_CHECK(data.max_len == 0 || fixed == 0 || data.max_len == fixed, "config",
+               "data.max_len {} cannot apply to dataset '{}': each of its examples is an image "
+               "of {} tokens; remove data.max_len",
+               data.max_len, data.dataset, fixed);
+  return data.max_len > 0 ? data.max_len : source->default_length();
 }
 
 bool is_pair_dataset(const DataConfig& data) {

@@ -114,6 +114,7 @@ class DualEncoderClassifier final : public Classifier {
 
   int64_t num_classes() const override { return dual_.num_classes; }
   SpecialTokens special_tokens() const override { return encoder_->special_tokens(); }
+  std::string whole_examples_reader() const override { return encoder_->whole_images_reader(); }
   // A later cross attention carries every row to the pooled one: nothing is out of reach.
   std::vector<std::string> warnings() const override {
     return interaction_ != nullptr ? std::vector<std::string>{} : encoder_->warnings("encoder");

@@ -83,6 +83,9 @@ class TransformerEncoder : public Module {
 
   // The [CLS] / [SEP] ids the data must carry (cls: token), or none.
   SpecialTokens special_tokens() const { return classifier_.special_tokens(config_.vocab_size); }
+  // What reads whole images of max_len pixels ("input 'patches'", "positional 'fastrpb2d'"), or
+  // "" when nothing does.
+  const std::string& whole_images_reader() const { return whole_images_reader_; }
 
   // What a user should know about this encoder (registered under `name`), one line each: a
   // relative encoding in the last block whose term cannot reach the pooled CLS row (FastRPB

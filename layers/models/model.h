@@ -130,6 +130,9 @@ class Classifier : public Model {
   virtual int64_t num_classes() const = 0;
   // The [CLS] / [SEP] ids the data must carry (classifier key cls: token), or none.
   virtual SpecialTokens special_tokens() const = 0;
+  // What makes the model read whole examples of exactly model.max_len tokens, unpadded ("input
+  // 'patches'", "positional 'fastrpb2d'": images), or "" when it reads any length up to it.
+  virtual std::string whole_examples_reader() const { return ""; }
 
  protected:
   explicit Classifier(ModelConfig config) : Model(std::move(config)) {}

@@ -43,6 +43,7 @@ class SequenceClassifier final : public Classifier {
 
   int64_t num_classes() const override { return keys_.num_classes; }
   SpecialTokens special_tokens() const override { return encoder_->special_tokens(); }
+  std::string whole_examples_reader() const override { return encoder_->whole_images_reader(); }
   std::vector<std::string> warnings() const override { return encoder_->warnings("encoder"); }
 
  private:

@@ -74,6 +74,23 @@ for dims in "14 14" "28 27" "56 56"; do
     -- "$relpos" train "$tmp/mnist.yaml" --quiet
 done
 
+# Lengths an image cannot have: the image readers ignored data.max_len, and a model built for
+# another number of pixels than the images have failed at step 1.
+d=$tmp/mnist_28x28
+mkdir -p "$d"
+write_idx "$d/train-images-idx3-ubyte" images 16 28 28
+write_idx "$d/train-labels-idx1-ubyte" labels 16
+write_idx "$d/t10k-images-idx3-ubyte" images 8 28 28
+write_idx "$d/t10k-labels-idx1-ubyte" labels 8
+mnist_config "$d" >"$tmp/mnist.yaml"
+refused "data.max_len on images" \
+  "^relpos: \[config\] data.max_len 10 cannot apply to dataset 'mnist': each of its examples is an image of 49 tokens; remove data.max_len$" \
+  -- "$relpos" train "$tmp/mnist.yaml" --quiet --set data.max_len=10
+refused "a grid encoding of more pixels than the images have" \
+  "^relpos: \[config\] positional 'fastrpb2d' reads whole images of 100 pixels \(model.max_len\), but example 0 of the test split has 49 tokens; " \
+  -- "$relpos" train "$tmp/mnist.yaml" --quiet --set model.max_len=100 \
+  --set 'model.positional={type: fastrpb2d, grid: [10, 10]}'
+
 d=$tmp/mnist_gz
 mkdir -p "$d"
 write_idx "$d/train-images-idx3-ubyte.gz" images 16 28 28
@@ -415,6 +432,10 @@ refused "num_classes below the data's" \
 refused "vocab_size below the data's" \
   "^relpos: \[config\] model.vocab_size 3 is below the 17 symbols of dataset 'listops' \(0: the dataset's\)$" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet --set model.vocab_size=3
+# A grid encoding on text: every batch with padding failed, at the first one.
+refused "a grid encoding on examples of many lengths" \
+  "^relpos: \[config\] positional 'fastrpb2d' reads whole images of 64 pixels \(model.max_len\), but example [0-9]+ of the [a-z]+ split has [0-9]+ tokens; it needs data whose every example is such an image \(model.max_len 0: the data's length\)$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set 'model.positional={type: fastrpb2d, grid: [8, 8]}'
 refused "drop_last with a batch past the split" \
   "^relpos: \[config\] data.batch_size 100 is more than the 64 training examples and data.drop_last drops the short batch, so an epoch has none: lower data.batch_size or set data.drop_last: false$" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet --set data.batch_size=100 --set data.drop_last=true
