@@ -194,14 +194,15 @@ void add_generate_command(CLI::App& app, int& status) {
   CLI::App* sub =
       app.add_subcommand("generate", "Samples text from a trained language model after a prompt.");
   sub->footer(
-      "Samples N characters from a trained language model after the prompt and prints the\n"
-      "prompt, then each character as it is drawn. --top-k 1 takes the most likely character\n"
-      "every step; the same seed gives the same text.");
+      "Samples N symbols from a trained language model after the prompt and prints the\n"
+      "prompt, then each symbol as it is drawn. The symbols are bytes: a character outside\n"
+      "ASCII takes several, and a sample may end inside one. --top-k 1 takes the most likely\n"
+      "symbol every step; the same seed gives the same text.");
   sub->add_option("CHECKPOINT", a->checkpoint, "a language-model checkpoint")->required();
   sub->add_option("--prompt", a->prompt, "the text the sample continues")
       ->type_name("TEXT")
       ->required();
-  sub->add_option("--tokens", a->tokens, "characters to sample")->type_name("N")->required();
+  sub->add_option("--tokens", a->tokens, "symbols (bytes) to sample")->type_name("N")->required();
   sub->add_option("--temperature", a->temperature, "softmax temperature, > 0 (default 1)")
       ->type_name("T");
   sub->add_option("--top-k", a->top_k, "draw from the K most likely characters (default 0: all)")
