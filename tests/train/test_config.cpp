@@ -1,30 +1,18 @@
 // Run configuration: typed reading, base composition, --set overrides, and every user error
-// (unknown key, wrong type, missing file, bad override, include cycle) with its message.
+// (unknown key, wrong type, missing file, bad override, include cycle) with its message. The
+// YAML text itself (null, repeated keys, tabs, documents, aliases): test_config_yaml.cpp.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 
 #include "layers/models/classifier_config.h"
 #include "tests/harness.h"
+#include "tests/train/config_testing.h"
 #include "train/config.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
-
-namespace {
-
-constexpr const char* kMinimal = R"(
-model: {num_layers: 1}
-data: {dataset: mnist}
-optimizer: {type: adamw, lr: 1.0e-3}
-train: {steps: 10}
-)";
-
-std::string load_error(const std::string& path, const std::vector<std::string>& overrides = {}) {
-  return test::error_of([&] { load_config(path, overrides); });
-}
-
-}  // namespace
+using test::load_error;
 
 TEST_CASE("config: typed sections, defaults, derived names and the resolved text") {
   test::ScratchDir dir;
@@ -93,7 +81,7 @@ optimizer: {lr: 0.01}
 
 TEST_CASE("config: --set overrides scalars, lists and new keys") {
   test::ScratchDir dir;
-  const std::string path = dir.write("run.yaml", kMinimal);
+  const std::string path = dir.write("run.yaml", test::kMinimalConfig);
   const RunConfig c = load_config(path, {"model.num_layers=5", "train.steps=3",
                                          "model.positional={type: fastrpb2d, grid: [7, 7]}",
                                          "model.positional.grid=[14,14]", "data.dir=/elsewhere"});
@@ -104,67 +92,9 @@ TEST_CASE("config: --set overrides scalars, lists and new keys") {
   CHECK(c.yaml.find("num_layers: 5") != std::string::npos);
 }
 
-TEST_CASE("config: null removes the value a base or an earlier --set gave a key, and only that") {
-  test::ScratchDir dir;
-  dir.write("base.yaml", R"(
-model: {type: transformer_xl, num_layers: 1, mem_len: 8, attention: {type: rel_xl, dropout: 0.1}}
-data: {dataset: chars, tgt_len: 8}
-optimizer: {type: adam, lr: 1.0e-3}
-eval: {mem_len: 16}
-train: {steps: 10}
-)");
-  // The shipped transformer_lm config's way: a key its type does not read, removed.
-  const std::string lm = dir.write("lm.yaml", R"(
-base: base.yaml
-model: {type: transformer_lm, mem_len: null, attention: softmax}
-eval: {mem_len: ~}
-)");
-  const RunConfig c = load_config(lm);
-  CHECK(c.model.type == "transformer_lm");
-  CHECK_FALSE(c.eval.mem_len.has_value());
-  CHECK(c.yaml.find("mem_len") == std::string::npos);
-  CHECK(load_config(lm, {"optimizer.lr=null"}).optimizer.get<double>("lr", 7) == 7);
-  // A known key with no value and nothing to remove is its default.
-  CHECK(load_config(lm, {"model.max_len=~", "model.positional=null"}).model.max_len == 0);
-
-  // A null that removes nothing on a key nothing reads is an unknown key, wherever it is written;
-  // `{type:linear}` (no space after the colon) is the key "type:linear" with no value.
-  CHECK(load_error(lm, {"model.mystery=null"})
-            .find("[config] unknown key 'model.mystery'; valid keys of 'model': ") == 0);
-  CHECK(load_error(lm, {"data.mystery="}).find("[config] unknown key 'data.mystery'") == 0);
-  CHECK(load_error(lm, {"optimizer.mystery=null"})
-            .find("[optimizer] unknown option 'mystery'; known: ") == 0);
-  // (The attention's keys are refused when the model is built: test_bad_input.sh.)
-  const RunConfig colon = load_config(lm, {"model.attention={type:linear}"});
-  CHECK(colon.model.attention.unread() == std::vector<std::string>{"type:linear"});
-  CHECK(test::error_of([&] {
-          colon.model.attention.check_all_used();
-        }).find("(YAML needs a space after a key's colon: 'type: linear', not 'type:linear')") !=
-        std::string::npos);
-  CHECK(load_error(lm, {"train={steps:2}"})
-            .find("[config] unknown key 'train.steps:2'; valid keys of 'train': ") == 0);
-  const std::string typo = dir.write("typo.yaml", "base: base.yaml\nmodel: {num_layers:4}\n");
-  CHECK(load_error(typo).find("[config] unknown key 'model.num_layers:4'") == 0);
-  CHECK(load_error(typo).find("(YAML needs a space after a key's colon: 'num_layers: 4', not "
-                              "'num_layers:4')") != std::string::npos);
-
-  // Text relpos wrote (a checkpoint's) drops keys without a value: older versions kept the
-  // removed `mem_len: ~` of a transformer_lm, which no reader knows.
-  std::string written = c.yaml;
-  const size_t at = written.find("  type: transformer_lm");
-  REQUIRE(at != std::string::npos);
-  written.insert(at, "  mem_len: ~\n");
-  const RunConfig again = parse_config(written, "checkpoint");
-  CHECK(again.model.type == "transformer_lm");
-  CHECK(test::error_of([&] {
-          parse_config(written, "checkpoint", {"model.mystery=~"});
-        }).find("[config] unknown key 'model.mystery'") == 0);
-  CHECK(trajectory_changes(written, c.yaml).empty());
-}
-
 TEST_CASE("config: every user error names the key path and what is valid") {
   test::ScratchDir dir;
-  const std::string good = dir.write("good.yaml", kMinimal);
+  const std::string good = dir.write("good.yaml", test::kMinimalConfig);
 
   SUBCASE("unknown key in a section") {
     const std::string e = load_error(good, {"model.num_layer=2"});
@@ -181,70 +111,6 @@ TEST_CASE("config: every user error names the key path and what is valid") {
               .find("[config] unknown dataset 'mnsit'; known: ") == 0);
     CHECK(load_error(good, {"data.dataset="}).find("[config] data.dataset is required (aan, ") ==
           0);
-  }
-  SUBCASE("a repeated key names both lines (YAML would keep only the last)") {
-    const std::string twice =
-        dir.write("twice.yaml",
-                  "model:\n  num_layers: 1\n  num_layers: 2\ndata: {dataset: mnist}\n"
-                  "optimizer: {type: adamw, lr: 1.0e-3}\ntrain: {steps: 10}\n");
-    CHECK(load_error(twice, {}) ==
-          "[config] '" + twice + "' line 3: key 'num_layers' repeats the one on line 2");
-    CHECK(load_error(good, {"model={num_layers: 1, num_layers: 2}"}) ==
-          "[config] override 'model={num_layers: 1, num_layers: 2}' line 1: key 'num_layers' "
-          "repeats the one on line 1");
-    CHECK(test::error_of([] { parse_config("a: 1\na: 2\n", "text"); }) ==
-          "[config] 'text' line 2: key 'a' repeats the one on line 1");
-  }
-  SUBCASE("a line indented with a tab is named as such") {
-    // yaml-cpp says only "illegal map value" or the like.
-    CHECK(test::error_of([] { parse_config("seed: 1\nmodel:\n\tnum_layers: 2\n", "text"); }) ==
-          "[config] 'text' line 3: illegal map value (line 3 indents with a tab; YAML indents "
-          "with spaces)");
-    CHECK(
-        test::error_of([] { parse_config("model:\n  num_layers: 2\n \t mlp_dim: 8\n", "text"); }) ==
-        "[config] 'text' line 3: illegal tab when looking for indentation");  // said already
-    // Tabs elsewhere are not the cause: no hint.
-    CHECK(test::error_of([] { parse_config("a:\tb\nc: [\n", "text"); }).find("tab") ==
-          std::string::npos);
-  }
-  SUBCASE("keys are plain names; one document; no NUL; aliases cannot expand without bound") {
-    // A list as a key was an internal error ("bad conversion"); a second document was ignored;
-    // a NUL byte cut the text; ten levels of nine aliases each (1 KB) ran for hours.
-    const std::string base = "model: {num_layers: 1}\ndata: {dataset: mnist}\n";
-    CHECK(test::error_of([&] { parse_config(base + "? [a, b]\n: 1\n", "text"); }) ==
-          "[config] 'text' line 3: a key must be a plain name, not a list or nothing");
-    CHECK(load_error(good, {"model={[a]: 1}"}) ==
-          "[config] override 'model={[a]: 1}' line 1: a key must be a plain name, not a list or "
-          "nothing");
-    CHECK(test::error_of([&] { parse_config(base + "---\nseed: 5\n", "text"); }) ==
-          "[config] 'text' line 3: a second YAML document (after ---); a configuration is one");
-    CHECK(test::error_of([&] { parse_config(base + "...\nseed: 5\n", "text"); }) ==
-          "[config] 'text' line 4: a second YAML document (after ---); a configuration is one");
-    CHECK(test::error_of([&] {
-            parse_config("---\n" + base + "...\n", "text");
-          }).find("second YAML document") == std::string::npos);  // markers of one document
-    // yaml-cpp's LoadAll looped for ever on a text starting with ',' (found by fuzz_config).
-    CHECK(test::error_of([] { parse_config(", a: 1\n", "text"); }) ==
-          "[config] 'text' must be a mapping at the top level");
-    // A merge key was read as a key named "<<" ("model.<<: nested mappings are not options").
-    CHECK(
-        test::error_of([] { parse_config("d: &d {num_layers: 1}\nmodel: {<<: *d}\n", "text"); }) ==
-        "[config] 'text' line 2: YAML merge keys (<<) are not read; write the keys out, or build "
-        "on another file with 'base:'");
-    CHECK(test::error_of([&] { parse_config(base + std::string(1, '\0') + "x: 1\n", "text"); }) ==
-          "[config] 'text' byte 46: a NUL byte; a configuration is text");
-    std::string bomb = base + "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
-    for (int i = 1; i < 10; ++i)
-      bomb += fmt::format("a{}: &a{} [{}]\n", i, i,
-                          fmt::join(std::vector<std::string>(9, fmt::format("*a{}", i - 1)), ", "));
-    CHECK(test::error_of([&] {
-            parse_config(bomb, "text");
-          }).find("more than 1000000 values (aliases expanded): not a configuration") !=
-          std::string::npos);
-    // Past yaml-cpp's depth its error said only "bad file".
-    CHECK(test::error_of([&] {
-            parse_config(base + fmt::format("x: {:[<3000}{:]<3000}\n", "", ""), "text");
-          }) == "[config] 'text' line 3: nested deeper than the YAML reader allows");
   }
   SUBCASE("base must name files") {
     const std::string mapped = dir.write("mapped.yaml", "base: {a: 1}\n");
@@ -418,7 +284,7 @@ TEST_CASE("config: every user error names the key path and what is valid") {
 
 TEST_CASE("config: the resolved text holds every default, and a key left out means its default") {
   test::ScratchDir dir;
-  const RunConfig c = load_config(dir.write("minimal.yaml", kMinimal));
+  const RunConfig c = load_config(dir.write("minimal.yaml", test::kMinimalConfig));
   // The trunk's, the model type's and the dataset's defaults, the schedule a file without one
   // gets, the optimizer's and the trainer's.
   for (const char* line :
@@ -431,11 +297,11 @@ TEST_CASE("config: the resolved text holds every default, and a key left out mea
   CHECK(c.defaults.at("model.norm") == "pre");  // the model type's default
   const RunConfig again = parse_config(c.yaml, "config.yaml");
   CHECK(again.yaml == c.yaml);
-  CHECK(trajectory_changes(kMinimal, c.yaml, c.defaults).empty());
+  CHECK(trajectory_changes(test::kMinimalConfig, c.yaml, c.defaults).empty());
   // A key the older text leaves out is compared by its default.
-  const RunConfig changed =
-      parse_config(kMinimal, "minimal", {"model.attention_dropout=0", "train.log_every=7"});
-  CHECK(trajectory_changes(kMinimal, changed.yaml, changed.defaults) ==
+  const RunConfig changed = parse_config(test::kMinimalConfig, "minimal",
+                                         {"model.attention_dropout=0", "train.log_every=7"});
+  CHECK(trajectory_changes(test::kMinimalConfig, changed.yaml, changed.defaults) ==
         std::vector<std::string>{"model.attention_dropout: 0.1 -> 0"});
   // Without the defaults, a key only one side has is a change from or to <none>.
   CHECK(trajectory_changes("train: {steps: 10}", "train: {steps: 10, patience: 0}") ==
@@ -443,7 +309,7 @@ TEST_CASE("config: the resolved text holds every default, and a key left out mea
 }
 
 TEST_CASE("config: `attention: softmax` is the mapping {type: softmax}, written out") {
-  const std::string text = std::string(kMinimal) + "schedule: constant\n";
+  const std::string text = std::string(test::kMinimalConfig) + "schedule: constant\n";
   const RunConfig c = parse_config(text, "short", {"model.attention=softmax"});
   CHECK(c.model.attention.get<std::string>("type", "") == "softmax");
   CHECK(c.yaml.find("  attention:\n    type: softmax\n") != std::string::npos);
