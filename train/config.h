@@ -121,13 +121,22 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& o
 // called after the run's model is built, it makes config.yaml the whole configuration.
 void complete_config(RunConfig& config);
 
-// The keys whose values differ between two resolved configs, as "train.steps: 12 -> 24", in key
-// order, leaving out keys that do not change what a run computes: name, device, train.out,
-// train.log_every, train.save_every, train.keep_last, train.init_from, train.init_params,
-// eval.*, debug.*, data.dir, data.prefetch. A key `before` leaves out (a
-// checkpoint of an older relpos, which wrote no defaults) stands for its entry in
-// `after_defaults`, or "<none>"; a key only `before` has is "<none>" after. A resumed run refuses
-// these changes unless told to allow them.
+// A key whose value differs between two resolved configs, each value as flow YAML text.
+struct ConfigChange {
+  std::string key, before, after;
+};
+
+// Every key whose value differs between two resolved configs, in key order (`attention: softmax`
+// is compared as {type: softmax}). A key `before` leaves out (a checkpoint of an older relpos,
+// which wrote no defaults) stands for its entry in `after_defaults`, or "<none>"; a key only
+// `before` has is "<none>" after.
+std::vector<ConfigChange> config_changes(const std::string& before, const std::string& after,
+                                         const ConfigDefaults& after_defaults = {});
+
+// config_changes as "train.steps: 12 -> 24", leaving out keys that do not change what a run
+// computes: name, device, train.out, train.log_every, train.save_every, train.keep_last,
+// train.init_from, train.init_params, eval.*, debug.*, data.dir, data.prefetch. A resumed run
+// refuses these changes unless told to allow them.
 std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after,
                                             const ConfigDefaults& after_defaults = {});
 

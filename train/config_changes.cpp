@@ -1,5 +1,5 @@
-// trajectory_changes (train/config.h): the keys whose values differ between two resolved configs,
-// leaving out the ones that do not change what a run computes.
+// config_changes and trajectory_changes (train/config.h): the keys whose values differ between
+// two resolved configs, and of them the ones that change what a run computes.
 #include <yaml-cpp/yaml.h>
 
 #include <map>
@@ -49,8 +49,8 @@ bool changes_nothing(const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after,
-                                            const ConfigDefaults& after_defaults) {
+std::vector<ConfigChange> config_changes(const std::string& before, const std::string& after,
+                                         const ConfigDefaults& after_defaults) {
   std::map<std::string, std::string> a, b;
   flatten(YAML::Load(before), "", a);
   flatten(YAML::Load(after), "", b);
@@ -59,15 +59,23 @@ std::vector<std::string> trajectory_changes(const std::string& before, const std
   std::set<std::string> keys;
   for (const auto& [key, value] : a) keys.insert(key);
   for (const auto& [key, value] : b) keys.insert(key);
-  std::vector<std::string> out;
+  std::vector<ConfigChange> out;
   for (const std::string& key : keys) {
-    if (changes_nothing(key)) continue;
     const std::string was = a.count(key)                ? a.at(key)
                             : after_defaults.count(key) ? after_defaults.at(key)
                                                         : "<none>";
     const std::string now = b.count(key) ? b.at(key) : "<none>";
-    if (was != now) out.push_back(fmt::format("{}: {} -> {}", key, was, now));
+    if (was != now) out.push_back({key, was, now});
   }
+  return out;
+}
+
+std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after,
+                                            const ConfigDefaults& after_defaults) {
+  std::vector<std::string> out;
+  for (const ConfigChange& c : config_changes(before, after, after_defaults))
+    if (!changes_nothing(c.key))
+      out.push_back(fmt::format("{}: {} -> {}", c.key, c.before, c.after));
   return out;
 }
 

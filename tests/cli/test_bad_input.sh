@@ -257,6 +257,20 @@ refused "generate with another model_dim" "^relpos: \[generate\] model.model_dim
   --set model.model_dim=8
 "$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.attention.fused=false >/dev/null \
   2>&1 || fail "eval with the naive attention (not a size) is refused"
+"$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.dropout=0.5 \
+  --set model.attention_dropout=0.3 >/dev/null 2>&1 || fail "eval with other dropout is refused"
+# Nor another model of the same sizes: eval --set model.norm=pre evaluated the checkpoint's
+# weights in a pre-LN model (another loss, no word said).
+refused "eval with another norm" \
+  "^relpos: \[eval\] model.norm pre is not the post of the model '$tmp/run_vocab/checkpoints/last.h5' holds: a checkpoint runs as it was trained \(train.init_from starts a new run from its parameters\)$" \
+  -- "$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.norm=pre
+refused "eval with model.mem_len" \
+  "^relpos: \[eval\] model.mem_len 4 is not the 8 of the model '$tmp/run_vocab/checkpoints/last.h5' holds: evaluation's is eval.mem_len$" \
+  -- "$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.mem_len=4
+refused "generate with another activation" \
+  "^relpos: \[generate\] model.activation gelu is not the relu of the model " \
+  -- "$relpos" generate "$tmp/run_vocab/checkpoints/last.h5" --prompt The --tokens 3 \
+  --set model.activation=gelu
 
 # --- A checkpoint's contents doctored (h5py): each refusal names the file -------------------
 # A negative step was reported by eval and resumed by train; a uint64 step was clamped; a text

@@ -303,6 +303,16 @@ TEST_CASE("config: the resolved text holds every default, and a key left out mea
                                          {"model.attention_dropout=0", "train.log_every=7"});
   CHECK(trajectory_changes(test::kMinimalConfig, changed.yaml, changed.defaults) ==
         std::vector<std::string>{"model.attention_dropout: 0.1 -> 0"});
+  // config_changes keeps the keys trajectory_changes leaves out (eval and generate read them).
+  const std::vector<ConfigChange> all =
+      config_changes(test::kMinimalConfig, changed.yaml, changed.defaults);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].key == "model.attention_dropout");
+  CHECK(all[0].before == "0.1");
+  CHECK(all[0].after == "0");
+  CHECK(all[1].key == "train.log_every");
+  CHECK(all[1].before == "50");
+  CHECK(all[1].after == "7");
   // Without the defaults, a key only one side has is a change from or to <none>.
   CHECK(trajectory_changes("train: {steps: 10}", "train: {steps: 10, patience: 0}") ==
         std::vector<std::string>{"train.patience: <none> -> 0"});

@@ -1,6 +1,7 @@
 // A checkpoint's model rebuilt for evaluation (checkpoint_eval.h).
 #include "tools/relpos/checkpoint_eval.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include "autograd/grad_mode.h"
@@ -10,6 +11,60 @@
 #include "train/training_state.h"
 
 namespace relpos::cli {
+
+namespace {
+
+bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Model keys an evaluation may set: max_len and vocab_size (the layers and the checkpoint's
+// shapes bound them), index_first (exact in evaluation), and those that leave what an evaluation
+// computes as it was: dropout (off), fused / algorithm / chunk (the same function computed another
+// way), *_init_std and redraw_interval (training only), SPE's eval_seed and num_realizations (its
+// noise at evaluation). The trunk's sizes are checked apart (checkpoint_config).
+bool eval_may_set(const std::string& key) {
+  for (const char* free : {"model.max_len", "model.vocab_size", "model.index_first"})
+    if (key == free) return true;
+  const std::string last = key.substr(key.rfind('.') + 1);
+  for (const char* free : {"dropout", "fused", "algorithm", "chunk", "redraw_interval", "eval_seed",
+                           "num_realizations"})
+    if (last == free) return true;
+  return ends_with(last, "_dropout") || ends_with(last, "_init_std");
+}
+
+bool is_trunk_size(const std::string& key) {
+  for (const char* size : {"num_layers", "num_heads", "model_dim", "qkv_dim", "mlp_dim",
+                           "stacked_hidden", "head_combiner"})
+    if (key == std::string("model.") + size) return true;
+  return false;
+}
+
+// Refuses an override of a model key that would evaluate another model than the trained one
+// (model.norm, model.attention.type, ...), naming it (a component's type before its other keys);
+// a language model's context has eval.* keys.
+void check_model_unchanged(const char* who, const RunConfig& trained, const RunConfig& config,
+                           const std::string& checkpoint) {
+  std::vector<ConfigChange> refused;
+  for (ConfigChange& c : config_changes(trained.yaml, config.yaml, config.defaults))
+    if (c.key.rfind("model.", 0) == 0 && !is_trunk_size(c.key) && !eval_may_set(c.key))
+      refused.push_back(std::move(c));
+  if (refused.empty()) return;
+  const auto type = std::find_if(refused.begin(), refused.end(),
+                                 [](const ConfigChange& c) { return ends_with(c.key, ".type"); });
+  const ConfigChange& c = type != refused.end() ? *type : refused.front();
+  const std::string name = c.key.substr(6);
+  RELPOS_CHECK(name != "mem_len" && name != "clamp_len" && name != "same_length", who,
+               "{} {} is not the {} of the model '{}' holds: evaluation's is eval.{}", c.key,
+               c.after, c.before, checkpoint, name);
+  fail(who,
+       "{} {} is not the {} of the model '{}' holds: a checkpoint runs as it was trained "
+       "(train.init_from starts a new run from its parameters)",
+       c.key, c.after, c.before, checkpoint);
+}
+
+}  // namespace
 
 RunConfig checkpoint_config(const char* who, const CheckpointData& data,
                             const std::string& checkpoint,
@@ -48,6 +103,7 @@ RunConfig checkpoint_config(const char* who, const CheckpointData& data,
                  "model.{} {} is not the {} of the model '{}' holds: a checkpoint runs with the "
                  "sizes it was trained with",
                  key, is, was, checkpoint);
+  check_model_unchanged(who, trained, config, checkpoint);
   return config;
 }
 
