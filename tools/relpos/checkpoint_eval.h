@@ -23,9 +23,10 @@ struct CheckpointEval {
 // runs, not which model it is: a trunk size (num_layers, num_heads, model_dim, qkv_dim, mlp_dim,
 // and stacked_hidden of stacked heads) other than the checkpoint's is refused before a model is
 // built from it, and so is any other model key but max_len, vocab_size, index_first and those
-// evaluation does not compute by (dropout, fused, algorithm, chunk, ...; eval_may_set). A model.max_len left to the data is the one the training run resolved, whatever the
-// eval.* or data.* overrides: a language model evaluated with more keys than its position tables
-// cover is refused by the model, naming the lengths.
+// evaluation does not compute by (dropout, fused, algorithm, chunk, ...; eval_may_set). A
+// model.max_len left to the data is the one the training run resolved, whatever the eval.* or
+// data.* overrides: a language model evaluated with more keys than its position tables cover is
+// refused by the model, naming the lengths.
 RunConfig checkpoint_config(const char* who, const CheckpointData& data,
                             const std::string& checkpoint,
                             const std::vector<std::string>& overrides);
