@@ -101,6 +101,8 @@ classifier_cases=(
   "dpfp_fastrpb_symmetric:model.attention={type: linear, feature_map: dpfp};model.positional={type: fastrpb, parameterization: symmetric};model.positions=sinusoidal"
   "elu1_shaw_linear_cost:model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
   "performer_none:model.attention={type: linear, feature_map: performer}"
+  "relu_fastrpb_mean:model.attention={type: linear, feature_map: relu};model.positional={type: fastrpb};model.pooling=mean"
+  "cosformer_cls_token:model.attention={type: linear, feature_map: cosformer};model.cls=token"
   "elu1_shaw_f64:model.dtype=f64;model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
   "stacked_heads_elu1_fastrpb:model.head_combiner=stacked;model.stacked_hidden=8;model.attention={type: linear, feature_map: elu1};model.positional={type: fastrpb}"
   "index_first_cls_token:model.index_first=true;model.norm=post;model.embedding_norm=false;model.attention=softmax;model.cls=token;model.positions=sinusoidal"
