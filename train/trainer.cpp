@@ -212,6 +212,16 @@ void Trainer::State::build() {
   complete_config(config);  // the attention and positional defaults, read as the model was built
   metric = selection_metric(c, *task);
   Model& model = task->model();
+  // model.max_len sizes position tables; a language model with none (Transformer-XL's relative
+  // attention, a causal_lm without positions) reads any length and ignored it. A resumed run
+  // keeps the configuration it started with.
+  const auto* lm = dynamic_cast<const LanguageModel*>(&model);
+  RELPOS_CHECK(
+      !options.resume.empty() || lm == nullptr || lm->max_keys() > 0 || c.model.max_len == 0,
+      "config",
+      "model.max_len {} does nothing for this {}: its attention and positions read any "
+      "number of keys (no table to size); remove it",
+      c.model.max_len, c.model.type);
   optimizer = make_optimizer(model.named_parameters(), c.optimizer);
   reducer = std::make_unique<GradientReducer>(model.parameters());
   // An update sums train.accumulate batches; more than an epoch holds would read the data over

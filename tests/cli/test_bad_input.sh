@@ -229,6 +229,11 @@ refused "transformer_lm max_len below eval.tgt_len" \
 refused "cosformer_len below tgt_len" \
   "^relpos: \[config\] causal_lm's positions cover 5 keys \(model.max_len 4\) but data.tgt_len 8 plus model.mem_len 0 make 8: raise" \
   -- "$relpos" train "$tmp/vocab.yaml" --set model='{type: causal_lm, num_layers: 1, num_heads: 2, model_dim: 16, mlp_dim: 32, max_len: 4, mem_len: 0, attention: {type: linear, feature_map: cosformer}}' --out "$tmp/run_short" --quiet
+# Transformer-XL's relative attention reads any length: its model.max_len was accepted and did
+# nothing, and `relpos generate` then said its positions covered that many keys.
+refused "transformer_xl with model.max_len" \
+  "^relpos: \[config\] model.max_len 10 does nothing for this transformer_xl: its attention and positions read any number of keys \(no table to size\); remove it$" \
+  -- "$relpos" train "$tmp/vocab.yaml" --set model.max_len=10 --out "$tmp/run_short" --quiet
 [[ ! -e $tmp/run_short ]] || fail "a refused max_len left $tmp/run_short"
 for key in data.max_len=16 data.drop_last=true; do
   refused "a language model with $key" \
