@@ -19,15 +19,15 @@ models"): embedding, CLS, absolute positions, blocks, final norm, pooling, head.
 
 Implemented: attention softmax (fused or not: same formula) and linear with feature maps elu1,
 relu, sikf, dpfp, performer (its projection from the checkpoint's buffers), cosformer;
-positional none, fastrpb, fastrpb2d, shaw, skew (shared across layers or not); input tokens,
+positional none, fastrpb, fastrpb2d, shaw, skew, sinspe and convspe (1-D and on a grid; their
+evaluation noise from the Philox stream, tools/reference_spe.py), shared across layers or not;
+input tokens,
 pixels, patches; cls vector / token / none; pooling cls / mean; head mlp / tanh; norm pre / post
 (embedding_norm); positions learned / learned2d / sinusoidal / none; tied_blocks; index_first
 (equal to the standard block by the README); head_combiner concat / stacked; dual_encoder with
 combine concat / features and interaction none / cross_attention. Datasets mnist, fashion-mnist
-(IDX), listops (TSV), aan (document pairs), test split. Not implemented (exit 2): sinspe /
-convspe (their evaluation noise comes from relpos's Philox stream, which the docs do not
-specify), rel_xl, fastrpb(2d) in a cross attention, other model types and datasets,
-train.precision bf16.
+(IDX), listops (TSV), aan (document pairs), test split. Not implemented (exit 2): rel_xl,
+fastrpb(2d) in a cross attention, other model types and datasets, train.precision bf16.
 """
 import argparse
 import gzip
@@ -39,6 +39,8 @@ import sys
 import h5py
 import numpy as np
 import yaml
+
+from reference_spe import spe_rewrite
 
 try:
     from scipy.special import erf as _erf
@@ -262,12 +264,18 @@ def feature_map(att, x, positions, ctx):
 SHARED = {"on": False}
 
 
-def positional_name(prefix):
-    """The encoding's weight of the layer `prefix`. With model.share_positional one module serves
-    every layer and the checkpoint lists it once, under the first layer (docs/architecture.md)."""
+def positional_module(prefix):
+    """The encoding's parameter prefix in the layer `prefix`. With model.share_positional one
+    module serves every layer and the checkpoint lists it once, under the first layer
+    (docs/architecture.md)."""
     if SHARED["on"]:
         prefix = "encoder.layers.0.attn"
-    return prefix + ".positional.weight"
+    return prefix + ".positional"
+
+
+def positional_name(prefix):
+    """The encoding's weight of the layer `prefix`."""
+    return positional_module(prefix) + ".weight"
 
 
 def shaw_relative(pos_opts, w, lq, lk):
@@ -417,6 +425,9 @@ def multi_head_attention(cfg, ctx, p, prefix, x, kv=None):
     qh, kh, vh = (t.reshape(len(t), H, dh).transpose(1, 0, 2) for t in (q, k, v))  # [H, L, Dh]
     ptype = pos.get("type", "none")
     ctx = dict(ctx, prefix=prefix)
+    if ptype in ("sinspe", "convspe"):  # q, k rewritten into R features; the head size is R
+        qh, kh = spe_rewrite(pos, p, positional_module(prefix), qh, kh, np.arange(L),
+                             ctx["dtype"])
     if att["type"] == "softmax":
         bias = None
         if ptype == "shaw":
@@ -611,9 +622,8 @@ def check_supported(cfg, buffers):
     if att["type"] == "linear" and att.get("feature_map", "elu1") not in (
             "elu1", "relu", "sikf", "dpfp", "performer", "cosformer"):
         raise Unsupported(f"model.attention.feature_map: {att.get('feature_map')}")
-    if pos["type"] not in ("none", "fastrpb", "fastrpb2d", "shaw", "skew"):
-        raise Unsupported(f"model.positional.type: {pos['type']} (stochastic PE: its evaluation "
-                          "noise is relpos's Philox stream, which the docs do not specify)")
+    if pos["type"] not in ("none", "fastrpb", "fastrpb2d", "shaw", "skew", "sinspe", "convspe"):
+        raise Unsupported(f"model.positional.type: {pos['type']}")
     SHARED["on"] = bool(m.get("share_positional"))
     if cfg.get("train", {}).get("precision", "f32") != "f32":
         raise Unsupported(f"train.precision: {cfg['train']['precision']}")
@@ -650,7 +660,8 @@ def main(argv=None):
             s = int(round(math.sqrt(max_len)))
             content = (s // (m.get("patch_stride") or 2)) ** 2
         ctx = {"attention": att, "positional": pos, "vocab": vocab, "front": front,
-               "back": back, "max_len": (m.get("max_len") or content) + front + back}
+               "back": back, "max_len": (m.get("max_len") or content) + front + back,
+               "dtype": np.float64 if m.get("dtype") == "f64" else np.float32}
         if att.get("feature_map") == "performer" and not any(
                 n.endswith("feature_map.projection") for n in buffers):
             raise Unsupported("model.attention.feature_map: performer (the checkpoint holds "

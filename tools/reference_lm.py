@@ -25,8 +25,8 @@ Implemented: transformer_xl (rel_xl fused or not, memory, clamp_len, same_length
 pre/post-LN), transformer_lm (learned positions), causal_lm with softmax or linear attention
 (elu1, relu, sikf, dpfp, performer, cosformer; any algorithm/chunk; recurrent_state), encodings
 none/fastrpb/shaw/skew, positions none/learned/sinusoidal, eval layouts relpos/reference, f32
-and f64 models. Refused with exit 2: sinspe/convspe (noise drawn by relpos's Philox stream),
-train.precision bf16, index_first, stacked heads.
+and f64 models, sinspe and convspe (their evaluation noise from the Philox stream,
+tools/reference_spe.py). Refused with exit 2: train.precision bf16, index_first, stacked heads.
 Where the papers leave a choice open (LayerNorm's eps, GELU's form, the sinusoid layouts, which
 Shaw row holds which distance, Performer's input scale, cosFormer's default M, FastRPB's column
 order, the embedding scale, the untie_r names, the dtype of log_prob), the script follows
@@ -42,6 +42,8 @@ import sys
 import h5py
 import numpy as np
 import yaml
+
+from reference_spe import spe_rewrite
 
 
 class Unsupported(Exception):
@@ -364,7 +366,8 @@ class Model:
             raise Unsupported(f"model.attention.type: {att_type} in transformer_xl")
         if att_type not in ("rel_xl", "softmax", "linear"):
             raise Unsupported(f"model.attention.type: {att_type}")
-        if self.pos.get("type", "none") not in ("none", "fastrpb", "shaw", "skew"):
+        if self.pos.get("type", "none") not in ("none", "fastrpb", "shaw", "skew", "sinspe",
+                                                "convspe"):
             raise Unsupported(f"model.positional.type: {self.pos.get('type')}")
         if self.positions not in ("none", "learned", "sinusoidal"):
             raise Unsupported(f"model.positions: {self.positions}")
@@ -412,6 +415,9 @@ class Model:
             y = rel_xl_attention(q, k, v, r_k, u, vb, window)
         else:
             ptype, table = self.pos.get("type", "none"), p.get(pre + "positional.weight")
+            if ptype in ("sinspe", "convspe"):  # q, k rewritten into R features (docs: SPE)
+                q, k = spe_rewrite(self.pos, p, pre + "positional", q, k,
+                                   np.arange(Lk - Lq, Lk), self.ctx["dtype"])
             if ptype == "shaw":
                 win = {"k": int(self.pos.get("window", 16)), "Lk": Lk}
                 rel = lambda x: shaw_scores(x, table, win)
@@ -570,6 +576,7 @@ def main():
             "mem_len": int(pick("mem_len", m.get("mem_len") or 0)),
             "clamp_len": int(pick("clamp_len", m.get("clamp_len") or 0)),
             "same_length": bool(pick("same_length", m.get("same_length", False))),
+            "dtype": np.float64 if m.get("dtype") == "f64" else np.float32,  # SPE's noise
         }
         model = Model(cfg, params, buffers, ctx)
         rows = int(data.get("eval_batch_size") or 0) or int(data["batch_size"])

@@ -2,7 +2,8 @@
 # relpos's predictions against the independent float64 re-implementations of its models
 # (tools/reference_classifier.py, tools/reference_lm.py, written from the documentation): small
 # models of several kinds are trained a few steps, their positional weights jittered (a few
-# steps leave FastRPB's near 0, where a wrong convention would pass), evaluated with
+# steps leave FastRPB's near 0, where a wrong convention would pass; SPE's noise is drawn from
+# relpos's documented Philox stream), evaluated with
 # `relpos eval --predictions` at two batch sizes, and recomputed example by example (classifiers,
 # dual encoders) or along the stream (language models). Without numpy, h5py or PyYAML: SKIPPED
 # (exit 77).
@@ -103,6 +104,9 @@ classifier_cases=(
   "performer_none:model.attention={type: linear, feature_map: performer}"
   "relu_fastrpb_mean:model.attention={type: linear, feature_map: relu};model.positional={type: fastrpb};model.pooling=mean"
   "cosformer_cls_token:model.attention={type: linear, feature_map: cosformer};model.cls=token"
+  "sinspe_softmax_cls_token_shared:model.attention={type: softmax};model.positional={type: sinspe, num_realizations: 8, num_sines: 3};model.cls=token;model.share_positional=true"
+  "convspe_elu1_ungated_one_filter:model.attention={type: linear, feature_map: elu1};model.positional={type: convspe, kernel_size: 5, gated: false, shared: true, eval_seed: 3};model.pooling=mean"
+  "performer_sinspe:model.attention={type: linear, feature_map: performer, num_features: 16};model.positional={type: sinspe, num_realizations: 8}"
   "elu1_shaw_f64:model.dtype=f64;model.attention={type: linear, feature_map: elu1};model.positional={type: shaw}"
   "stacked_heads_elu1_fastrpb:model.head_combiner=stacked;model.stacked_hidden=8;model.attention={type: linear, feature_map: elu1};model.positional={type: fastrpb}"
   "index_first_cls_token:model.index_first=true;model.norm=post;model.embedding_norm=false;model.attention=softmax;model.cls=token;model.positions=sinusoidal"
@@ -140,6 +144,7 @@ YAML
 image_cases=(
   "pixels_sikf_fastrpb2d:model.attention={type: linear, feature_map: sikf};model.positional={type: fastrpb2d, grid: [7, 7]}"
   "tokens_cls_dpfp_fastrpb2d_symmetric:model.input=tokens;model.cls=token;model.pooling=cls;model.head=tanh;model.norm=post;data.image_pool=2;model.attention={type: linear, feature_map: dpfp};model.positional={type: fastrpb2d, grid: [14, 14], parameterization: symmetric}"
+  "pixels_convspe2d_softmax:model.cls=none;model.attention={type: softmax};model.positional={type: convspe, grid: [7, 7], kernel_size: 3, num_realizations: 8}"
   "patches_learned2d_softmax_fastrpb2d:data.image_pool=1;model.input=patches;model.positions=learned2d;model.position_grid=[14, 14];model.attention={type: softmax};model.positional={type: fastrpb2d, grid: [14, 14]}"
 )
 train_and_check image reference_classifier.py "${image_cases[@]}"
@@ -162,6 +167,7 @@ write_small_config dual dual_encoder aan 24
 dual_cases=(
   "features_elu1_fastrpb_post_cls_token:model.combine=features;model.attention={type: linear, feature_map: elu1};model.positional={type: fastrpb};model.norm=post;model.cls=token;model.pooling=mean"
   "cross_attention_softmax_skew:model.interaction=cross_attention;model.attention={type: softmax};model.positional={type: skew}"
+  "cross_attention_sinspe:model.interaction=cross_attention;model.attention={type: softmax};model.positional={type: sinspe, num_realizations: 8}"
   "cross_attention_f64:model.dtype=f64;model.interaction=cross_attention;model.attention={type: linear, feature_map: elu1}"
 )
 train_and_check dual reference_classifier.py "${dual_cases[@]}"
@@ -189,6 +195,8 @@ lm_cases=(
   "txl_f64_untie_pre:model.dtype=f64;model.untie_r=true;model.norm=pre"
   "causal_performer_sinusoidal_f64:model.type=causal_lm;model.mem_len=0;model.positions=sinusoidal;model.dtype=f64;model.attention={type: linear, feature_map: performer, num_features: 8}"
   "causal_cosformer_default_len:model.type=causal_lm;model.attention={type: linear, feature_map: cosformer}"
+  "causal_softmax_sinspe_memory:model.type=causal_lm;model.attention={type: softmax};model.positional={type: sinspe, num_realizations: 8, num_sines: 4}"
+  "causal_elu1_convspe_memory:model.type=causal_lm;model.attention={type: linear, feature_map: elu1};model.positional={type: convspe, kernel_size: 6, num_realizations: 8}"
   "causal_softmax_skew_memory:model.type=causal_lm;model.attention={type: softmax};model.positional={type: skew}"
   # transformer_lm has no memory: null removes the base's mem_len.
   "transformer_lm_learned:model.type=transformer_lm;model.mem_len=null;model.positions=learned;model.max_len=64;model.attention=softmax"
