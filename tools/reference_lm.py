@@ -26,7 +26,8 @@ pre/post-LN), transformer_lm (learned positions), causal_lm with softmax or line
 (elu1, relu, sikf, dpfp, performer, cosformer; any algorithm/chunk; recurrent_state), encodings
 none/fastrpb/shaw/skew, positions none/learned/sinusoidal, eval layouts relpos/reference, f32
 and f64 models, sinspe and convspe (their evaluation noise from the Philox stream,
-tools/reference_spe.py). Refused with exit 2: train.precision bf16, index_first, stacked heads.
+tools/reference_spe.py), head_combiner stacked, index_first (the standard block, the same
+function by docs/model-details.md). Refused with exit 2: train.precision bf16.
 Where the papers leave a choice open (LayerNorm's eps, GELU's form, the sinusoid layouts, which
 Shaw row holds which distance, Performer's input scale, cosFormer's default M, FastRPB's column
 order, the embedding scale, the untie_r names, the dtype of log_prob), the script follows
@@ -348,10 +349,9 @@ class Model:
         if self.norm not in ("post", "pre"):
             raise Unsupported(f"model.norm: {self.norm}")
         self.act = m.get("activation", "relu")
-        if m.get("head_combiner", "concat") != "concat":
-            raise Unsupported("model.head_combiner")
-        if m.get("index_first", False):
-            raise Unsupported("model.index_first")
+        self.stacked = m.get("head_combiner", "concat") == "stacked"
+        if m.get("head_combiner", "concat") not in ("concat", "stacked"):
+            raise Unsupported(f"model.head_combiner: {m.get('head_combiner')}")
         self.att = m.get("attention") or {}
         if isinstance(self.att, str):
             self.att = {"type": self.att}
@@ -437,6 +437,10 @@ class Model:
         if self.fastrpb_n is not None:
             y = y + fastrpb_term(v, p[pre + "positional.weight"],
                                  self.pos.get("parameterization", "full"), self.fastrpb_n, Lq)
+        if self.stacked:  # docs "head_combiner: stacked": token entry e * outputs + o
+            h1 = np.tanh(y.transpose(0, 2, 3, 1) @ p[pre + "combiner.w_h.weight"].T)
+            h2 = np.tanh(h1 @ p[pre + "combiner.w_o.weight"].T)  # [B, Lq, dh, outputs]
+            return h2.reshape(h2.shape[0], h2.shape[1], -1)
         return linear(merge_heads(y), p[pre + "out_proj.weight"], bias("out_proj"))
 
     # -- one segment ----------------------------------------------------------------------------

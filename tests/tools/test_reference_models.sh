@@ -200,6 +200,8 @@ lm_cases=(
   "causal_softmax_skew_memory:model.type=causal_lm;model.attention={type: softmax};model.positional={type: skew}"
   # transformer_lm has no memory: null removes the base's mem_len.
   "transformer_lm_learned:model.type=transformer_lm;model.mem_len=null;model.positions=learned;model.max_len=64;model.attention=softmax"
+  "transformer_lm_index_first:model.type=transformer_lm;model.mem_len=null;model.positions=sinusoidal;model.index_first=true;model.attention=softmax"
+  "txl_stacked_heads:model.head_combiner=stacked;model.stacked_hidden=4"
   "transformer_lm_sinusoidal_pre_tied:model.type=transformer_lm;model.mem_len=null;model.positions=sinusoidal;model.norm=pre;model.tie_weights=true;model.attention={type: softmax, fused: false}"
 )
 train_and_check lm reference_lm.py "${lm_cases[@]}"

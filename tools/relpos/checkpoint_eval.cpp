@@ -14,16 +14,11 @@ namespace relpos::cli {
 
 namespace {
 
-bool ends_with(const std::string& text, const std::string& tail) {
-  return text.size() >= tail.size() &&
-         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // Model keys an evaluation may set: max_len and vocab_size (the layers and the checkpoint's
 // shapes bound them), index_first (exact in evaluation), and those that leave what an evaluation
 // computes as it was: dropout (off), fused / algorithm / chunk (the same function computed another
 // way), *_init_std and redraw_interval (training only), SPE's eval_seed and num_realizations (its
-// noise at evaluation). The trunk's sizes are checked apart (checkpoint_config).
+// noise at evaluation).
 bool eval_may_set(const std::string& key) {
   for (const char* free : {"model.max_len", "model.vocab_size", "model.index_first"})
     if (key == free) return true;
@@ -31,10 +26,11 @@ bool eval_may_set(const std::string& key) {
   for (const char* free : {"dropout", "fused", "algorithm", "chunk", "redraw_interval", "eval_seed",
                            "num_realizations"})
     if (last == free) return true;
-  return ends_with(last, "_dropout") || ends_with(last, "_init_std");
+  return last.ends_with("_dropout") || last.ends_with("_init_std");
 }
 
-bool is_trunk_size(const std::string& key) {
+// The trunk's sizes and head combiner, which checkpoint_config checks itself.
+bool checked_apart(const std::string& key) {
   for (const char* size : {"num_layers", "num_heads", "model_dim", "qkv_dim", "mlp_dim",
                            "stacked_hidden", "head_combiner"})
     if (key == std::string("model.") + size) return true;
@@ -48,11 +44,11 @@ void check_model_unchanged(const char* who, const RunConfig& trained, const RunC
                            const std::string& checkpoint) {
   std::vector<ConfigChange> refused;
   for (ConfigChange& c : config_changes(trained.yaml, config.yaml, config.defaults))
-    if (c.key.rfind("model.", 0) == 0 && !is_trunk_size(c.key) && !eval_may_set(c.key))
+    if (c.key.starts_with("model.") && !checked_apart(c.key) && !eval_may_set(c.key))
       refused.push_back(std::move(c));
   if (refused.empty()) return;
   const auto type = std::find_if(refused.begin(), refused.end(),
-                                 [](const ConfigChange& c) { return ends_with(c.key, ".type"); });
+                                 [](const ConfigChange& c) { return c.key.ends_with(".type"); });
   const ConfigChange& c = type != refused.end() ? *type : refused.front();
   const std::string name = c.key.substr(6);
   RELPOS_CHECK(name != "mem_len" && name != "clamp_len" && name != "same_length", who,
