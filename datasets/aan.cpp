@@ -71,9 +71,9 @@ int64_t parse_label(std::string_view text, const std::string& path, int64_t line
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size())
     read_error(kReader, path, at_line(line),
-               "label '" + std::string(text) + "' is not a number (expected 0 or 1)");
+               "label '" + shown_bytes(text) + "' is not a number (expected 0 or 1)");
   if (value != 0.0 && value != 1.0)
-    read_error(kReader, path, at_line(line), "label '" + std::string(text) + "' must be 0 or 1");
+    read_error(kReader, path, at_line(line), "label '" + shown_bytes(text) + "' must be 0 or 1");
   return value == 1.0 ? 1 : 0;
 }
 

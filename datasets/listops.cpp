@@ -74,12 +74,8 @@ void check_lra_tokens(std::string_view source, const std::string& path, int64_t 
   size_t token_start = 0;
   const auto flush = [&](size_t column) {
     if (!token.empty() && lra_id(token) == 16) {
-      std::string shown;
-      for (const char c : token)
-        shown += (c >= 0x20 && c < 0x7f) ? std::string(1, c)
-                                         : fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
       read_error(kReader, path, at_line(line_no) + ", column " + std::to_string(token_start + 1),
-                 "token '" + shown +
+                 "token '" + shown_bytes(token) +
                      "' is not in the ListOps vocabulary ([MIN [MAX [MED [SM ] 0-9, parentheses)");
     }
     token.clear();
@@ -173,7 +169,7 @@ Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_
     const std::string_view target = line.substr(tab + 1);
     if (target.size() != 1 || digit_of(target) < 0)
       read_error(kReader, path, at_line(line_no),
-                 "target '" + std::string(target.substr(0, 20)) + "' is not an integer 0-9");
+                 "target '" + shown_bytes(target) + "' is not an integer 0-9");
     if (tokenizer == ListOpsTokenizer::lra) check_lra_tokens(source, path, line_no);
     Example example;
     example.tokens = tokenize_listops(source, tokenizer);

@@ -15,6 +15,14 @@ void read_error(const std::string& reader, const std::string& path, const std::s
   throw Error("[" + reader + "] " + path + ": " + where + ": " + what);
 }
 
+std::string shown_bytes(std::string_view text, size_t limit) {
+  std::string out;
+  for (const char c : text.substr(0, limit))
+    out += c >= 0x20 && c < 0x7f ? std::string(1, c)
+                                 : fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
+  return text.size() > limit ? out + "..." : out;
+}
+
 namespace {
 
 bool is_gzip(const std::vector<uint8_t>& bytes) {

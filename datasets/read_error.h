@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -15,6 +16,11 @@ namespace relpos {
 // Throws relpos::Error("[reader] path: where: what").
 [[noreturn]] void read_error(const std::string& reader, const std::string& path,
                              const std::string& where, const std::string& what);
+
+// `text` from a data file as an error quotes it: printable ASCII as it is, any other byte as
+// \xNN, at most `limit` bytes (then "..."), so a NUL or a control byte cannot cut or garble the
+// one-line message and a long field cannot flood it.
+std::string shown_bytes(std::string_view text, size_t limit = 40);
 
 inline std::string at_byte(int64_t offset) {
   return "byte " + std::to_string(offset);

@@ -53,7 +53,7 @@ std::vector<Line> read_lines(const std::string& path) {
     const auto [at, ec] = std::from_chars(label.data(), label.data() + label.size(), parsed.label);
     if (label.empty() || ec != std::errc() || at != label.data() + label.size())
       read_error(kReader, path, at_line(number),
-                 "label '" + std::string(label) + "' is not an integer; expected 0, 1, 2, ...");
+                 "label '" + shown_bytes(label) + "' is not an integer; expected 0, 1, 2, ...");
     if (parsed.label < 0)
       read_error(kReader, path, at_line(number),
                  "label " + std::to_string(parsed.label) + " is negative; expected 0, 1, 2, ...");

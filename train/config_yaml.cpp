@@ -3,6 +3,7 @@
 #include "train/config_yaml.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -26,10 +27,25 @@ constexpr const char* kWho = "config";
 // otherwise expand to billions). `where` names the text ("'file.yaml'", "override 'a=b'").
 constexpr int64_t kMaxValues = 1'000'000;
 
+// A key or value with a control byte (a quoted escape such as "\0" or "\n") would cut or break
+// the one-line messages that quote it, and names no file or setting a user means.
+void check_printable(const YAML::Node& scalar, const std::string& where) {
+  const std::string& text = scalar.Scalar();
+  const auto control = std::find_if(text.begin(), text.end(), [](const char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\t') || byte == 0x7f;
+  });
+  RELPOS_CHECK(control == text.end(), kWho,
+               "{} line {}: a key or value holds the control byte 0x{:02x}; settings are "
+               "printable text",
+               where, scalar.Mark().line + 1, static_cast<unsigned char>(*control));
+}
+
 void check_tree(const YAML::Node& node, const std::string& where, int64_t& values) {
   RELPOS_CHECK(++values <= kMaxValues, kWho,
                "{} line {}: more than {} values (aliases expanded): not a configuration", where,
                node.Mark().line + 1, kMaxValues);
+  if (node.IsScalar()) check_printable(node, where);
   if (node.IsSequence())
     for (const auto& item : node) check_tree(item, where, values);
   if (!node.IsMap()) return;
@@ -38,6 +54,7 @@ void check_tree(const YAML::Node& node, const std::string& where, int64_t& value
     const int line = entry.first.Mark().line + 1;
     RELPOS_CHECK(entry.first.IsScalar(), kWho, "{} line {}: a key must be a plain name, not a {}",
                  where, line, entry.first.IsMap() ? "mapping" : "list or nothing");
+    check_printable(entry.first, where);
     const std::string key = entry.first.Scalar();
     RELPOS_CHECK(key != "<<", kWho,
                  "{} line {}: YAML merge keys (<<) are not read; write the keys out, or build on "

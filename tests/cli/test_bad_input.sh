@@ -465,6 +465,10 @@ refused "an inf eps" \
 refused "a hexadecimal lr" \
   "^relpos: \[optimizer\] option 'lr' must be a finite number, got '0x1p-10'$" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet --set optimizer.lr=0x1p-10
+# A quoted "\0" put a NUL into the value, which cut the message quoting it ("unknown dataset 'ab").
+refused "a NUL escaped into a value" \
+  "line 1: a key or value holds the control byte 0x00; settings are printable text$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet --set 'data.dataset="ab\0cd"'
 # A model.max_len below the tokens the data keeps failed at the first long example, leaving the
 # run folder; a language model's keys on a classifier were accepted and ignored; an accumulate of
 # more batches than an epoch has read the data over and over for one update (10^11: for ever).

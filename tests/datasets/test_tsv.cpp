@@ -100,6 +100,11 @@ TEST_CASE("tsv: every malformed line is an error naming the file and the line") 
   CHECK(error("1.0\ttext\n", "0\tx\n") ==
         "line 1: label '1.0' is not an integer; expected 0, 1, 2, ...");
   CHECK(error("\ttext\n", "0\tx\n") == "line 1: label '' is not an integer; expected 0, 1, 2, ...");
+  // A label's bytes are quoted printable: a NUL cut the message after it ("label '1").
+  CHECK(error(std::string("0\ta\n1\0\x01\ttext\n", 13), "0\tx\n") ==
+        "line 2: label '1\\x00\\x01' is not an integer; expected 0, 1, 2, ...");
+  CHECK(error("0\ta\n" + std::string(100, '7') + "x\ttext\n", "0\tx\n") ==
+        "line 2: label '" + std::string(40, '7') + "...' is not an integer; expected 0, 1, 2, ...");
   CHECK(error("0\ta\n-1\ttext\n", "0\tx\n") ==
         "line 2: label -1 is negative; expected 0, 1, 2, ...");
   CHECK(error("0\ta\n1\t\n", "0\tx\n") == "line 2: empty text; expected label<TAB>text");

@@ -213,10 +213,11 @@ TEST_CASE("config: every user error names the key path and what is valid") {
         {"name=../../x",
          "name '../../x' must be one folder name (no '/' or control characters, not '.' or "
          "'..'): it names the run's folder runs/NAME; train.out puts a run anywhere"},
-        // A newline made a folder name of two lines and split the run's result line.
+        // A newline made a folder name of two lines and split the run's result line (now
+        // refused as any control byte in a value; a file stem with one meets the name's check).
         {"name=\"a\\nb\"",
-         "name 'a\nb' must be one folder name (no '/' or control characters, not '.' or '..'): "
-         "it names the run's folder runs/NAME; train.out puts a run anywhere"},
+         "override 'name=\"a\\nb\"' line 1: a key or value holds the control byte 0x0a; settings "
+         "are printable text"},
         // Invalid UTF-8 was written raw to config.yaml and as U+FFFD to summary.json.
         {"name=a\xff"
          "b",

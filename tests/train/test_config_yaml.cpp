@@ -100,7 +100,8 @@ TEST_CASE("config: the YAML text's errors name the line and the cause") {
     CHECK(test::error_of([] { parse_config("a:\tb\nc: [\n", "text"); }).find("tab") ==
           std::string::npos);
   }
-  SUBCASE("keys are plain names; one document; no NUL; aliases cannot expand without bound") {
+  SUBCASE(
+      "keys are plain names; one document; printable text; aliases cannot expand without bound") {
     // A list as a key was an internal error ("bad conversion"); a second document was ignored;
     // a NUL byte cut the text; ten levels of nine aliases each (1 KB) ran for hours.
     const std::string base = "model: {num_layers: 1}\ndata: {dataset: mnist}\n";
@@ -126,6 +127,18 @@ TEST_CASE("config: the YAML text's errors name the line and the cause") {
         "on another file with 'base:'");
     CHECK(test::error_of([&] { parse_config(base + std::string(1, '\0') + "x: 1\n", "text"); }) ==
           "[config] 'text' byte 46: a NUL byte; a configuration is text");
+    // A quoted escape made a NUL or a newline inside a value or key, which cut the one-line
+    // message quoting it ("unknown dataset 'ab").
+    CHECK(load_error(good, {"data.dataset=\"ab\\0cd\""}) ==
+          "[config] override 'data.dataset=\"ab\\0cd\"' line 1: a key or value holds the "
+          "control byte 0x00; settings are printable text");
+    CHECK(test::error_of([&] { parse_config(base + "name: \"run\\nx\"\n", "text"); }) ==
+          "[config] 'text' line 3: a key or value holds the control byte 0x0a; settings are "
+          "printable text");
+    CHECK(test::error_of([&] { parse_config(base + "\"se\\x01ed\": 1\n", "text"); }) ==
+          "[config] 'text' line 3: a key or value holds the control byte 0x01; settings are "
+          "printable text");
+    CHECK(load_error(good, {"train.out=\"runs/a\\tb\""}).empty());  // a tab is printable enough
     std::string bomb = base + "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
     for (int i = 1; i < 10; ++i)
       bomb += fmt::format("a{}: &a{} [{}]\n", i, i,
