@@ -42,13 +42,15 @@ std::vector<std::string> names_of(const std::vector<std::pair<std::string, T>>& 
   return out;
 }
 
-// The model's tensor `current` can take the checkpoint's `saved`: same dtype and shape.
+// The model's tensor `current` can take the checkpoint's `saved`: the same shape, and the same
+// dtype or, for evaluation (`any_float`), another floating one (f32 and f64 convert).
 void check_fits(const char* kind, const std::string& name, const Tensor& saved,
-                const Tensor& current) {
+                const Tensor& current, bool any_float) {
   RELPOS_CHECK(saved.defined(), "checkpoint", "{} '{}' is an undefined tensor in the checkpoint",
                kind, name);
-  RELPOS_CHECK(saved.dtype() == current.dtype(), "checkpoint",
-               "{} '{}' is {} in the checkpoint, the model expects {}", kind, name,
+  RELPOS_CHECK(saved.dtype() == current.dtype() ||
+                   (any_float && is_floating(saved.dtype()) && is_floating(current.dtype())),
+               "checkpoint", "{} '{}' is {} in the checkpoint, the model expects {}", kind, name,
                dtype_name(saved.dtype()), dtype_name(current.dtype()));
   RELPOS_CHECK(saved.shape() == current.shape(), "checkpoint",
                "{} '{}' has shape {} in the checkpoint, the model expects {}", kind, name,
@@ -58,6 +60,11 @@ void check_fits(const char* kind, const std::string& name, const Tensor& saved,
 // A copy of `t` on `device` that shares no storage with the checkpoint data.
 Tensor copy_to(const Tensor& t, Device device) {
   return t.device() == device ? t.clone() : t.to(device);
+}
+
+// The checkpoint's `saved` as the model's `current` holds it: its device and dtype.
+Tensor fitted(const Tensor& saved, const Tensor& current) {
+  return cast(copy_to(saved, current.device()), current.dtype());
 }
 
 void check_optimizer_params(const Optimizer& optimizer,
@@ -99,7 +106,7 @@ void restore_module(Module& module, const CheckpointData& data, bool for_trainin
   check_names(names_of(params), saved_params, "parameter");
   for (const auto& [name, var] : params) {
     const Tensor& saved = *saved_params.at(name);
-    check_fits("parameter", name, saved, var.value());
+    check_fits("parameter", name, saved, var.value(), !for_training);
     RELPOS_CHECK(all_finite(saved), "checkpoint",
                  "parameter '{}' holds NaN or Inf values: the weights diverged before this "
                  "checkpoint was written",
@@ -110,7 +117,7 @@ void restore_module(Module& module, const CheckpointData& data, bool for_trainin
   const auto saved_buffers = by_name(data.buffers, "buffer");
   check_names(names_of(buffers), saved_buffers, "buffer");
   for (const auto& [name, slot] : buffers)
-    if (slot->defined()) check_fits("buffer", name, *saved_buffers.at(name), *slot);
+    if (slot->defined()) check_fits("buffer", name, *saved_buffers.at(name), *slot, !for_training);
 
   const std::vector<std::pair<std::string, Generator*>> generators = module.generator_slots();
   const auto saved_generators = by_name(data.generators, "generator");
@@ -126,10 +133,10 @@ void restore_module(Module& module, const CheckpointData& data, bool for_trainin
   const auto saved_counters = by_name(data.counters, "counter");
   check_names(names_of(counters), saved_counters, "counter");
 
-  for (auto& [name, var] : params) var.set_value(copy_to(*saved_params.at(name), var.device()));
+  for (auto& [name, var] : params) var.set_value(fitted(*saved_params.at(name), var.value()));
   for (const auto& [name, slot] : buffers) {
     const Tensor& saved = *saved_buffers.at(name);
-    *slot = copy_to(saved, slot->defined() ? slot->device() : Device::cpu());
+    *slot = slot->defined() ? fitted(saved, *slot) : copy_to(saved, Device::cpu());
   }
   for (const auto& [name, slot] : generators)
     if (saved_generators.count(name) == 1) *slot = *saved_generators.at(name);

@@ -23,7 +23,9 @@ CheckpointData capture_state(Module& module, const Optimizer* optimizer);
 //   [checkpoint] parameter 'x' has shape [3, 4] in the checkpoint, the model expects [4, 4]
 // Generators matter only to training on: `for_training` false (eval, generate) lets a generator
 // the checkpoint lacks keep its state, so a checkpoint written before a part of the model that
-// draws (transformer_xl's distance_dropout) existed still evaluates; a resume refuses it.
+// draws (transformer_xl's distance_dropout) existed still evaluates; a resume refuses it. It
+// also converts floating tensors to the model's dtype (`relpos eval --set model.dtype=f64` runs
+// an f32 checkpoint's exact weights in f64); training takes only its own dtype.
 void restore_module(Module& module, const CheckpointData& data, bool for_training = true);
 
 // Sets the optimizer's state from `data`: every module parameter needs an entry (empty for one

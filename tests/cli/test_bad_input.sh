@@ -264,6 +264,12 @@ refused "generate with another model_dim" "^relpos: \[generate\] model.model_dim
   2>&1 || fail "eval with the naive attention (not a size) is refused"
 "$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --set model.dropout=0.5 \
   --set model.attention_dropout=0.3 >/dev/null 2>&1 || fail "eval with other dropout is refused"
+# The f32 weights computed in f64: the same loss to f32's rounding.
+f32_loss=$("$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --json | grep -oE '"loss": [0-9.e+-]+')
+f64_loss=$("$relpos" eval "$tmp/run_vocab/checkpoints/last.h5" --json --set model.dtype=f64 |
+  grep -oE '"loss": [0-9.e+-]+')
+awk -v a="${f32_loss#*: }" -v b="${f64_loss#*: }" 'BEGIN { d = a - b; exit !(a > 0 && d * d < 1e-10 * a * a) }' ||
+  fail "eval in f64 of an f32 checkpoint: loss '$f64_loss', in f32 '$f32_loss'"
 # Nor another model of the same sizes: eval --set model.norm=pre evaluated the checkpoint's
 # weights in a pre-LN model (another loss, no word said).
 refused "eval with another norm" \

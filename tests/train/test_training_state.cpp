@@ -105,6 +105,15 @@ TEST_CASE("checkpoint: restoring refuses shape and dtype mismatches, missing and
   CHECK(bytes_of(net.parameters()[0].value()) == bytes_of(good.params[0].second));
   CHECK(net.generator_slots()[0].second->offset() == rng_before.offset());
   CHECK(net.generator_slots()[0].second->seed() == rng_before.seed());
+  // ... and takes another floating dtype, converted to the model's (eval --set model.dtype=f64),
+  // where training refuses it (above). Integer and floating do not mix.
+  restore_module(net, dtype, false);
+  CHECK(net.named_parameters()[1].second.dtype() == DType::f32);
+  CHECK(bytes_of(net.named_parameters()[1].second.value()) == bytes_of(good.params[1].second));
+  CheckpointData integer = good;
+  integer.params[1].second = integer.params[1].second.to(DType::i64);
+  CHECK(test::error_of([&] { restore_module(net, integer, false); }) ==
+        "[checkpoint] parameter 'fc1.bias' is i64 in the checkpoint, the model expects f32");
 
   CheckpointData no_optimizer = good;
   no_optimizer.optimizer.clear();

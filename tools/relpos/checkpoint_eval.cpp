@@ -15,12 +15,13 @@ namespace relpos::cli {
 namespace {
 
 // Model keys an evaluation may set: max_len and vocab_size (the layers and the checkpoint's
-// shapes bound them), index_first (exact in evaluation), and those that leave what an evaluation
+// shapes bound them), index_first (exact in evaluation), dtype (the same weights computed in
+// f64 or f32; restore_module converts them), and those that leave what an evaluation
 // computes as it was: dropout (off), fused / algorithm / chunk (the same function computed another
 // way), *_init_std and redraw_interval (training only), SPE's eval_seed and num_realizations (its
 // noise at evaluation).
 bool eval_may_set(const std::string& key) {
-  for (const char* free : {"model.max_len", "model.vocab_size", "model.index_first"})
+  for (const char* free : {"model.max_len", "model.vocab_size", "model.index_first", "model.dtype"})
     if (key == free) return true;
   const std::string last = key.substr(key.rfind('.') + 1);
   for (const char* free : {"dropout", "fused", "algorithm", "chunk", "redraw_interval", "eval_seed",
