@@ -25,9 +25,9 @@ constexpr const char* kEvalFooter =
     "(f32 or f64). Language models take eval.tgt_len and eval.mem_len (transformer_xl also\n"
     "eval.clamp_len and eval.same_length) from --set (default: as configured); a checkpoint\n"
     "keeps the model.max_len it trained with; --set of a model key that makes another model\n"
-    "(model.norm, model.attention.type, a size) is refused. A non-finite loss is printed with\n"
-    "a warning on stderr; --set debug.detect_anomaly=true then names the op that produced the\n"
-    "values.";
+    "(model.norm, model.attention.type, a size) is refused; --set model.dtype=f64 runs an f32\n"
+    "checkpoint's weights in double precision. A non-finite loss is printed with a warning on\n"
+    "stderr; --set debug.detect_anomaly=true then names the op that produced the values.";
 
 struct EvalArgs {
   std::string checkpoint, split = "test", predictions, data_dir, device;
