@@ -51,7 +51,7 @@ int64_t sample(const Tensor& logits, const Sampling& s, Generator& gen, int64_t 
   const std::vector<double> l =
       logits.to(Device::cpu()).to(DType::f64).contiguous().to_vector<double>();  // [V]
   for (const double x : l)
-    RELPOS_CHECK(std::isfinite(x), "generate", "the model's logits are not finite at character {}",
+    RELPOS_CHECK(std::isfinite(x), "generate", "the model's logits are not finite at symbol {}",
                  step);
   std::vector<int64_t> order(l.size());  // ids, most likely first (ties: the smaller id)
   std::iota(order.begin(), order.end(), 0);
@@ -80,12 +80,11 @@ Sampling parse_sampling(const GenerateArgs& a) {
   RELPOS_CHECK(s.tokens >= 0, "generate", "--tokens must be >= 0, got {}", s.tokens);
   s.temperature = parse_number<double>("generate", "--temperature", a.temperature);
   RELPOS_CHECK(s.temperature > 0 && std::isfinite(s.temperature), "generate",
-               "--temperature must be a finite number > 0, got {} (the most likely character "
+               "--temperature must be a finite number > 0, got {} (the most likely symbol "
                "every step: --top-k 1)",
                a.temperature);
   s.top_k = parse_number<int64_t>("generate", "--top-k", a.top_k);
-  RELPOS_CHECK(s.top_k >= 0, "generate", "--top-k must be >= 0 (0: every character), got {}",
-               s.top_k);
+  RELPOS_CHECK(s.top_k >= 0, "generate", "--top-k must be >= 0 (0: every symbol), got {}", s.top_k);
   s.top_p = parse_number<double>("generate", "--top-p", a.top_p);
   RELPOS_CHECK(s.top_p > 0 && s.top_p <= 1, "generate", "--top-p must be in (0, 1], got {}",
                a.top_p);
@@ -205,10 +204,10 @@ void add_generate_command(CLI::App& app, int& status) {
   sub->add_option("--tokens", a->tokens, "symbols (bytes) to sample")->type_name("N")->required();
   sub->add_option("--temperature", a->temperature, "softmax temperature, > 0 (default 1)")
       ->type_name("T");
-  sub->add_option("--top-k", a->top_k, "draw from the K most likely characters (default 0: all)")
+  sub->add_option("--top-k", a->top_k, "draw from the K most likely symbols (default 0: all)")
       ->type_name("K");
   sub->add_option("--top-p", a->top_p,
-                  "draw from the fewest most likely characters whose probability reaches P "
+                  "draw from the fewest most likely symbols whose probability reaches P "
                   "(default 1)")
       ->type_name("P");
   sub->add_option("--seed", a->seed, "the sampling seed (default 0)")->type_name("S");
