@@ -113,6 +113,17 @@ classifier_cases=(
   "tied_shared_shaw_relu:model.tied_blocks=true;model.share_positional=true;model.positional={type: shaw};model.activation=relu"
 )
 train_and_check classifier reference_classifier.py "${classifier_cases[@]}"
+# An f32 checkpoint evaluated in f64 (eval --set model.dtype=f64) is the reference's float64
+# computation of the same weights, to 1e-9 (Shaw in linear attention: the cancellation-prone case).
+cp "$tmp/elu1_shaw_linear_cost/checkpoints/last.h5" "$tmp/ckpt.h5"
+jitter "$tmp/ckpt.h5"
+if "$relpos" eval "$tmp/ckpt.h5" --predictions "$tmp/pred.h5" --set model.dtype=f64 \
+  >"$tmp/out" 2>&1 && "$python" "$tools/reference_classifier.py" "$tmp/ckpt.h5" "$tmp/pred.h5" \
+  --data-dir "$data" --rtol 1e-9 >"$tmp/out" 2>&1; then
+  echo "ok classifier elu1_shaw_linear_cost in f64: $(tail -2 "$tmp/out" | tr '\n' ' ')"
+else
+  fail "classifier elu1_shaw_linear_cost in f64: $(tail -3 "$tmp/out")"
+fi
 
 # Classifiers on MNIST-format images (random pixels, 60% black): pixel tokens pooled 4x4 with
 # FastRPB 2D (the README demo's model), the paper's pixel ids with [CLS]/[SEP] pooled 2x2 on a
