@@ -90,4 +90,8 @@ void DeviceWindow::reset_loss() {
   loss_sum_ = zero_;  // ops make new tensors: the constant itself is never written
 }
 
+void DeviceWindow::carry_loss(double sum) {
+  loss_sum_ = scalar_on(sum, device_);
+}
+
 }  // namespace relpos

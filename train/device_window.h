@@ -35,6 +35,8 @@ class DeviceWindow {
   Reading read() const;
   // A train record was written: the loss sum starts again (a non-finite step stays recorded).
   void reset_loss();
+  // A resumed run: the loss sum continues from `sum`, the record's sum its checkpoint saved.
+  void carry_loss(double sum);
 
  private:
   // The first non-finite value seen: its step (+inf while none) and the value.

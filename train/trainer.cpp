@@ -137,7 +137,7 @@ RunSummary Trainer::run() {
   if (s.options.profile_steps > 0) return s.run_profile();
   Progress progress(s.total_steps, s.position.step, s.config.train.log_every,
                     s.options.verbose && s.root);
-  LogWindow window(s.device);
+  LogWindow window(s.device, s.position, s.root);
   bool keep_going = s.position.step < s.total_steps;
   while (keep_going) {
     const Update update = s.train_step(window);
@@ -256,10 +256,14 @@ void Trainer::State::note_resume() {
   log->info("resumed from {} at step {} of {}", options.resume, position.step, total_steps);
 }
 
-// A checkpoint of another configuration, or one past this run's end, is refused; the changes
-// --allow-config-change lets through are returned.
+// A checkpoint whose open train record its step cannot hold, of another configuration, or past
+// this run's end, is refused; the changes --allow-config-change lets through are returned.
 std::vector<std::string> Trainer::State::check_resume(const RunPosition& saved,
                                                       const std::string& saved_config) const {
+  RELPOS_CHECK(saved.record_updates <= saved.step && std::isfinite(saved.record_loss_sum),
+               "checkpoint",
+               "'{}': a train record of {} updates with loss sum {} cannot be open at step {}",
+               options.resume, saved.record_updates, saved.record_loss_sum, saved.step);
   std::vector<std::string> changes;
   if (!saved_config.empty() && saved_config != config.yaml) {
     changes = trajectory_changes(saved_config, config.yaml, config.defaults);

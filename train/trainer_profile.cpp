@@ -20,7 +20,7 @@ RunSummary Trainer::State::run_profile() {
                "profiled); this run has {} left from step {} (raise train.steps or "
                "train.epochs)",
                n, kWarmup, n, left, position.step);
-  LogWindow window(device);
+  LogWindow window(device, position, root);
   for (int64_t i = 0; i < kWarmup; ++i) train_step(window);
   const auto plain_start = Clock::now();
   for (int64_t i = 0; i < n; ++i) train_step(window);

@@ -36,10 +36,16 @@ struct Update {
 
 // The updates since the last train record of metrics.jsonl.
 struct LogWindow {
-  explicit LogWindow(Device device) : on_device(device) {}
+  // A resumed run's window carries on the record its checkpoint was gathering (rank 0 holds the
+  // loss sum of every rank's).
+  LogWindow(Device device, const RunPosition& position, bool root)
+      : on_device(device), carried_updates(position.record_updates) {
+    if (root && position.record_updates > 0) on_device.carry_loss(position.record_loss_sum);
+  }
   DeviceWindow on_device;  // their loss sum and finiteness, read where something is recorded
   double comm_s = 0;       // summed over the window's updates
-  int64_t updates = 0, examples = 0;
+  int64_t updates = 0, examples = 0;  // in this session (rates)
+  int64_t carried_updates = 0;        // the record's updates before the resume (its mean loss)
   // Values the updates read back to the host (Tensor::item or to_vector) and, on a GPU,
   // device-to-host copies: 0 in a steady state (transfers.h).
   int64_t host_reads = 0;
@@ -49,7 +55,7 @@ struct LogWindow {
   void restart() {
     on_device.reset_loss();
     comm_s = 0;
-    updates = examples = host_reads = 0;
+    updates = examples = host_reads = carried_updates = 0;
     start = Clock::now();
   }
 };

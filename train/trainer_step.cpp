@@ -145,10 +145,13 @@ void Trainer::State::log_update(const Update& update, LogWindow& window, Progres
   const bool record_due = step % config.train.log_every == 0 || step == total_steps;
   if (record_due || read_due) {
     const DeviceWindow::Reading r = check_window(window);
+    // Saved with a checkpoint that follows this read, for a resumed run's next record.
+    position.record_updates = record_due ? 0 : window.carried_updates + window.updates;
+    position.record_loss_sum = record_due ? 0 : r.loss_sum;
     if (record_due) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window.start).count();
       const auto updates = static_cast<double>(window.updates);
-      const double loss = r.loss_sum / updates;
+      const double loss = r.loss_sum / static_cast<double>(window.carried_updates + window.updates);
       JsonObject event;
       event.add("event", "train")
           .add("step", step)

@@ -23,6 +23,7 @@ struct Saver {
     data = capture_state(model, &optimizer);
   }
   void integer(const char* key, int64_t value) { data.ints[key] = value; }
+  void optional_integer(const char* key, int64_t value) { data.ints[key] = value; }
   void real(const char* key, double value) { data.floats[key] = value; }
   void text(const char* key, const std::string& value) { data.texts[key] = value; }
   // Metrics under "<prefix>.<name>" (floats) and "<prefix>.count" (int).
@@ -53,6 +54,10 @@ struct Loader {
     RELPOS_CHECK(saved.has_value(), "train", "'{}' is not a training checkpoint (no '{}')", source,
                  key);
     value = *saved;
+  }
+  // Absent from checkpoints of older relpos versions: 0 then.
+  void optional_integer(const char* key, int64_t& value) {
+    value = position_counter(data, source, key).value_or(0);
   }
   void real(const char* key, double& value) {
     const auto it = data.floats.find(key);
@@ -109,6 +114,8 @@ void TrainingState::visit(Io& io) {
   io.real("best_metric", p.best_metric);
   io.real("wall_time_s", p.wall_time_s);
   io.real("train_time_s", p.train_time_s);
+  io.optional_integer("record_updates", p.record_updates);
+  io.real("record_loss_sum", p.record_loss_sum);
   io.metrics("val_best", p.best_val);
   io.metrics("val_last", p.last_val);
   std::string config = config_;          // loaded: the checkpoint's, for the check

@@ -26,6 +26,10 @@ struct RunPosition {
   double best_metric = std::numeric_limits<double>::quiet_NaN();  // NaN: no validation yet
   double wall_time_s = 0;   // seconds of the run before the clock of this session last started
   double train_time_s = 0;  // seconds of forward + backward + update, all sessions
+  // The train record being gathered (metrics.jsonl): its updates so far and their loss sum (over
+  // the ranks), so the first record after a resume averages the same updates as without one.
+  int64_t record_updates = 0;
+  double record_loss_sum = 0;
   Metrics best_val, last_val;
 };
 

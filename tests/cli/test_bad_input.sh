@@ -304,6 +304,8 @@ config = h5py.File(source, "r").attrs["config"].decode()
 doctor("step_negative", lambda f: f.attrs.__setitem__("step", np.int64(-7)))
 doctor("step_text", lambda f: f.attrs.create("step", **text("abc")))
 doctor("step_u64", lambda f: f.attrs.__setitem__("step", np.uint64(2**64 - 1)))
+doctor("record_past_step", lambda f: f.attrs.__setitem__("record_updates", np.int64(99)))
+doctor("record_nan", lambda f: f.attrs.__setitem__("record_loss_sum", np.float64("nan")))
 doctor("config_nul", lambda f: f.attrs.create("config", **text(config + "\0junk")))
 doctor("config_int", lambda f: f.attrs.__setitem__("config", np.int64(5)))
 doctor("config_key", lambda f: f.attrs.create("config", **text(config + "zzz: 1\n")))
@@ -330,6 +332,13 @@ PY
   refused "resume from a negative step" \
     "^relpos: \[checkpoint\] '$o/step_negative.h5': attribute 'step' is -7; a training position" \
     -- "$relpos" train "$tmp/vocab.yaml" --set train.steps=3 --resume "$o/step_negative.h5" --quiet
+  # The open train record a checkpoint saves (its updates and loss sum) is one its step allows.
+  refused "resume with a train record longer than the run" \
+    "^relpos: \[checkpoint\] '$o/record_past_step.h5': a train record of 99 updates with loss sum [^ ]* cannot be open at step [0-9]*$" \
+    -- "$relpos" train "$tmp/vocab.yaml" --set train.steps=3 --resume "$o/record_past_step.h5" --quiet
+  refused "resume with a NaN train record" \
+    "^relpos: \[checkpoint\] '$o/record_nan.h5': a train record of [0-9]* updates with loss sum nan cannot" \
+    -- "$relpos" train "$tmp/vocab.yaml" --set train.steps=3 --resume "$o/record_nan.h5" --quiet
   refused "eval of a text step" "^relpos: \[checkpoint\] '$o/step_text.h5': attribute 'step' is text, not an integer$" \
     -- "$relpos" eval "$o/step_text.h5"
   refused "eval of a uint64 step past int64" \

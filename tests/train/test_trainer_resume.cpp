@@ -3,12 +3,17 @@
 // the drift bound that test uses tells lost state from rounding; and every entry of a checkpoint
 // round-trips through the training state's one list.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "core/json.h"
 #include "tests/harness.h"
 #include "tests/train/tiny_run.h"
 #include "train/checkpoint.h"
@@ -50,6 +55,19 @@ double relative_distance(const CheckpointData& a, const CheckpointData& b) {
   return std::sqrt(diff / norm);
 }
 
+// Each train record of a run's metrics.jsonl as "step: loss" (its mean over the record's updates).
+std::vector<std::string> train_record_losses(const RunConfig& config) {
+  std::vector<std::string> records;
+  std::istringstream lines(read_text(fs::path(config.train.out) / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const Json record = Json::parse(line);
+    if (record.at("event") == "train")
+      records.push_back(fmt::format("{}: {}", record.at("step").get<int64_t>(),
+                                    record.at("loss").get<double>()));
+  }
+  return records;
+}
+
 }  // namespace
 
 TEST_CASE("trainer: same seed and config give the same parameters; resume is bit-exact") {
@@ -89,6 +107,10 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
   // The validations before the interruption count: the best is the straight run's.
   CHECK(second.best_val.count > 0);
   check_same_training_state(last_checkpoint(straight), last_checkpoint(split));
+  // Step 5 is inside the record of steps 4-6 (log_every 3): the resumed run's record averages
+  // the three updates too, not only step 6 (it did before the open record was saved).
+  CHECK(train_record_losses(split) == train_record_losses(straight));
+  CHECK(train_record_losses(straight).size() == 4);
 }
 
 // tests/train/fixtures/resume_at_5.h5 was written at step 5 of `split` above by the relpos of
@@ -160,20 +182,29 @@ TEST_CASE("trainer: a resume without the optimizer's moments is caught by the dr
 
 // Every entry of a checkpoint of today's format, loaded through the training state's one list
 // and saved again, comes back with the same name and bits (the configuration text is the run's).
+// A checkpoint of an earlier relpos reads the entries it predates as their defaults.
 TEST_CASE("training state: every entry of a checkpoint round-trips through load and save") {
-  const fs::path& fixture = kFixture;
   test::ScratchDir scratch;
   const std::string data = make_data(scratch);
-  const RunConfig config =
-      tiny_config(scratch, data, "state", {"train.clip_grad_norm=0.5", "train.accumulate=2"});
+  const RunConfig config = tiny_config(scratch, data, "state", kCommon);
+  TrainerOptions interrupted;
+  interrupted.stop_at_step = 5;  // inside the train record of steps 4-6
+  train(config, interrupted);
   const std::unique_ptr<Task> task = make_task(config, Device::cpu());
   const auto optimizer = make_optimizer(task->model().named_parameters(), config.optimizer);
   RunPosition position;
   TrainingState state(*task, *optimizer, position, config.yaml);
-  const CheckpointData saved = read_checkpoint(fixture.string());
-  state.load(saved, fixture.string());
+  state.load(read_checkpoint(kFixture.string()), kFixture.string());
+  CHECK(position.step == 5);
+  CHECK(position.record_updates == 0);  // the fixture predates the open record's entries
+  CHECK(position.record_loss_sum == 0);
+
+  const CheckpointData saved = last_checkpoint(config);
+  state.load(saved, "last.h5");
   CHECK(position.step == 5);
   CHECK(position.best_step == saved.ints.at("best_step"));
+  CHECK(position.record_updates == 2);
+  CHECK(position.record_loss_sum > 0);
   const CheckpointData again = state.save();
 
   CHECK(again.ints == saved.ints);
