@@ -44,7 +44,9 @@ void write_text(const fs::path& path, const std::string& text) {
 namespace {
 
 // The metrics.jsonl records up to `step` (a resumed run drops what came after its checkpoint,
-// so no event is recorded twice); records without a step are kept.
+// so no event is recorded twice); records without a step are kept. Test records go whatever
+// their step: a test follows the run's last update, which the resumed run has yet to make (the
+// best weights' record carries the step of the best, before the checkpoint's).
 void truncate_metrics(const fs::path& path, int64_t step) {
   std::ifstream in(path);
   if (!in) return;
@@ -59,7 +61,8 @@ void truncate_metrics(const fs::path& path, int64_t step) {
     RELPOS_CHECK(damage == nullptr, "train",
                  "'{}' line {}: {}; the log of this run is damaged (move it away to resume)",
                  path.string(), number, damage);
-    if (at != record.end() && at->get<int64_t>() > step) continue;
+    if (at != record.end() && (at->get<int64_t>() > step || record.value("event", "") == "test"))
+      continue;
     kept += line + "\n";
   }
   in.close();
@@ -252,7 +255,14 @@ void Trainer::State::load_resume() {
 void Trainer::State::note_resume() {
   if (!resume_changes.empty())
     log->warn("note: resuming with a changed configuration: {}", fmt::join(resume_changes, "; "));
-  if (root) truncate_metrics(dir / "metrics.jsonl", position.step);
+  if (root) {
+    truncate_metrics(dir / "metrics.jsonl", position.step);
+    // The run is not finished until its new end writes the summary again.
+    std::error_code error;
+    fs::remove(dir / "summary.json", error);
+    RELPOS_CHECK(!error, "train", "cannot remove the finished run's '{}': {}",
+                 (dir / "summary.json").string(), error.message());
+  }
   log->info("resumed from {} at step {} of {}", options.resume, position.step, total_steps);
 }
 

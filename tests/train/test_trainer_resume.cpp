@@ -55,14 +55,16 @@ double relative_distance(const CheckpointData& a, const CheckpointData& b) {
   return std::sqrt(diff / norm);
 }
 
-// Each train record of a run's metrics.jsonl as "step: loss" (its mean over the record's updates).
-std::vector<std::string> train_record_losses(const RunConfig& config) {
+// The records of a run's metrics.jsonl as "event weights step: loss" (a train record's loss is
+// its mean over the record's updates), those of `event` alone unless it is empty.
+std::vector<std::string> record_losses(const RunConfig& config, const std::string& event = "") {
   std::vector<std::string> records;
   std::istringstream lines(read_text(fs::path(config.train.out) / "metrics.jsonl"));
   for (std::string line; std::getline(lines, line);) {
     const Json record = Json::parse(line);
-    if (record.at("event") == "train")
-      records.push_back(fmt::format("{}: {}", record.at("step").get<int64_t>(),
+    if (event.empty() || record.at("event") == event)
+      records.push_back(fmt::format("{} {} {}: {}", record.at("event").get<std::string>(),
+                                    record.value("weights", ""), record.at("step").get<int64_t>(),
                                     record.at("loss").get<double>()));
   }
   return records;
@@ -109,8 +111,36 @@ TEST_CASE("trainer: same seed and config give the same parameters; resume is bit
   check_same_training_state(last_checkpoint(straight), last_checkpoint(split));
   // Step 5 is inside the record of steps 4-6 (log_every 3): the resumed run's record averages
   // the three updates too, not only step 6 (it did before the open record was saved).
-  CHECK(train_record_losses(split) == train_record_losses(straight));
-  CHECK(train_record_losses(straight).size() == 4);
+  CHECK(record_losses(split, "train") == record_losses(straight, "train"));
+  CHECK(record_losses(straight, "train").size() == 4);
+}
+
+// A run resumed from an earlier checkpoint of a finished course drops that course's test records
+// (the best weights' one carries the best's step, before the checkpoint's) and its summary.json
+// until its own end writes them: they stayed, and a test was recorded twice.
+TEST_CASE("trainer: a resume drops the test records and summary of the course it continues") {
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  std::vector<std::string> overrides = kCommon;
+  overrides.push_back("train.save_every=4");
+  const RunConfig run = tiny_config(scratch, data, "run", overrides);
+  train(run);
+  const std::vector<std::string> finished = record_losses(run);
+  REQUIRE(record_losses(run, "test").size() == 2);
+  const fs::path dir = run.train.out;
+
+  TrainerOptions from_8;
+  from_8.resume = (dir / "checkpoints" / "step-00000008.h5").string();
+  from_8.stop_at_step = 10;
+  CHECK_FALSE(train(run, from_8).finished);
+  CHECK(record_losses(run, "test").empty());
+  CHECK_FALSE(fs::exists(dir / "summary.json"));
+
+  TrainerOptions to_the_end;
+  to_the_end.resume = (dir / "checkpoints" / "last.h5").string();
+  CHECK(train(run, to_the_end).finished);
+  CHECK(record_losses(run) == finished);
+  CHECK(fs::exists(dir / "summary.json"));
 }
 
 // tests/train/fixtures/resume_at_5.h5 was written at step 5 of `split` above by the relpos of
