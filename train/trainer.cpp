@@ -187,7 +187,8 @@ void Trainer::State::check_run_dir() const {
                out.string(), (out / "checkpoints" / "last.h5").string());
 }
 
-// The run directory (rank 0; --overwrite: without the files of the run it held) and the logger.
+// The run directory (rank 0; locked to this process; --overwrite: without the files of the run
+// it held) and the logger.
 void Trainer::State::open_run_dir() {
   dir = config.train.out;
   if (!root) {
@@ -195,6 +196,10 @@ void Trainer::State::open_run_dir() {
     return;
   }
   std::error_code made;
+  fs::create_directories(dir, made);
+  RELPOS_CHECK(!made, "train", "cannot create the run directory '{}': {}", dir.string(),
+               made.message());
+  dir_lock = std::make_unique<RunDirLock>(dir);  // before anything there is removed or written
   if (options.overwrite && options.resume.empty())
     for (const char* name : kRunFiles) fs::remove_all(dir / name, made);
   fs::create_directories(dir / "checkpoints", made);

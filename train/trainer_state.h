@@ -17,6 +17,7 @@
 #include "train/json.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
+#include "train/run_dir_lock.h"
 #include "train/schedule.h"
 #include "train/task.h"
 #include "train/trainer.h"
@@ -71,6 +72,7 @@ struct Trainer::State {
   Device device = Device::cpu();
   bool root = true;  // rank 0: owns the run directory, the log and the checkpoints
   fs::path dir;
+  std::unique_ptr<RunDirLock> dir_lock;  // rank 0, from open_run_dir on
   std::shared_ptr<spdlog::logger> log;
   std::ofstream metrics_file;
 

@@ -648,6 +648,19 @@ for flag in "" --overwrite; do
     -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/notes" --quiet $flag
 done
 [[ -f $tmp/notes/checkpoints/notes.txt ]] || fail "--overwrite removed a file relpos did not write"
+# A second relpos in a run directory that a training process holds: --overwrite removed the
+# running run's files, and a --resume interleaved its records and checkpoints with the run's.
+"$relpos" train "$tmp/listops.yaml" --out "$tmp/run_busy" --set train.steps=1000000 --quiet \
+  >/dev/null 2>&1 &
+busy=$!
+for _ in $(seq 600); do [[ -s $tmp/run_busy/log.txt ]] && break; sleep 0.1; done
+kill -0 "$busy" 2>/dev/null || fail "the run to hold a directory ended before the check"
+refused "an --overwrite of a run that is training" \
+  "^relpos: \[train\] '$tmp/run_busy' is in use: another relpos process is training there \(wait for it to end, or train elsewhere with --out\)$" \
+  -- timeout 120 "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_busy" --set train.steps=1000000 --quiet \
+  --overwrite
+[[ -f $tmp/run_busy/config.yaml ]] || fail "an --overwrite refused as in use removed the run's files"
+kill "$busy" && wait "$busy" 2>/dev/null
 "$relpos" train "$tmp/listops.yaml" --out "$tmp/out #1" --quiet --set train.steps=1 >/dev/null 2>&1 ||
   fail "--out with '#' in its name did not train"
 [[ -f "$tmp/out #1/config.yaml" ]] || fail "--out '$tmp/out #1' was read as YAML (a comment)"

@@ -311,3 +311,37 @@ TEST_CASE("trainer: config.yaml holds every default; an older checkpoint is comp
   CHECK(refusal("model.attention.fused=false").find("model.attention.fused: true -> false") !=
         std::string::npos);
 }
+
+// A second trainer in a run directory another one holds (a --resume while the run goes on, an
+// --overwrite of it) is refused before it removes or writes anything there; both used to go on,
+// interleaving their records and checkpoints. The directory is free again once the first ends.
+TEST_CASE("trainer: a run directory in use by another trainer is refused, not shared") {
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  const RunConfig config = tiny_config(scratch, data, "busy", kCommon);
+  TrainerOptions interrupted;
+  interrupted.stop_at_step = 5;
+  interrupted.verbose = false;
+  train(config, interrupted);
+  const fs::path dir = config.train.out;
+  TrainerOptions resumed;
+  resumed.resume = (dir / "checkpoints" / "last.h5").string();
+  resumed.verbose = false;
+  TrainerOptions overwrite;
+  overwrite.overwrite = true;
+  overwrite.verbose = false;
+  const std::string in_use = fmt::format(
+      "[train] '{}' is in use: another relpos process is training there (wait for it to end, or "
+      "train elsewhere with --out)",
+      dir.string());
+  {
+    Trainer first(config, resumed);
+    const std::string metrics = read_text(dir / "metrics.jsonl");
+    CHECK(test::error_of([&] { Trainer second(config, overwrite); }) == in_use);
+    CHECK(test::error_of([&] { Trainer second(config, resumed); }) == in_use);
+    CHECK(read_text(dir / "metrics.jsonl") == metrics);
+    CHECK(fs::exists(dir / "config.yaml"));
+    CHECK(first.run().finished);
+  }
+  CHECK(train(config, overwrite).finished);
+}
