@@ -59,4 +59,14 @@ std::shared_ptr<spdlog::logger> make_run_logger(const fs::path& file, bool verbo
   return logger;
 }
 
+void log_to_file_only(spdlog::logger& logger, const std::string& message) {
+  for (const spdlog::sink_ptr& sink : logger.sinks()) {
+    if (std::dynamic_pointer_cast<spdlog::sinks::basic_file_sink_mt>(sink) == nullptr) continue;
+    spdlog::logger file_only("relpos", sink);
+    file_only.set_error_handler([](const std::string&) {});
+    file_only.error("{}", message);
+    file_only.flush();
+  }
+}
+
 }  // namespace relpos

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
 
 namespace relpos {
 
@@ -13,6 +14,11 @@ namespace relpos {
 // not `verbose`). A write to log.txt that fails stops the run: "[train] cannot write '<file>':
 // <the system's reason>".
 std::shared_ptr<spdlog::logger> make_run_logger(const std::filesystem::path& file, bool verbose);
+
+// Writes `message` as an error line to the log.txt of a make_run_logger logger alone: why a run
+// stopped, when the caller reports the error on stderr itself. A failed write is not reported
+// (the run is already stopping with an error of its own).
+void log_to_file_only(spdlog::logger& logger, const std::string& message);
 
 // Ranks other than 0 of a data-parallel job: nothing to a file, and only errors to stderr (the
 // job reports through rank 0).

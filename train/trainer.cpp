@@ -133,7 +133,17 @@ Model& Trainer::model() {
 }
 
 RunSummary Trainer::run() {
-  State& s = *s_;
+  try {
+    return s_->run();
+  } catch (const std::exception& e) {
+    // stderr gets the error from the caller; log.txt keeps why the run stopped.
+    if (s_->root && s_->log) log_to_file_only(*s_->log, fmt::format("stopped: {}", e.what()));
+    throw;
+  }
+}
+
+RunSummary Trainer::State::run() {
+  State& s = *this;
   reset_peak_memory(s.device);
   s.log->info("run '{}': {} parameters, {}, {} updates on {}", s.config.name,
               s.task->model().num_parameters(), s.task->describe(), s.total_steps, s.config.device);

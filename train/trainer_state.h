@@ -102,6 +102,7 @@ struct Trainer::State {
     return position.wall_time_s + std::chrono::duration<double>(Clock::now() - started).count();
   }
 
+  RunSummary run();  // Trainer::run
   void check_run_dir() const;
   void open_run_dir();
   void build();

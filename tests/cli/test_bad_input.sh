@@ -661,6 +661,13 @@ refused "an --overwrite of a run that is training" \
   --overwrite
 [[ -f $tmp/run_busy/config.yaml ]] || fail "an --overwrite refused as in use removed the run's files"
 kill "$busy" && wait "$busy" 2>/dev/null
+# A run that stops with an error says so in one line on stderr and, after its own lines, in
+# log.txt (which said nothing of it).
+refused "a diverging run" "^relpos: \[train\] the loss is .* at step [0-9]*; rerun with debug.detect_anomaly" \
+  -- "$relpos" train "$tmp/listops.yaml" --out "$tmp/run_nan" --quiet \
+  --set 'optimizer={type: sgd, lr: 1.0e30}' --set schedule=constant --set train.steps=20
+grep -q '^\[[-0-9: ]*\] stopped: \[train\] the loss is .* at step' "$tmp/run_nan/log.txt" ||
+  fail "log.txt of a run stopped by an error does not say why: $(cat "$tmp/run_nan/log.txt")"
 "$relpos" train "$tmp/listops.yaml" --out "$tmp/out #1" --quiet --set train.steps=1 >/dev/null 2>&1 ||
   fail "--out with '#' in its name did not train"
 [[ -f "$tmp/out #1/config.yaml" ]] || fail "--out '$tmp/out #1' was read as YAML (a comment)"

@@ -117,6 +117,9 @@ TEST_CASE("trainer: a non-finite loss stops the run with its step, and anomaly m
   // The loss and gradient norm are read from the device at log steps only; the step named is
   // still the first non-finite one, as when every step is read.
   CHECK(logged_every(40) == plain);
+  // log.txt says why the run stopped (it ended with the run's first line).
+  const std::string log = read_text(scratch.path / "nan_40" / "log.txt");
+  CHECK(log.find("] stopped: " + plain + "\n") != std::string::npos);
 
   // Diverged weights met first by a validation: the error names it and its step.
   // (lr 1e300 makes the first update's f32 weights infinite; validation meets NaN logits.)
