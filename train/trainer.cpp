@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
@@ -31,6 +32,7 @@
 #include "train/progress.h"
 #include "train/run_log.h"
 #include "train/schedule.h"
+#include "train/stop_signals.h"
 #include "train/task.h"
 #include "train/trainer_state.h"
 #include "train/training_state.h"
@@ -151,12 +153,15 @@ RunSummary Trainer::State::run() {
   Progress progress(s.total_steps, s.position.step, s.config.train.log_every,
                     s.options.verbose && s.root);
   LogWindow window(s.device, s.position, s.root);
+  std::optional<StopSignals> signals;
+  if (s.options.stop_on_signals) signals.emplace();
   bool keep_going = s.position.step < s.total_steps;
   while (keep_going) {
     const Update update = s.train_step(window);
     keep_going = s.position.step < s.total_steps;
     const bool validating = s.validation_due(update) || !keep_going;  // also at --stop-at-step
-    const bool stopping = keep_going && s.position.step == s.options.stop_at_step;
+    const int signal = signals ? signals->requested() : 0;  // one at the last update: finished
+    const bool stopping = keep_going && (s.position.step == s.options.stop_at_step || signal != 0);
     // The device's loss and finiteness are read where the run records or saves something.
     s.log_update(update, window, progress, validating || stopping || s.step_checkpoint_due());
     if (validating) {
@@ -166,10 +171,11 @@ RunSummary Trainer::State::run() {
     s.save_step_checkpoint();
     if (stopping && keep_going) {  // not when validation just stopped the run early
       progress.interrupt();
-      return s.stop_here();
+      return s.stop_here(signal);
     }
   }
   progress.interrupt();
+  signals.reset();
   return s.finish();
 }
 

@@ -28,6 +28,9 @@ struct TrainerOptions {
   // End this session after this update as an interruption would, saving checkpoints/last.h5
   // (after the validation due at that update; no test, no summary); 0: run to the end.
   int64_t stop_at_step = 0;
+  // SIGINT or SIGTERM during the updates ends the session after the update under way, as
+  // stop_at_step does there (train/stop_signals.h); the command-line tool asks for it.
+  bool stop_on_signals = false;
   // Resume even when the configuration differs from the checkpoint's in keys that change what
   // the run computes (steps, model, optimizer, ...); otherwise such a resume is refused, naming
   // the keys.
@@ -55,6 +58,7 @@ struct RunSummary {
   int64_t parameters = 0;
   std::string run_dir;
   bool finished = false;  // false when the session ended at TrainerOptions::stop_at_step
+  int stop_signal = 0;    // or by this signal (TrainerOptions::stop_on_signals)
   // Whether this process owns the run's files and reports it: true but on ranks > 0 of a
   // data-parallel job (train/distributed.h), whose summaries are the same.
   bool primary = true;

@@ -30,20 +30,24 @@
 #include "train/progress.h"
 #include "train/run_log.h"
 #include "train/schedule.h"
+#include "train/stop_signals.h"
 #include "train/task.h"
 #include "train/trainer_state.h"
 #include "train/training_state.h"
 
 namespace relpos {
 
-// Ends the session at options.stop_at_step as an interruption would: checkpoints/last.h5 only.
-RunSummary Trainer::State::stop_here() {
+// Ends the session at options.stop_at_step, or where `signal` (0: none) asked, as an
+// interruption would: checkpoints/last.h5 only.
+RunSummary Trainer::State::stop_here(int signal) {
   save(dir / "checkpoints" / "last.h5");
   // (The command prints how to continue; the log keeps the record, in other words.)
-  log->info("session ended at step {} (--stop-at-step); saved {}", position.step,
+  log->info("session ended at step {} ({}); saved {}", position.step,
+            signal != 0 ? signal_name(signal) : "--stop-at-step",
             (dir / "checkpoints" / "last.h5").string());
   RunSummary partial;
   partial.steps = position.step;
+  partial.stop_signal = signal;
   partial.run_dir = dir.string();
   partial.primary = root;
   return partial;

@@ -123,7 +123,7 @@ struct Trainer::State {
   bool validation_due(const Update& update) const;
   bool step_checkpoint_due() const;
   bool validate();
-  RunSummary stop_here();
+  RunSummary stop_here(int signal);
   RunSummary run_profile();
   RunSummary finish();
   Metrics test_best_weights(const Metrics& test_last);

@@ -209,6 +209,38 @@ for n in a["params"]:
 ' "$tmp/stopped/checkpoints/last.h5" "$tmp/whole/checkpoints/last.h5" ||
     fail "a run stopped at step 3 and resumed differs from the uninterrupted one"
 fi
+# SIGTERM (a scheduler's time limit; Ctrl-C's SIGINT alike) ends a session after the update
+# under way with checkpoints/last.h5 and exit status 143, and --resume continues the course of an
+# uninterrupted run; it killed the run, losing every update since the last checkpoint. (The lra
+# schedule does not depend on train.steps: the resumed and the uninterrupted run end 10 updates
+# after the one the signal stopped, wherever that was.)
+"$relpos" train "$tmp/tiny.yaml" --out "$tmp/signalled" --set train.steps=1000000 \
+  --set train.eval_every=1000000 --quiet >"$tmp/signal_out" 2>"$tmp/signal_err" &
+pid=$!
+for _ in $(seq 600); do [[ -s $tmp/signalled/metrics.jsonl ]] && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+[[ $status -eq 143 ]] || fail "train after SIGTERM: exit $status: $(cat "$tmp/signal_err")"
+grep -q "^stopped at step [0-9]* by SIGTERM; continue with --resume $tmp/signalled/checkpoints/last.h5" \
+  "$tmp/signal_out" || fail "SIGTERM during training says: $(cat "$tmp/signal_out" "$tmp/signal_err")"
+end=$(($(sed -n 's/^stopped at step \([0-9]*\) by SIGTERM.*/\1/p' "$tmp/signal_out") + 10))
+short=(--set train.steps=$end --set train.eval_every=1000000 --quiet)
+expect_status 0 "train --resume after SIGTERM" -- "$relpos" train "$tmp/tiny.yaml" \
+  --out "$tmp/signalled" "${short[@]}" --resume "$tmp/signalled/checkpoints/last.h5" \
+  --allow-config-change
+expect_status 0 "train uninterrupted to the resumed run's end" -- "$relpos" train \
+  "$tmp/tiny.yaml" --out "$tmp/whole_signalled" "${short[@]}"
+if "$python" -c "import h5py" 2>/dev/null; then
+  "$python" -c '
+import h5py, sys
+a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
+assert a.attrs["step"] == b.attrs["step"] == int(sys.argv[3])
+for n in a["params"]:
+    assert (a["params"][n][()] == b["params"][n][()]).all(), n
+' "$tmp/signalled/checkpoints/last.h5" "$tmp/whole_signalled/checkpoints/last.h5" "$end" ||
+    fail "a run stopped by SIGTERM and resumed differs from the uninterrupted one"
+fi
 # The console's progress line and metrics.jsonl's train record show the same loss at a log step
 # (both the mean since the previous record).
 expect_status 0 "train, progress on stderr" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/losses"

@@ -10,6 +10,7 @@
 #include "tools/relpos/commands.h"
 #include "train/config.h"
 #include "train/distributed.h"
+#include "train/stop_signals.h"
 #include "train/trainer.h"
 
 namespace relpos::cli {
@@ -25,7 +26,9 @@ constexpr const char* kTrainFooter =
     "configuration that changes its course (steps, model, optimizer, ...) is refused unless\n"
     "--allow-config-change. --stop-at-step N ends this session after update N with\n"
     "checkpoints/last.h5 (no validation or test), as for a job time limit; a later --resume\n"
-    "continues the same course. --profile N trains 2 warm-up updates, N timed plainly and N under\n"
+    "continues the same course. Ctrl-C (SIGINT) or SIGTERM while it trains ends the session\n"
+    "the same way after the update under way (exit status 130 / 143); a second one ends it at\n"
+    "once. --profile N trains 2 warm-up updates, N timed plainly and N under\n"
     "the profiler, prints the time and allocated bytes per op kind and per module, forward and\n"
     "backward (on CUDA also the device-to-host copies), and writes no run directory.\n"
     "--set train.precision=bf16 rounds the operands of the model's matrix products and of its\n"
@@ -42,6 +45,7 @@ struct TrainArgs {
 int train(TrainArgs& a) {
   if (!a.out.empty()) a.overrides.push_back(text_override("train.out", a.out));
   if (!a.device.empty()) a.overrides.push_back(text_override("device", a.device));
+  a.options.stop_on_signals = true;
   if (!a.stop_at_step.empty())
     a.options.stop_at_step = parse_positive<int64_t>("train", "--stop-at-step", a.stop_at_step);
   std::optional<TempDir> scratch;
@@ -60,9 +64,11 @@ int train(TrainArgs& a) {
       return 0;
     }
     if (!r.finished) {
-      std::printf("stopped at step %lld as asked; continue with --resume %s/checkpoints/last.h5\n",
-                  static_cast<long long>(r.steps), r.run_dir.c_str());
-      return 0;
+      const std::string how =
+          r.stop_signal != 0 ? fmt::format("by {}", signal_name(r.stop_signal)) : "as asked";
+      std::printf("stopped at step %lld %s; continue with --resume %s/checkpoints/last.h5\n",
+                  static_cast<long long>(r.steps), how.c_str(), r.run_dir.c_str());
+      return r.stop_signal != 0 ? 128 + r.stop_signal : 0;  // the shell's status of a signal
     }
     // The selection metric first: "test accuracy 0.9430 (last) 0.9360 (best), ...".
     std::string line =
