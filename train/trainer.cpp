@@ -160,7 +160,8 @@ RunSummary Trainer::State::run() {
     const Update update = s.train_step(window);
     keep_going = s.position.step < s.total_steps;
     const bool validating = s.validation_due(update) || !keep_going;  // also at --stop-at-step
-    const int signal = signals ? signals->requested() : 0;  // one at the last update: finished
+    // A signal at the last update (or at an early stop) lets the run finish: its test follows.
+    const int signal = signals ? signals->requested() : 0;
     const bool stopping = keep_going && (s.position.step == s.options.stop_at_step || signal != 0);
     // The device's loss and finiteness are read where the run records or saves something.
     s.log_update(update, window, progress, validating || stopping || s.step_checkpoint_due());
