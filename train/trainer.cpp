@@ -145,39 +145,37 @@ RunSummary Trainer::run() {
 }
 
 RunSummary Trainer::State::run() {
-  State& s = *this;
-  reset_peak_memory(s.device);
-  s.log->info("run '{}': {} parameters, {}, {} updates on {}", s.config.name,
-              s.task->model().num_parameters(), s.task->describe(), s.total_steps, s.config.device);
-  if (s.options.profile_steps > 0) return s.run_profile();
-  Progress progress(s.total_steps, s.position.step, s.config.train.log_every,
-                    s.options.verbose && s.root);
-  LogWindow window(s.device, s.position, s.root);
+  reset_peak_memory(device);
+  log->info("run '{}': {} parameters, {}, {} updates on {}", config.name,
+            task->model().num_parameters(), task->describe(), total_steps, config.device);
+  if (options.profile_steps > 0) return run_profile();
+  Progress progress(total_steps, position.step, config.train.log_every, options.verbose && root);
+  LogWindow window(device, position, root);
   std::optional<StopSignals> signals;
-  if (s.options.stop_on_signals) signals.emplace();
-  bool keep_going = s.position.step < s.total_steps;
+  if (options.stop_on_signals) signals.emplace();
+  bool keep_going = position.step < total_steps;
   while (keep_going) {
-    const Update update = s.train_step(window);
-    keep_going = s.position.step < s.total_steps;
-    const bool validating = s.validation_due(update) || !keep_going;  // also at --stop-at-step
+    const Update update = train_step(window);
+    keep_going = position.step < total_steps;
+    const bool validating = validation_due(update) || !keep_going;  // also at --stop-at-step
     // A signal at the last update (or at an early stop) lets the run finish: its test follows.
     const int signal = signals ? signals->requested() : 0;
-    const bool stopping = keep_going && (s.position.step == s.options.stop_at_step || signal != 0);
+    const bool stopping = keep_going && (position.step == options.stop_at_step || signal != 0);
     // The device's loss and finiteness are read where the run records or saves something.
-    s.log_update(update, window, progress, validating || stopping || s.step_checkpoint_due());
+    log_update(update, window, progress, validating || stopping || step_checkpoint_due());
     if (validating) {
       progress.interrupt();
-      keep_going = s.validate() && keep_going;
+      keep_going = validate() && keep_going;
     }
-    s.save_step_checkpoint();
+    save_step_checkpoint();
     if (stopping && keep_going) {  // not when validation just stopped the run early
       progress.interrupt();
-      return s.stop_here(signal);
+      return stop_here(signal);
     }
   }
   progress.interrupt();
   signals.reset();
-  return s.finish();
+  return finish();
 }
 
 // The files of a run in its directory (a fresh run refuses them, --overwrite removes them).
