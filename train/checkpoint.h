@@ -51,4 +51,8 @@ void write_checkpoint(const std::string& path, const CheckpointData& data);
 // "[checkpoint] '<path>': <what is wrong>"; HDF5 prints nothing itself.
 CheckpointData read_checkpoint(const std::string& path);
 
+// The root attributes alone (step, best_step, config, ...; the tensors are not read), the file
+// checked and refused as by read_checkpoint.
+CheckpointData read_checkpoint_attributes(const std::string& path);
+
 }  // namespace relpos

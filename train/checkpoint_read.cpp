@@ -240,21 +240,28 @@ class Reader {
   std::string path_;
 };
 
-}  // namespace
-
-CheckpointData read_checkpoint(const std::string& path) {
-  const Reader reader(path);
+// The checkpoint at `path` opened for reading (HDF5's messages off while `quiet` lives), its
+// format and its /params group checked.
+H5Handle open_checkpoint(const Reader& reader, const std::string& path) {
   std::error_code error;  // ENOENT is "no such file"; another cause (a name too long) is named
   const fs::file_status status = fs::status(path, error);
   if (!fs::exists(status)) reader.error(why_missing(error));
   if (!fs::is_regular_file(status)) reader.error("not a regular file");
   if (const auto why = unchecksummed_format(path)) reader.error(*why);
-  const H5QuietErrors quiet;
-  const H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.valid()) reader.error("cannot be opened as HDF5 (truncated or damaged file)");
   const htri_t has_params = H5Lexists(file.get(), "params", H5P_DEFAULT);
   if (has_params < 0) reader.damaged("the root group");
   if (has_params == 0) reader.error("no /params group (not a relpos checkpoint)");
+  return file;
+}
+
+}  // namespace
+
+CheckpointData read_checkpoint(const std::string& path) {
+  const Reader reader(path);
+  const H5QuietErrors quiet;
+  const H5Handle file = open_checkpoint(reader, path);
   CheckpointData data;
   data.params = reader.tensors(file.get(), "params");
   data.buffers = reader.tensors(file.get(), "buffers");
@@ -263,6 +270,14 @@ CheckpointData read_checkpoint(const std::string& path) {
   reader.counters(file.get(), &data);
   data.state = reader.tensors(file.get(), "state");
   reader.attributes(file.get(), &data);
+  return data;
+}
+
+CheckpointData read_checkpoint_attributes(const std::string& path) {
+  const Reader reader(path);
+  const H5QuietErrors quiet;
+  CheckpointData data;
+  reader.attributes(open_checkpoint(reader, path).get(), &data);
   return data;
 }
 

@@ -135,8 +135,9 @@ std::vector<ConfigChange> config_changes(const std::string& before, const std::s
 
 // config_changes as "train.steps: 12 -> 24", leaving out keys that do not change what a run
 // computes: name, device, train.out, train.log_every, train.save_every, train.keep_last,
-// train.init_from, train.init_params, eval.*, debug.*, data.dir, data.prefetch. A resumed run
-// refuses these changes unless told to allow them.
+// train.init_from, train.init_params, debug.*, data.dir, data.prefetch (eval.* is kept: it
+// decides the best weights and early stopping). A resumed run refuses these changes unless told
+// to allow them.
 std::vector<std::string> trajectory_changes(const std::string& before, const std::string& after,
                                             const ConfigDefaults& after_defaults = {});
 

@@ -117,10 +117,12 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
     s.log->info("initialized {} of {} parameter tensors from {} (train.init_from)",
                 s.initialized.size(), s.task->model().named_parameters().size(),
                 s.config.train.init_from);
-  if (!s.options.resume.empty())
+  if (!s.options.resume.empty()) {
     s.note_resume();
-  else
+    s.check_best_weights();
+  } else {
     s.training_state().start();
+  }
   broadcast_module(s.task->model());  // every rank starts from rank 0's parameters
   if (s.root)
     s.metrics_file.open(s.dir / "metrics.jsonl",
@@ -153,12 +155,13 @@ RunSummary Trainer::State::run() {
   LogWindow window(device, position, root);
   std::optional<StopSignals> signals;
   if (options.stop_on_signals) signals.emplace();
-  bool keep_going = position.step < total_steps;
+  // A checkpoint of the validation that stopped the run early resumes into its test.
+  stopped_early = patience_spent();
+  bool keep_going = position.step < total_steps && !stopped_early;
   while (keep_going) {
     const Update update = train_step(window);
     keep_going = position.step < total_steps;
     const bool validating = validation_due(update) || !keep_going;  // also at --stop-at-step
-    // A signal at the last update (or at an early stop) lets the run finish: its test follows.
     const int signal = signals ? signals->requested() : 0;
     const bool stopping = keep_going && (position.step == options.stop_at_step || signal != 0);
     // The device's loss and finiteness are read where the run records or saves something.
@@ -174,7 +177,12 @@ RunSummary Trainer::State::run() {
     }
   }
   progress.interrupt();
+  // A signal during the last update or the validation after it ends the session before the
+  // test, which a --resume of its checkpoint then runs.
+  if (const int signal = signals ? signals->requested() : 0; signal != 0) return stop_here(signal);
   signals.reset();
+  // A resume that chose the best anew (check_best_weights) and trains no further validates once.
+  if (std::isnan(position.best_metric)) validate();
   return finish();
 }
 

@@ -1,18 +1,21 @@
 // Trainer::State's checkpoints (train/trainer_state.h): saving the training state, the step
-// checkpoints of train.save_every with train.keep_last, and a fine-tuning run's start from
-// train.init_from.
+// checkpoints of train.save_every with train.keep_last, best.h5 kept true on a resume, and a
+// fine-tuning run's start from train.init_from.
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <regex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/comm/comm.h"
 #include "core/error.h"
+#include "core/ops.h"
 #include "train/checkpoint.h"
 #include "train/init_from.h"
 #include "train/trainer_state.h"
@@ -69,6 +72,62 @@ void Trainer::State::prune_step_checkpoints() const {
     RELPOS_CHECK(!ec, "train", "cannot remove the old checkpoint '{}': {}",
                  older[i].second.string(), ec.message());
   }
+}
+
+// checkpoints/best.h5 holds the weights of position.best_step. A resume keeps that true: a file
+// of a later step is kept only where the run retraces the course that wrote it (no configuration
+// change: it writes the same file again at that step). Where the best's weights are gone (the
+// file holds another step, is missing or unreadable) or the validation is computed differently
+// from here on (an eval.* change), the file is removed and the best is chosen anew from the
+// validations to come (patience keeps its count); otherwise the test of "the best weights" would measure other weights
+// than those of the best it names. Every rank takes part (rank 0 reads the file).
+void Trainer::State::check_best_weights() {
+  const fs::path best = dir / "checkpoints" / "best.h5";
+  const RunPosition& p = position;
+  std::string why;  // why the best is chosen anew; empty: best.h5 stays
+  if (root) {
+    std::error_code error;
+    int64_t held = -1;  // the step best.h5 holds (-1: none)
+    std::string unreadable;
+    if (fs::exists(best, error)) {
+      try {
+        const CheckpointData attributes = read_checkpoint_attributes(best.string());
+        const auto step = attributes.ints.find("step");
+        if (step == attributes.ints.end()) unreadable = "it has no 'step' attribute";
+        held = step == attributes.ints.end() ? -1 : step->second;
+      } catch (const Error& e) {
+        unreadable = e.what();
+      }
+    }
+    const bool eval_changed =
+        std::any_of(resume_changes.begin(), resume_changes.end(),
+                    [](const std::string& change) { return change.rfind("eval.", 0) == 0; });
+    if (eval_changed)
+      why = "the validation is computed differently from here (eval.*)";
+    else if (!unreadable.empty())
+      why = fmt::format("{} cannot be read ({})", best.string(), unreadable);
+    else if (held > p.step && resume_changes.empty())
+      why = "";  // the retraced course writes it again at its step
+    else if (held >= 0 && held != p.best_step)
+      why = fmt::format("{} holds the weights of step {}, not of the best validation (step {})",
+                        best.string(), held, p.best_step);
+    else if (held < 0 && p.best_step > 0)
+      why = fmt::format("{} is missing (the best validation was at step {})", best.string(),
+                        p.best_step);
+  }
+  Tensor anew = full({1}, why.empty() ? 0.0 : 1.0, DType::f64);
+  comm::broadcast(anew, 0);
+  if (anew.data<double>()[0] == 0) return;
+  if (root) {
+    std::error_code error;
+    fs::remove(best, error);
+    RELPOS_CHECK(!error, "train", "cannot remove '{}': {}", best.string(), error.message());
+    log->warn("warning: {}: the best weights are chosen anew from the validations of this session",
+              why);
+  }
+  position.best_step = 0;
+  position.best_metric = std::numeric_limits<double>::quiet_NaN();
+  position.best_val = {};
 }
 
 // A fresh run's parameters chosen by train.init_params from train.init_from (fine-tuning); a

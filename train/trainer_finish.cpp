@@ -94,7 +94,11 @@ Metrics Trainer::State::test_best_weights(const Metrics& test_last) {
   const fs::path best = dir / "checkpoints" / "best.h5";
   Tensor has_best = full({1}, root && fs::exists(best) ? 1.0 : 0.0, DType::f64);
   comm::broadcast(has_best, 0);
-  if (has_best.data<double>()[0] == 0 || position.best_step == position.step) return test_last;
+  if (position.best_step == position.step) return test_last;
+  RELPOS_CHECK(has_best.data<double>()[0] != 0, "train",
+               "'{}' was removed while the run trained: the weights of the best validation (step "
+               "{}) cannot be tested (--resume {} chooses the best anew)",
+               best.string(), position.best_step, (dir / "checkpoints" / "last.h5").string());
   if (root) restore_module(model, read_checkpoint(best.string()));
   broadcast_module(model);
   return task->evaluate("test", 0);

@@ -114,6 +114,7 @@ struct Trainer::State {
   void init_from_checkpoint();
   void save_step_checkpoint();
   void prune_step_checkpoints() const;
+  void check_best_weights();  // on a resume, after note_resume
 
   Update train_step(LogWindow& window);
   bool next_batch();
@@ -122,6 +123,7 @@ struct Trainer::State {
   void log_update(const Update& update, LogWindow& window, Progress& progress, bool read_due);
   bool validation_due(const Update& update) const;
   bool step_checkpoint_due() const;
+  bool patience_spent() const;
   bool validate();
   RunSummary stop_here(int signal);
   RunSummary run_profile();

@@ -185,6 +185,12 @@ bool Trainer::State::validation_due(const Update& update) const {
   return every > 0 ? position.step % every == 0 : update.epoch_ended;
 }
 
+// train.patience validations in a row without a better one.
+bool Trainer::State::patience_spent() const {
+  const int64_t patience = config.train.patience;
+  return patience > 0 && position.evals_without_improvement >= patience;
+}
+
 // Validation, checkpoints, patience; returns false when the run should stop.
 bool Trainer::State::validate() {
   RunPosition& p = position;
@@ -217,8 +223,7 @@ bool Trainer::State::validate() {
   log->info("step {}: val {}{}", p.step, describe_metrics(e), improved ? " (best)" : "");
   if (improved) save(dir / "checkpoints" / "best.h5");
   save(dir / "checkpoints" / "last.h5");
-  const int64_t patience = config.train.patience;
-  const bool stop = patience > 0 && p.evals_without_improvement >= patience;
+  const bool stop = patience_spent();
   if (stop) {
     stopped_early = true;
     log->info("early stop: {} validations without a better {}", p.evals_without_improvement,

@@ -241,6 +241,29 @@ for n in a["params"]:
 ' "$tmp/signalled/checkpoints/last.h5" "$tmp/whole_signalled/checkpoints/last.h5" "$end" ||
     fail "a run stopped by SIGTERM and resumed differs from the uninterrupted one"
 fi
+# SIGTERM during the validation after the last update (a long one: 100,000 examples, seconds)
+# ends the session before the test, which the resume then runs alone; the run went on to its test.
+expect_status 0 "data prepare listops, a long validation" -- "$relpos" data prepare listops \
+  --out "$tmp/listops_long_val" --train 64 --val 100000 --test 16 --min_length 10 --max_length 60 \
+  --seed 1
+last_update=(--set train.steps=2 --set train.log_every=1 --set data.dir="$tmp/listops_long_val")
+"$relpos" train "$tmp/tiny.yaml" --out "$tmp/signalled_last" "${last_update[@]}" --quiet \
+  >"$tmp/signal_out" 2>"$tmp/signal_err" &
+pid=$!
+for _ in $(seq 600); do grep -qs '"step": 2' "$tmp/signalled_last/metrics.jsonl" && break; sleep 0.05; done
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+[[ $status -eq 143 ]] || fail "SIGTERM in the last validation: exit $status: $(cat "$tmp/signal_err")"
+grep -q "^stopped at step 2 by SIGTERM; continue with --resume" "$tmp/signal_out" ||
+  fail "SIGTERM in the last validation says: $(cat "$tmp/signal_out" "$tmp/signal_err")"
+[[ ! -e $tmp/signalled_last/summary.json ]] || fail "SIGTERM in the last validation: the test ran"
+expect_status 0 "train --resume after SIGTERM in the last validation" -- "$relpos" train \
+  "$tmp/tiny.yaml" --out "$tmp/signalled_last" "${last_update[@]}" --quiet \
+  --resume "$tmp/signalled_last/checkpoints/last.h5"
+grep -q '"steps": 2' "$tmp/signalled_last/summary.json" || fail "the resume did not test step 2"
+[[ $(grep -c '"event": "eval"' "$tmp/signalled_last/metrics.jsonl") -eq 1 ]] ||
+  fail "the resume validated again: $(cat "$tmp/signalled_last/metrics.jsonl")"
 # The console's progress line and metrics.jsonl's train record show the same loss at a log step
 # (both the mean since the previous record).
 expect_status 0 "train, progress on stderr" -- "$relpos" train "$tmp/tiny.yaml" --out "$tmp/losses"

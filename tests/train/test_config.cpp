@@ -314,6 +314,11 @@ TEST_CASE("config: the resolved text holds every default, and a key left out mea
   CHECK(all[1].key == "train.log_every");
   CHECK(all[1].before == "50");
   CHECK(all[1].after == "7");
+  // An eval.* key decides the validation figures, so the best weights and early stopping.
+  const RunConfig eval_changed =
+      parse_config(test::kMinimalConfig, "minimal", {"eval.max_batches=3"});
+  CHECK(trajectory_changes(test::kMinimalConfig, eval_changed.yaml, eval_changed.defaults) ==
+        std::vector<std::string>{"eval.max_batches: 0 -> 3"});
   // Without the defaults, a key only one side has is a change from or to <none>.
   CHECK(trajectory_changes("train: {steps: 10}", "train: {steps: 10, patience: 0}") ==
         std::vector<std::string>{"train.patience: <none> -> 0"});

@@ -345,3 +345,72 @@ TEST_CASE("trainer: a run directory in use by another trainer is refused, not sh
   }
   CHECK(train(config, overwrite).finished);
 }
+
+// A checkpoint of the validation where patience stopped the run (as one killed during the test
+// that follows leaves) resumes into that test: the resumed run trained on, past the step where
+// the uninterrupted run stopped.
+TEST_CASE("trainer: a run stopped early by patience resumes into its test, not into more updates") {
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  std::vector<std::string> overrides = kCommon;
+  for (const char* key : {"train.eval_every=1", "train.patience=1"}) overrides.push_back(key);
+  const RunConfig run = tiny_config(scratch, data, "patient", overrides);
+  const RunSummary stopped = train(run);
+  REQUIRE(stopped.stopped_early);
+  REQUIRE(stopped.steps < 12);
+  const std::vector<std::string> records = record_losses(run);
+  const CheckpointData at_stop = last_checkpoint(run);
+  TrainerOptions resumed;
+  resumed.resume = (fs::path(run.train.out) / "checkpoints" / "last.h5").string();
+  const RunSummary again = train(run, resumed);
+  CHECK(again.finished);
+  CHECK(again.stopped_early);
+  CHECK(again.steps == stopped.steps);
+  CHECK(again.best_step == stopped.best_step);
+  CHECK(record_losses(run) == records);
+  check_same_training_state(last_checkpoint(run), at_stop);
+}
+
+// checkpoints/best.h5 holds the weights of the best validation the run records. A resume with a
+// changed configuration from a step checkpoint before the file's step (or with the file gone)
+// cannot keep that true: the file is removed and the best chosen anew. The file of the course the
+// resume left stayed, and "test (best)" measured its weights under another step's name.
+TEST_CASE("trainer: after a resume, best.h5 holds the weights of the best validation recorded") {
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  std::vector<std::string> overrides = kCommon;
+  for (const char* key : {"train.eval_every=1", "train.save_every=1", "train.metric=loss"})
+    overrides.push_back(key);
+  const RunConfig run = tiny_config(scratch, data, "best", overrides);
+  const RunSummary whole = train(run);
+  const fs::path checkpoints = fs::path(run.train.out) / "checkpoints";
+  const auto step_of = [](const fs::path& file) {
+    return read_checkpoint_attributes(file.string()).ints.at("step");
+  };
+  REQUIRE(whole.best_step == 12);  // the validation loss falls at every step
+  REQUIRE(step_of(checkpoints / "best.h5") == 12);
+  // From step 6 on, a learning rate too small to move a parameter's f32 bits: no later
+  // validation beats step 6's, whose weights the whole run's best.h5 overwrote.
+  std::vector<std::string> frozen = overrides;
+  frozen.push_back("optimizer.lr=1e-12");
+  const RunConfig changed = tiny_config(scratch, data, "best", frozen);
+  TrainerOptions resumed;
+  resumed.resume = (checkpoints / "step-00000006.h5").string();
+  resumed.allow_config_change = true;
+  const RunSummary again = train(changed, resumed);
+  CHECK(again.best_step == 7);  // the first validation after the resume
+  CHECK(step_of(checkpoints / "best.h5") == 7);
+  CHECK(read_text(fs::path(run.train.out) / "log.txt")
+            .find("best.h5 holds the weights of step 12, not of the best validation (step 6)") !=
+        std::string::npos);
+
+  // A missing best.h5 on a resume of the finished run: its last weights are validated again and
+  // are the best.
+  fs::remove(checkpoints / "best.h5");
+  TrainerOptions finished;
+  finished.resume = (checkpoints / "last.h5").string();
+  const RunSummary last = train(changed, finished);
+  CHECK(last.best_step == 12);
+  CHECK(step_of(checkpoints / "best.h5") == 12);
+  CHECK(last.test_best.get("loss") == last.test_last.get("loss"));
+}
