@@ -79,8 +79,9 @@ void Trainer::State::prune_step_checkpoints() const {
 // change: it writes the same file again at that step). Where the best's weights are gone (the
 // file holds another step, is missing or unreadable) or the validation is computed differently
 // from here on (an eval.* change), the file is removed and the best is chosen anew from the
-// validations to come (patience keeps its count); otherwise the test of "the best weights" would measure other weights
-// than those of the best it names. Every rank takes part (rank 0 reads the file).
+// validations to come (patience keeps its count); otherwise the test of "the best weights" would
+// measure other weights than those of the best it names. Every rank takes part (rank 0 reads the
+// file).
 void Trainer::State::check_best_weights() {
   const fs::path best = dir / "checkpoints" / "best.h5";
   const RunPosition& p = position;
