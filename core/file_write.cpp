@@ -3,6 +3,7 @@
 #include "core/file_write.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,10 +62,33 @@ std::string atomic_write_target(const std::string& component, const std::string&
   return target;
 }
 
+std::string temporary_of(const std::string& path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const std::string prefix = target.filename().string() + ".tmp.";
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    // kill(pid, 0) fails with ESRCH only where no process has that id.
+    if (::kill(static_cast<pid_t>(std::stol(digits)), 0) != 0 && errno == ESRCH)
+      fs::remove(entry.path(), ec);
+  }
+}
+
 void write_file_atomic(const std::string& component, const std::string& named,
                        std::string_view bytes) {
   const std::string path = atomic_write_target(component, named);
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const std::string temp = temporary_of(path);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(component, "cannot write '{}': {}", path, std::strerror(errno));
   size_t done = 0;
@@ -77,6 +101,7 @@ void write_file_atomic(const std::string& component, const std::string& named,
   if (::fsync(fd) != 0) failed(component, path, temp, errno, fd);
   if (::close(fd) != 0) failed(component, path, temp, errno, -1);
   if (std::rename(temp.c_str(), path.c_str()) != 0) failed(component, path, temp, errno, -1);
+  remove_stale_temporaries(path);
 }
 
 void make_directories(const std::string& component, const std::string& path) {

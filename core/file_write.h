@@ -15,6 +15,14 @@ namespace relpos {
 void write_file_atomic(const std::string& component, const std::string& path,
                        std::string_view bytes);
 
+// The temporary file through which this process writes `path`: "<path>.tmp.<pid>".
+std::string temporary_of(const std::string& path);
+
+// Removes what a process killed while writing `path` left: the files "<path>.tmp.<pid>" of a
+// process id that no process has now (a write under way in another process is left alone).
+// Called once `path` is written; a failure to remove one is ignored (it is only space).
+void remove_stale_temporaries(const std::string& path);
+
 // The file a write of `path` through a temporary file and a rename replaces: `path`, or the file
 // a symbolic link there points to (the link stays). An existing `path` that is no regular file
 // (a folder, a device such as /dev/null, a FIFO) is refused, "[component] cannot write '<path>':

@@ -219,7 +219,7 @@ int sync_path(const std::string& path, bool folder) {
 void write_checkpoint(const std::string& named, const CheckpointData& data) {
   const std::string path = atomic_write_target("checkpoint", named);
   const Writer writer(path);
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const std::string temp = temporary_of(path);
   const H5QuietErrors quiet;
   try {
     writer.file(temp, data);
@@ -236,6 +236,7 @@ void write_checkpoint(const std::string& named, const CheckpointData& data) {
   // file systems refuse fsync on a folder.
   const fs::path folder = fs::path(path).parent_path();
   sync_path(folder.empty() ? "." : folder.string(), true);
+  remove_stale_temporaries(path);
 }
 
 }  // namespace relpos

@@ -2,7 +2,6 @@
 #include "train/root_datasets.h"
 
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <filesystem>
 
@@ -36,7 +35,7 @@ void write_root_datasets(const std::string& component, const std::string& named,
   make_file_folder(component, named);
   const std::string path = atomic_write_target(component, named);
   const fs::path target(path);
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  const std::string temp = temporary_of(path);
   std::error_code removed;  // removing the temporary file is best effort
   H5QuietErrors quiet;
   {
@@ -74,6 +73,7 @@ void write_root_datasets(const std::string& component, const std::string& named,
     fs::remove(temp, removed);
     fail(component, "cannot rename '{}' onto '{}': {}", temp, path, renamed.message());
   }
+  remove_stale_temporaries(path);
 }
 
 }  // namespace relpos

@@ -31,8 +31,12 @@ expect_status 2 "no command" -- "$relpos"
 grep -q "^usage: relpos" "$tmp/err" || fail "relpos without a command prints no usage on stderr"
 expect_status 0 "--version" -- "$relpos" --version
 
+mkdir -p "$tmp/listops"
+echo "half a split" >"$tmp/listops/basic_train.tsv.tmp.999999999"  # of a killed prepare
 expect_status 0 "data prepare listops" -- "$relpos" data prepare listops --out "$tmp/listops" \
   --train 64 --val 16 --test 16 --min_length 10 --max_length 60 --seed 1
+[[ ! -e $tmp/listops/basic_train.tsv.tmp.999999999 ]] ||
+  fail "data prepare left the temporary file of a killed one"
 # A misspelt option is refused before anything is written (no subset where the full set was meant).
 for name in mnist fashion-mnist moby-dick listops enwik8; do
   expect_status 2 "data prepare $name --fulll" -- "$relpos" data prepare $name --out "$tmp/typo" \

@@ -31,6 +31,22 @@ TEST_CASE("file write: replaces the file whole; failures name the file and the s
                   entry.path());
 }
 
+// A process killed while writing leaves "<file>.tmp.<its pid>" (a ListOps train split: 635 MB);
+// the next write of the file removes it, and leaves a live process's write under way alone.
+TEST_CASE("file write: removes the temporaries a killed writer left, not a live one's") {
+  test::ScratchDir dir;
+  const std::string path = dir.file("basic_train.tsv");
+  const std::string dead = path + ".tmp.999999999";  // above any pid_max: no such process
+  const std::string live = path + ".tmp." + std::to_string(::getppid());
+  const std::string other = dir.file("basic_val.tsv.tmp.999999999");
+  for (const std::string& file : {dead, live, other}) std::ofstream(file) << "half";
+  CHECK(temporary_of(path) == path + ".tmp." + std::to_string(::getpid()));
+  write_file_atomic("data", path, "whole");
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(other));  // another file's: removed when that file is written
+}
+
 TEST_CASE("file write: a link's file is replaced, the link kept; no regular file is refused") {
   test::ScratchDir dir;
   const auto read = [](const std::string& path) {
