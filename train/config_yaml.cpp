@@ -41,10 +41,22 @@ void check_printable(const YAML::Node& scalar, const std::string& where) {
                where, scalar.Mark().line + 1, static_cast<unsigned char>(*control));
 }
 
+// A YAML tag (`!!str 5`, `!!float 1`, `!custom`) would be dropped unread: yaml-cpp keeps it
+// beside the value, and relpos reads every value by its key's type. yaml-cpp tags an untagged
+// node "?" (plain) or "!" (quoted).
+void check_untagged(const YAML::Node& node, const std::string& where) {
+  const std::string& tag = node.Tag();
+  RELPOS_CHECK(tag.empty() || tag == "?" || tag == "!", kWho,
+               "{} line {}: the YAML tag '{}' is not read (each setting has one type); write the "
+               "value plainly",
+               where, node.Mark().line + 1, tag);
+}
+
 void check_tree(const YAML::Node& node, const std::string& where, int64_t& values) {
   RELPOS_CHECK(++values <= kMaxValues, kWho,
                "{} line {}: more than {} values (aliases expanded): not a configuration", where,
                node.Mark().line + 1, kMaxValues);
+  check_untagged(node, where);
   if (node.IsScalar()) check_printable(node, where);
   if (node.IsSequence())
     for (const auto& item : node) check_tree(item, where, values);
@@ -54,6 +66,7 @@ void check_tree(const YAML::Node& node, const std::string& where, int64_t& value
     const int line = entry.first.Mark().line + 1;
     RELPOS_CHECK(entry.first.IsScalar(), kWho, "{} line {}: a key must be a plain name, not a {}",
                  where, line, entry.first.IsMap() ? "mapping" : "list or nothing");
+    check_untagged(entry.first, where);
     check_printable(entry.first, where);
     const std::string key = entry.first.Scalar();
     RELPOS_CHECK(key != "<<", kWho,

@@ -150,6 +150,19 @@ expect_status 2 "train.precision=fp16" -- "$relpos" train "$tmp/isdpa.yaml" --qu
   --set train.precision=fp16 --out "$tmp/isdpa_fp16"
 expect_error_line "train.precision=fp16" \
   "relpos: \[config\] train.precision must be f32 or bf16, got 'fp16'"
+# A key set twice (by --set, or by --set and --out / --device / --data-dir) is refused: the last
+# value was taken silently.
+expect_status 2 "train --set a key twice" -- "$relpos" train "$tmp/isdpa.yaml" --quiet \
+  --set train.steps=4 --set train.steps=6 --out "$tmp/twice"
+expect_error_line "train --set a key twice" \
+  "relpos: \[train\] the key 'train.steps' is set twice ('train.steps=4' and 'train.steps=6')"
+expect_status 2 "train --set train.out and --out" -- "$relpos" train "$tmp/isdpa.yaml" --quiet \
+  --set train.out="$tmp/a" --out "$tmp/b"
+expect_error_line "train --set train.out and --out" "relpos: \[train\] the key 'train.out' is set twice"
+[[ ! -e $tmp/twice && ! -e $tmp/a && ! -e $tmp/b ]] || fail "a key set twice made a run folder"
+expect_status 2 "eval --set a key twice" -- "$relpos" eval "$tmp/isdpa_bf16/checkpoints/last.h5" \
+  --set eval.max_batches=1 --set eval.max_batches=2
+expect_error_line "eval --set a key twice" "relpos: \[eval\] the key 'eval.max_batches' is set twice"
 
 # Resume a finished run's checkpoint into a longer run: refused without --allow-config-change
 # (it changes the schedule), naming the key; then allowed, and the summary keeps the best

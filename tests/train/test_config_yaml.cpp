@@ -125,6 +125,16 @@ TEST_CASE("config: the YAML text's errors name the line and the cause") {
         test::error_of([] { parse_config("d: &d {num_layers: 1}\nmodel: {<<: *d}\n", "text"); }) ==
         "[config] 'text' line 2: YAML merge keys (<<) are not read; write the keys out, or build "
         "on another file with 'base:'");
+    // A tag was dropped unread: `steps: !!str 5` trained 5 steps, `!!float 1` an integer.
+    CHECK(test::error_of([&] { parse_config(base + "seed: !!str 5\n", "text"); }) ==
+          "[config] 'text' line 3: the YAML tag 'tag:yaml.org,2002:str' is not read (each "
+          "setting has one type); write the value plainly");
+    CHECK(test::error_of([&] { parse_config(base + "!custom seed: 5\n", "text"); }) ==
+          "[config] 'text' line 3: the YAML tag '!custom' is not read (each setting has one "
+          "type); write the value plainly");
+    CHECK(load_error(good, {"model=!!map {num_layers: 1}"}).find("the YAML tag") !=
+          std::string::npos);
+    CHECK_NOTHROW(load_config(good, {"name='quoted'"}));
     CHECK(test::error_of([&] { parse_config(base + std::string(1, '\0') + "x: 1\n", "text"); }) ==
           "[config] 'text' byte 46: a NUL byte; a configuration is text");
     // A quoted escape made a NUL or a newline inside a value or key, which cut the one-line

@@ -1,13 +1,15 @@
 // Numbers on the relpos command line: the whole text must be the number, or the command fails
 // naming the flag (exit 2), never with the library's own exception; inf and nan are not numbers
-// here.
+// here. And the KEY.PATH=VALUE overrides of a command: each key once.
 #pragma once
 
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "core/error.h"
 
@@ -42,6 +44,20 @@ inline double parse_min_time(const std::string& text) {
   RELPOS_CHECK(seconds <= 3600, "bench", "--min-time is at most 3600 seconds per timing, got '{}'",
                text);
   return seconds;
+}
+
+// The overrides of --set and of the options that set a key (--out: train.out, --device: device,
+// --data-dir: data.dir), each key at most once: a second value for one key was taken silently
+// over the first.
+inline void check_keys_once(const char* who, const std::vector<std::string>& overrides) {
+  std::map<std::string, std::string> first;  // key -> its override
+  for (const std::string& o : overrides) {
+    const auto [it, fresh] = first.emplace(o.substr(0, o.find('=')), o);
+    RELPOS_CHECK(fresh, who,
+                 "the key '{}' is set twice ('{}' and '{}'); set each key once (--out, --device "
+                 "and --data-dir set train.out, device and data.dir)",
+                 it->first, it->second, o);
+  }
 }
 
 }  // namespace relpos::cli

@@ -7,6 +7,7 @@
 
 #include "core/comm/comm.h"
 #include "core/file_write.h"
+#include "tools/relpos/arguments.h"
 #include "tools/relpos/checkpoint_eval.h"
 #include "tools/relpos/commands.h"
 #include "tools/relpos/output_checks.h"
@@ -38,6 +39,7 @@ struct EvalArgs {
 int eval(EvalArgs& a) {
   if (!a.data_dir.empty()) a.overrides.push_back(text_override("data.dir", a.data_dir));
   if (!a.device.empty()) a.overrides.push_back(text_override("device", a.device));
+  check_keys_once("eval", a.overrides);
   const std::string &checkpoint = a.checkpoint, &split = a.split;
   // Under mpirun the ranks evaluate disjoint shards of the split; an error on any one ends the job.
   return run_job([&] {

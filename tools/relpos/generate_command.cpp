@@ -111,6 +111,7 @@ int generate(GenerateArgs& a) {
   const int64_t tokens = sampling.tokens;
   const std::string &checkpoint = a.checkpoint, &prompt = a.prompt;
   if (!a.device.empty()) a.overrides.push_back(text_override("device", a.device));
+  check_keys_once("generate", a.overrides);
   const CheckpointData data = read_checkpoint(checkpoint);
   const RunConfig config = checkpoint_config("generate", data, checkpoint, a.overrides);
   const std::vector<uint8_t> symbols = vocabulary_of(data, config, checkpoint);

@@ -1,6 +1,7 @@
 // The runs behind a reproduced table (reproduce_runs.h).
 #include "tools/relpos/reproduce_runs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -96,9 +97,23 @@ std::string date_today() {
 std::vector<std::string> cell_overrides(const Cell& cell, const Scale& scale, int64_t seed,
                                         const std::vector<std::string>& extra) {
   const RunConfig paper = load_config(cell.config);
-  std::vector<std::string> overrides = scale_overrides(scale, scale_cell(cell, paper), seed);
-  overrides.insert(overrides.end(), cell.overrides.begin(), cell.overrides.end());
-  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  std::vector<std::string> layers = scale_overrides(scale, scale_cell(cell, paper), seed);
+  layers.insert(layers.end(), cell.overrides.begin(), cell.overrides.end());
+  layers.insert(layers.end(), extra.begin(), extra.end());
+  // The layers set some keys more than once (a scale's rules, then the cell's own, then the
+  // placement); the last value of a key is the one that counts, and `relpos train` takes each key
+  // once: the earlier ones are left out.
+  std::vector<std::string> overrides;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const size_t equals = layers[i].find('=');  // none: refused by name when applied
+    const std::string key = layers[i].substr(0, equals == std::string::npos ? 0 : equals + 1);
+    const bool set_again =
+        !key.empty() && std::any_of(layers.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                    layers.end(), [&](const std::string& later) {
+                                      return later.compare(0, key.size(), key) == 0;
+                                    });
+    if (!set_again) overrides.push_back(layers[i]);
+  }
   return overrides;
 }
 

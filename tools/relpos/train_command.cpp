@@ -45,6 +45,7 @@ struct TrainArgs {
 int train(TrainArgs& a) {
   if (!a.out.empty()) a.overrides.push_back(text_override("train.out", a.out));
   if (!a.device.empty()) a.overrides.push_back(text_override("device", a.device));
+  check_keys_once("train", a.overrides);
   a.options.stop_on_signals = true;
   if (!a.stop_at_step.empty())
     a.options.stop_at_step = parse_positive<int64_t>("train", "--stop-at-step", a.stop_at_step);
