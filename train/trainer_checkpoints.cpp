@@ -10,6 +10,7 @@
 #include <limits>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -74,46 +75,64 @@ void Trainer::State::prune_step_checkpoints() const {
   }
 }
 
+namespace {
+
+// What checkpoints/best.h5 is: its step (-1: no file) and the configuration that wrote it, or
+// why it cannot be read.
+struct BestFile {
+  int64_t step = -1;
+  std::string config, unreadable;
+};
+
+BestFile read_best_file(const fs::path& path) {
+  BestFile best;
+  std::error_code error;
+  if (!fs::exists(path, error)) return best;
+  try {
+    const CheckpointData attributes = read_checkpoint_attributes(path.string());
+    const auto step = attributes.ints.find("step");
+    const auto config = attributes.texts.find("config");
+    if (step == attributes.ints.end() || config == attributes.texts.end())
+      best.unreadable = "it has no 'step' or 'config' attribute";
+    else
+      std::tie(best.step, best.config) = std::tie(step->second, config->second);
+  } catch (const Error& e) {
+    best.unreadable = e.what();
+  }
+  return best;
+}
+
+}  // namespace
+
 // checkpoints/best.h5 holds the weights of position.best_step. A resume keeps that true: a file
-// of a later step is kept only where the run retraces the course that wrote it (no configuration
-// change: it writes the same file again at that step). Where the best's weights are gone (the
-// file holds another step, is missing or unreadable) or the validation is computed differently
-// from here on (an eval.* change), the file is removed and the best is chosen anew from the
-// validations to come (patience keeps its count); otherwise the test of "the best weights" would
-// measure other weights than those of the best it names. Every rank takes part (rank 0 reads the
-// file).
+// of a later step is kept only where the run retraces the course that wrote it (neither the
+// checkpoint's configuration nor the file's changes the course: the run writes the same file
+// again at that step). Where the best's weights are gone (the file holds another step, is
+// missing or unreadable) or the validation is computed differently from here on (an eval.*
+// change), the file is removed and the best is chosen anew from the validations to come
+// (patience keeps its count); otherwise the test of "the best weights" would measure other
+// weights than those of the best it names. Every rank takes part (rank 0 reads the file).
 void Trainer::State::check_best_weights() {
-  const fs::path best = dir / "checkpoints" / "best.h5";
+  const fs::path path = dir / "checkpoints" / "best.h5";
   const RunPosition& p = position;
   std::string why;  // why the best is chosen anew; empty: best.h5 stays
   if (root) {
-    std::error_code error;
-    int64_t held = -1;  // the step best.h5 holds (-1: none)
-    std::string unreadable;
-    if (fs::exists(best, error)) {
-      try {
-        const CheckpointData attributes = read_checkpoint_attributes(best.string());
-        const auto step = attributes.ints.find("step");
-        if (step == attributes.ints.end()) unreadable = "it has no 'step' attribute";
-        held = step == attributes.ints.end() ? -1 : step->second;
-      } catch (const Error& e) {
-        unreadable = e.what();
-      }
-    }
+    const BestFile best = read_best_file(path);
     const bool eval_changed =
         std::any_of(resume_changes.begin(), resume_changes.end(),
                     [](const std::string& change) { return change.rfind("eval.", 0) == 0; });
     if (eval_changed)
       why = "the validation is computed differently from here (eval.*)";
-    else if (!unreadable.empty())
-      why = fmt::format("{} cannot be read ({})", best.string(), unreadable);
-    else if (held > p.step && resume_changes.empty())
+    else if (!best.unreadable.empty())
+      why = fmt::format("{} cannot be read ({})", path.string(), best.unreadable);
+    else if (best.step > p.step && resume_changes.empty() &&
+             trajectory_changes(best.config, config.yaml, config.defaults).empty())
       why = "";  // the retraced course writes it again at its step
-    else if (held >= 0 && held != p.best_step)
+    else if (best.step >= 0 && best.step != p.best_step)
       why = fmt::format("{} holds the weights of step {}, not of the best validation (step {})",
-                        best.string(), held, p.best_step);
-    else if (held < 0 && p.best_step > 0)
-      why = fmt::format("{} is missing (the best validation was at step {})", best.string(),
+                        path.string(), best.step, p.best_step);
+    else if (best.step < 0 && p.best_step > 0)
+      why = fmt::format("{} is missing (the best validation was at step {})", path.string(),
                         p.best_step);
   }
   Tensor anew = full({1}, why.empty() ? 0.0 : 1.0, DType::f64);
@@ -121,8 +140,8 @@ void Trainer::State::check_best_weights() {
   if (anew.data<double>()[0] == 0) return;
   if (root) {
     std::error_code error;
-    fs::remove(best, error);
-    RELPOS_CHECK(!error, "train", "cannot remove '{}': {}", best.string(), error.message());
+    fs::remove(path, error);
+    RELPOS_CHECK(!error, "train", "cannot remove '{}': {}", path.string(), error.message());
     log->warn("warning: {}: the best weights are chosen anew from the validations of this session",
               why);
   }

@@ -414,3 +414,30 @@ TEST_CASE("trainer: after a resume, best.h5 holds the weights of the best valida
   CHECK(step_of(checkpoints / "best.h5") == 12);
   CHECK(last.test_best.get("loss") == last.test_last.get("loss"));
 }
+
+// A best.h5 of a later step is kept on a resume only when the run retraces the course that wrote
+// it. Here the file is of another course (a resume with a changed configuration wrote it) while
+// the resume itself changes nothing: kept, it would have been tested as the best of step 1.
+TEST_CASE(
+    "trainer: a later best.h5 of another course is not kept by a resume that changes nothing") {
+  test::ScratchDir scratch;
+  const std::string data = make_data(scratch);
+  std::vector<std::string> learning = kCommon;
+  for (const char* key : {"train.eval_every=1", "train.save_every=1", "train.metric=loss"})
+    learning.push_back(key);
+  std::vector<std::string> frozen = learning;
+  frozen.push_back("optimizer.lr=1e-12");  // no parameter moves: no validation after the first wins
+  const RunConfig still = tiny_config(scratch, data, "courses", frozen);
+  const RunConfig moving = tiny_config(scratch, data, "courses", learning);
+  const fs::path checkpoints = fs::path(still.train.out) / "checkpoints";
+  REQUIRE(train(still).best_step == 1);
+  TrainerOptions changed;
+  changed.resume = (checkpoints / "step-00000006.h5").string();
+  changed.allow_config_change = true;
+  REQUIRE(train(moving, changed).best_step == 12);  // its best.h5, of step 12
+  TrainerOptions retrace;
+  retrace.resume = (checkpoints / "step-00000004.h5").string();
+  const RunSummary again = train(still, retrace);
+  CHECK(again.best_step == 5);  // chosen anew: the first validation after the resume
+  CHECK(read_checkpoint_attributes((checkpoints / "best.h5").string()).ints.at("step") == 5);
+}
