@@ -158,9 +158,10 @@ RunSummary Trainer::State::run() {
   // A checkpoint of the validation that stopped the run early resumes into its test.
   stopped_early = patience_spent();
   if (stopped_early && position.step < total_steps)
-    log->info("stopped early at step {} ({} validations without a better {}; train.patience {}): "
-              "the test follows",
-              position.step, position.evals_without_improvement, metric, config.train.patience);
+    log->info(
+        "stopped early at step {} ({} validations without a better {}; train.patience {}): "
+        "the test follows",
+        position.step, position.evals_without_improvement, metric, config.train.patience);
   bool keep_going = position.step < total_steps && !stopped_early;
   while (keep_going) {
     const Update update = train_step(window);
