@@ -62,6 +62,19 @@ std::string atomic_write_target(const std::string& component, const std::string&
   return target;
 }
 
+int fsync_path(const std::string& path, bool folder) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  if (fd < 0) return errno;
+  const int error = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  return error;
+}
+
+void fsync_folder_of(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  fsync_path(folder.empty() ? "." : folder.string(), true);
+}
+
 std::string temporary_of(const std::string& path) {
   return path + ".tmp." + std::to_string(::getpid());
 }
@@ -101,6 +114,7 @@ void write_file_atomic(const std::string& component, const std::string& named,
   if (::fsync(fd) != 0) failed(component, path, temp, errno, fd);
   if (::close(fd) != 0) failed(component, path, temp, errno, -1);
   if (std::rename(temp.c_str(), path.c_str()) != 0) failed(component, path, temp, errno, -1);
+  fsync_folder_of(path);
   remove_stale_temporaries(path);
 }
 

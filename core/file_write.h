@@ -15,6 +15,13 @@ namespace relpos {
 void write_file_atomic(const std::string& component, const std::string& path,
                        std::string_view bytes);
 
+// fsync(2) of the file, or with `folder` of the folder, at `path`: 0, or the errno of the failure.
+int fsync_path(const std::string& path, bool folder);
+
+// Makes a rename into the folder of the file `path` durable. Best effort: the file is already in
+// place, and some file systems refuse fsync on a folder.
+void fsync_folder_of(const std::string& path);
+
 // The temporary file through which this process writes `path`: "<path>.tmp.<pid>".
 std::string temporary_of(const std::string& path);
 

@@ -1,8 +1,6 @@
 // Writing HDF5 checkpoints (checkpoint.h) through the HDF5 C API: every id is held by an
 // H5Handle, HDF5's own error printing is silenced, each failure is a relpos::Error naming the
 // file, and the file is written to a temp name, synced and renamed over the target.
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -22,21 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace checkpoint_detail;
-
-// A file descriptor closed on scope exit.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 class Writer {
  public:
@@ -207,13 +190,6 @@ class Writer {
   std::string path_;
 };
 
-// fsync of a file or a folder; returns 0 or errno.
-int sync_path(const std::string& path, bool folder) {
-  const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0)));
-  if (fd.get() < 0) return errno;
-  return ::fsync(fd.get()) == 0 ? 0 : errno;
-}
-
 }  // namespace
 
 void write_checkpoint(const std::string& named, const CheckpointData& data) {
@@ -223,7 +199,7 @@ void write_checkpoint(const std::string& named, const CheckpointData& data) {
   const H5QuietErrors quiet;
   try {
     writer.file(temp, data);
-    if (const int e = sync_path(temp, false); e != 0)
+    if (const int e = fsync_path(temp, false); e != 0)
       writer.error(fmt::format("cannot fsync '{}': {}", temp, std::strerror(e)));
     if (std::rename(temp.c_str(), path.c_str()) != 0)
       writer.error(fmt::format("cannot rename '{}' onto it: {}", temp, std::strerror(errno)));
@@ -232,10 +208,7 @@ void write_checkpoint(const std::string& named, const CheckpointData& data) {
     fs::remove(temp, ignored);
     throw;
   }
-  // Makes the rename durable. Best effort: the new checkpoint is already in place, and some
-  // file systems refuse fsync on a folder.
-  const fs::path folder = fs::path(path).parent_path();
-  sync_path(folder.empty() ? "." : folder.string(), true);
+  fsync_folder_of(path);
   remove_stale_temporaries(path);
 }
 

@@ -3,6 +3,7 @@
 
 #include <hdf5.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
@@ -67,12 +68,17 @@ void write_root_datasets(const std::string& component, const std::string& named,
       fail(component, "cannot finish writing '{}'{}", path, reason);
     }
   }
+  if (const int error = fsync_path(temp, false); error != 0) {
+    fs::remove(temp, removed);
+    fail(component, "cannot write '{}': {}", path, std::strerror(error));
+  }
   std::error_code renamed;
   fs::rename(temp, target, renamed);
   if (renamed) {
     fs::remove(temp, removed);
     fail(component, "cannot rename '{}' onto '{}': {}", temp, path, renamed.message());
   }
+  fsync_folder_of(path);
   remove_stale_temporaries(path);
 }
 
