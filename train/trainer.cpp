@@ -111,6 +111,11 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   check_ranks_agree(rank_agreement(s.config, *s.task));
   s.check_run_dir();
   if (!s.options.resume.empty()) s.load_resume();
+  const int64_t stop = s.options.stop_at_step;
+  RELPOS_CHECK(stop == 0 || (stop > s.position.step && stop <= s.total_steps), "train",
+               "--stop-at-step {} is not an update of this session, which goes from step {} to "
+               "step {}",
+               stop, s.position.step, s.total_steps);
   s.open_run_dir();
   for (const std::string& warning : s.task->model().warnings()) s.log->warn("warning: {}", warning);
   if (!s.initialized.empty())
@@ -182,9 +187,10 @@ RunSummary Trainer::State::run() {
     }
   }
   progress.interrupt();
-  // A signal during the last update or the validation after it ends the session before the
-  // test, which a --resume of its checkpoint then runs.
-  if (const int signal = signals ? signals->requested() : 0; signal != 0) return stop_here(signal);
+  // A signal during the last update or the validation after it, or --stop-at-step at the last
+  // update, ends the session before the test, which a --resume of its checkpoint then runs.
+  const int signal = signals ? signals->requested() : 0;
+  if (signal != 0 || position.step == options.stop_at_step) return stop_here(signal);
   signals.reset();
   // A resume that chose the best anew (check_best_weights) and trains no further validates once.
   if (std::isnan(position.best_metric)) validate();

@@ -26,7 +26,8 @@ struct TrainerOptions {
   // Progress and log lines on stderr; false: warnings only (log.txt is written either way).
   bool verbose = true;
   // End this session after this update as an interruption would, saving checkpoints/last.h5
-  // (after the validation due at that update; no test, no summary); 0: run to the end.
+  // (after the validation due at that update; no test, no summary; the last update's too); 0:
+  // run to the end. An update the session does not make is refused.
   int64_t stop_at_step = 0;
   // SIGINT or SIGTERM during the updates ends the session after the update under way, as
   // stop_at_step does there (train/stop_signals.h); the command-line tool asks for it.

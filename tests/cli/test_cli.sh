@@ -226,6 +226,22 @@ for n in a["params"]:
 ' "$tmp/stopped/checkpoints/last.h5" "$tmp/whole/checkpoints/last.h5" ||
     fail "a run stopped at step 3 and resumed differs from the uninterrupted one"
 fi
+# --stop-at-step at the last update stops before the test (the resume runs it alone); one the
+# session does not reach is refused (they ran the session to its end, the stop ignored).
+expect_status 0 "train --stop-at-step at the last update" -- "$relpos" train "$tmp/tiny.yaml" \
+  --out "$tmp/stopped_last" --stop-at-step 4 --quiet
+grep -q "^stopped at step 4 as asked" "$tmp/out" || fail "--stop-at-step 4 of 4 says: $(cat "$tmp/out")"
+[[ ! -e $tmp/stopped_last/summary.json ]] || fail "--stop-at-step at the last update ran the test"
+for stop in 3 5; do
+  expect_status 2 "train --resume --stop-at-step $stop from step 4 of 4" -- "$relpos" train \
+    "$tmp/tiny.yaml" --out "$tmp/stopped_last" --stop-at-step $stop --quiet \
+    --resume "$tmp/stopped_last/checkpoints/last.h5"
+  expect_error_line "--stop-at-step $stop from step 4" \
+    "relpos: \[train\] --stop-at-step $stop is not an update of this session, which goes from step 4 to step 4"
+done
+expect_status 0 "train --resume of a run stopped at its last update" -- "$relpos" train \
+  "$tmp/tiny.yaml" --out "$tmp/stopped_last" --quiet --resume "$tmp/stopped_last/checkpoints/last.h5"
+grep -q '"steps": 4' "$tmp/stopped_last/summary.json" || fail "the resume did not test step 4"
 # SIGTERM (a scheduler's time limit; Ctrl-C's SIGINT alike) ends a session after the update
 # under way with checkpoints/last.h5 and exit status 143, and --resume continues the course of an
 # uninterrupted run; it killed the run, losing every update since the last checkpoint. (The lra
