@@ -173,7 +173,7 @@ RunSummary Trainer::State::run() {
     keep_going = position.step < total_steps;
     const bool validating = validation_due(update) || !keep_going;  // also at --stop-at-step
     const int signal = signals ? signals->requested() : 0;
-    const bool stopping = keep_going && (position.step == options.stop_at_step || signal != 0);
+    const bool stopping = position.step == options.stop_at_step || signal != 0;
     // The device's loss and finiteness are read where the run records or saves something.
     log_update(update, window, progress, validating || stopping || step_checkpoint_due());
     if (validating) {
@@ -181,7 +181,7 @@ RunSummary Trainer::State::run() {
       keep_going = validate() && keep_going;
     }
     save_step_checkpoint();
-    if (stopping && keep_going) {  // not when validation just stopped the run early
+    if (stopping && keep_going) {  // at the last update or an early stop: after the loop
       progress.interrupt();
       return stop_here(signal);
     }

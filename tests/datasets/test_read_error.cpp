@@ -1,7 +1,12 @@
 // Whole-file reading: plain and gzip files, and the errors for a missing file and a truncated
 // gzip stream, each naming the file and the position.
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "datasets/read_error.h"
 #include "tests/datasets/gzip_fixture.h"
@@ -83,4 +88,23 @@ TEST_CASE("data files: a folder or a device is no data file; a link to a file is
   std::filesystem::create_symlink(file, link);
   CHECK(read_file_bytes("test", link) == std::vector<uint8_t>{1, 2, 3});
   for (const std::string& p : {folder, file, link}) std::filesystem::remove(p);
+}
+
+// Read in 1 MiB blocks: a file of several blocks and a tail comes back whole, and so does a FIFO,
+// whose size is not known before it is read.
+TEST_CASE("data files: files of many blocks and FIFOs are read whole") {
+  test::ScratchDir dir;
+  std::string bytes(3 * (1 << 20) + 7, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  const std::string file = dir.file("big.tsv");
+  std::ofstream(file, std::ios::binary) << bytes;
+  const std::vector<uint8_t> back = read_file_bytes("tsv", file);
+  CHECK(std::string(back.begin(), back.end()) == bytes);
+
+  const std::string fifo = dir.file("stream.tsv");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << bytes; });
+  const std::vector<uint8_t> streamed = read_file_bytes("tsv", fifo);
+  writer.join();
+  CHECK(std::string(streamed.begin(), streamed.end()) == bytes);
 }
