@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string_view>
 
@@ -46,58 +47,49 @@ bool is_alnum(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-// Fixed LRA: `]` -> `X`, drop `(` and `)`, split on whitespace.
-std::vector<int32_t> tokenize_lra(const std::string& source) {
-  std::vector<int32_t> ids;
-  std::string token;
-  const auto flush = [&] {
-    if (!token.empty()) ids.push_back(lra_id(token));
-    token.clear();
-  };
-  for (const char c : source) {
-    if (is_space(c)) {
-      flush();
-    } else if (c == ']') {
-      token += 'X';
-    } else if (c != '(' && c != ')') {
-      token += c;
-    }
-  }
-  flush();
-  return ids;
-}
+constexpr size_t kNoUnknown = std::string_view::npos;
 
-// The fixed LRA vocabulary is closed: a token outside it (id 16) is an error naming its line and
-// column (1-based byte column of the line) rather than a silent unknown id.
-void check_lra_tokens(std::string_view source, const std::string& path, int64_t line_no) {
-  std::string token;
+// Fixed LRA: `]` -> `X`, drop `(` and `)`, split on whitespace. Appends the ids of `source` to
+// `ids` in one pass (a token is kept only as long as the longest known one, "[MIN": a longer one
+// is unknown anyway) and returns the byte offset in `source` of the first token outside the
+// vocabulary (id 16), or kNoUnknown.
+size_t tokenize_lra(std::string_view source, std::vector<int32_t>* ids) {
+  constexpr size_t kLongest = 4;
+  char kept[kLongest];
+  size_t length = 0;  // of the token read so far, beyond kLongest too
   size_t token_start = 0;
-  const auto flush = [&](size_t column) {
-    if (!token.empty() && lra_id(token) == 16) {
-      read_error(kReader, path, at_line(line_no) + ", column " + std::to_string(token_start + 1),
-                 "token '" + shown_bytes(token) +
-                     "' is not in the ListOps vocabulary ([MIN [MAX [MED [SM ] 0-9, parentheses)");
-    }
-    token.clear();
-    token_start = column + 1;
+  size_t unknown_at = kNoUnknown;
+  const auto flush = [&] {
+    if (length == 0) return;
+    const int32_t id = length <= kLongest ? lra_id(std::string_view(kept, length)) : 16;
+    if (id == 16 && unknown_at == kNoUnknown) unknown_at = token_start;
+    ids->push_back(id);
+    length = 0;
   };
   for (size_t i = 0; i < source.size(); ++i) {
     const char c = source[i];
-    if (token.empty() && !is_space(c) && c != '(' && c != ')') token_start = i;
     if (is_space(c)) {
-      flush(i);
-    } else if (c == ']') {
-      token += 'X';
+      flush();
     } else if (c != '(' && c != ')') {
-      token += c;
+      if (length == 0) token_start = i;
+      if (length < kLongest) kept[length] = c == ']' ? 'X' : c;
+      ++length;
     }
   }
-  flush(source.size());
+  flush();
+  return unknown_at;
+}
+
+// The token of the fixed LRA tokenizer that starts at source[start], as the tokenizer reads it.
+std::string lra_token_at(std::string_view source, size_t start) {
+  std::string token;
+  for (size_t i = start; i < source.size() && !is_space(source[i]); ++i)
+    if (source[i] != '(' && source[i] != ')') token += source[i] == ']' ? 'X' : source[i];
+  return token;
 }
 
 // tfds' default Tokenizer: maximal runs of ASCII letters and digits.
-std::vector<int32_t> tokenize_lra_2021(const std::string& source) {
-  std::vector<int32_t> ids;
+void tokenize_lra_2021(std::string_view source, std::vector<int32_t>* ids) {
   size_t i = 0;
   while (i < source.size()) {
     if (!is_alnum(source[i])) {
@@ -106,10 +98,9 @@ std::vector<int32_t> tokenize_lra_2021(const std::string& source) {
     }
     size_t end = i;
     while (end < source.size() && is_alnum(source[end])) ++end;
-    ids.push_back(lra_2021_id(std::string_view(source).substr(i, end - i)));
+    ids->push_back(lra_2021_id(source.substr(i, end - i)));
     i = end;
   }
-  return ids;
 }
 
 // The dataset name: "listops/" + the file name without its extensions.
@@ -131,8 +122,14 @@ int64_t listops_vocab_size(ListOpsTokenizer tokenizer) {
   return tokenizer == ListOpsTokenizer::lra ? 17 : 16;
 }
 
-std::vector<int32_t> tokenize_listops(const std::string& source, ListOpsTokenizer tokenizer) {
-  return tokenizer == ListOpsTokenizer::lra ? tokenize_lra(source) : tokenize_lra_2021(source);
+std::vector<int32_t> tokenize_listops(std::string_view source, ListOpsTokenizer tokenizer) {
+  std::vector<int32_t> ids;
+  if (tokenizer == ListOpsTokenizer::lra) {
+    tokenize_lra(source, &ids);
+  } else {
+    tokenize_lra_2021(source, &ids);
+  }
+  return ids;
 }
 
 Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_t max_len) {
@@ -144,6 +141,7 @@ Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_
   data.vocab_size = listops_vocab_size(tokenizer);
   data.num_classes = 10;
 
+  std::vector<int32_t> ids;  // one line's tokens, before they are cut to max_len
   size_t start = 0;
   int64_t line_no = 0;
   while (start < text.size()) {
@@ -165,18 +163,28 @@ Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_
     const size_t tab = line.find('\t');
     if (tab == std::string_view::npos)
       read_error(kReader, path, at_line(line_no), "expected 'source<TAB>target', found no tab");
-    const std::string source(line.substr(0, tab));
+    const std::string_view source = line.substr(0, tab);
     const std::string_view target = line.substr(tab + 1);
     if (target.size() != 1 || digit_of(target) < 0)
       read_error(kReader, path, at_line(line_no),
                  "target '" + shown_bytes(target) + "' is not an integer 0-9");
-    if (tokenizer == ListOpsTokenizer::lra) check_lra_tokens(source, path, line_no);
-    Example example;
-    example.tokens = tokenize_listops(source, tokenizer);
-    if (example.tokens.empty())
+    ids.clear();
+    if (tokenizer == ListOpsTokenizer::lra) {
+      // The fixed LRA vocabulary is closed: a token outside it (id 16) is an error naming its
+      // line and column (1-based byte column of the line) rather than a silent unknown id.
+      if (const size_t unknown_at = tokenize_lra(source, &ids); unknown_at != kNoUnknown)
+        read_error(kReader, path, at_line(line_no) + ", column " + std::to_string(unknown_at + 1),
+                   "token '" + shown_bytes(lra_token_at(source, unknown_at)) +
+                       "' is not in the ListOps vocabulary ([MIN [MAX [MED [SM ] 0-9, "
+                       "parentheses)");
+    } else {
+      tokenize_lra_2021(source, &ids);
+    }
+    if (ids.empty())
       read_error(kReader, path, at_line(line_no), "empty source (no tokens before the tab)");
-    if (static_cast<int64_t>(example.tokens.size()) > max_len)
-      example.tokens.resize(static_cast<size_t>(max_len));
+    Example example;
+    example.tokens.assign(ids.begin(),
+                          ids.begin() + std::min(static_cast<int64_t>(ids.size()), max_len));
     example.label = digit_of(target);
     data.examples.push_back(std::move(example));
   }

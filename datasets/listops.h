@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "datasets/dataset.h"
@@ -25,7 +26,7 @@ enum class ListOpsTokenizer { lra, lra_2021 };
 // "lra" or "lra_2021"; anything else is an error listing both.
 ListOpsTokenizer listops_tokenizer_from_name(const std::string& name);
 int64_t listops_vocab_size(ListOpsTokenizer tokenizer);
-std::vector<int32_t> tokenize_listops(const std::string& source, ListOpsTokenizer tokenizer);
+std::vector<int32_t> tokenize_listops(std::string_view source, ListOpsTokenizer tokenizer);
 
 // Longest line the reader accepts (the longest LRA sources are about 10 kB).
 inline constexpr int64_t kListOpsMaxLineBytes = int64_t{1} << 20;

@@ -232,6 +232,9 @@ TEST_CASE("listops: both tokenizers map known strings to known ids") {
         std::vector<int32_t>{1, 3, 7, 5, 16, 5});
   CHECK(tokenize_listops("[MIN [MED 1 ] [FIRST ]", ListOpsTokenizer::lra_2021) ==
         std::vector<int32_t>{1, 3, 6, 15});
+  // A known token with more after it is unknown, not the known one: "[MIN]" reads as "[MINX".
+  CHECK(tokenize_listops("[MIN] [MAXIMUM 3 ]( 4)", ListOpsTokenizer::lra) ==
+        std::vector<int32_t>{16, 16, 9, 5, 10});
   CHECK(listops_vocab_size(ListOpsTokenizer::lra) == 17);
   CHECK(listops_vocab_size(ListOpsTokenizer::lra_2021) == 16);
   CHECK(listops_tokenizer_from_name("lra_2021") == ListOpsTokenizer::lra_2021);
@@ -281,6 +284,8 @@ TEST_CASE("listops: reader errors name the file, the line and what was expected"
   CHECK(error_for(with_nul) == "line 2, column 8: token '\\x00" + not_in);
   CHECK(error_for(head + "[MIN \xff ]\t1\n") == "line 2, column 6: token '\\xff" + not_in);
   CHECK(error_for(head + "[MAX 12 ]\t1\n") == "line 2, column 6: token '12" + not_in);
+  CHECK(error_for(head + "[MAX 1 ]\t1\n[MAX 1 ] ( [MINIMUM] 2 )\t1\n") ==
+        "line 3, column 12: token '[MINIMUMX" + not_in);
   CHECK(error_for(head + std::string(kListOpsMaxLineBytes + 1, '1') + "\t1\n")
             .find("line 2: line of 1048579 bytes, longer than the limit of 1048576") == 0);
   CHECK(error_of([&] {
