@@ -1,14 +1,14 @@
-// AAN reader (datasets/aan.h): streams the file line by line in fixed chunks, so an
+// AAN reader (datasets/aan.h): streams the file line by line (datasets/line_stream.h), so an
 // oversized line is refused without holding it in memory.
 #include "datasets/aan.h"
 
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <string_view>
 #include <vector>
 
+#include "datasets/line_stream.h"
 #include "datasets/read_error.h"
 
 namespace relpos {
@@ -16,54 +16,6 @@ namespace relpos {
 namespace {
 
 const char* const kReader = "aan";
-
-// Splits a stream into lines ('\n'; a trailing '\r' dropped), none longer than kAanMaxLineBytes.
-class LineStream {
- public:
-  explicit LineStream(const std::string& path) : path_(path), in_(path, std::ios::binary) {
-    check_data_file(kReader, path);
-    if (!in_) read_error(kReader, path, "open", "cannot read the file (missing or no permission)");
-  }
-
-  // The next line into `line`; false at the end of the file.
-  bool next(std::string& line) {
-    line.clear();
-    ++line_number_;
-    for (;;) {
-      if (pos_ == end_ && !refill()) return !line.empty();
-      const char* start = buffer_.data() + pos_;
-      const char* stop = buffer_.data() + end_;
-      const char* newline = std::find(start, stop, '\n');
-      line.append(start, newline);
-      pos_ = static_cast<size_t>(newline - buffer_.data());
-      if (static_cast<int64_t>(line.size()) > kAanMaxLineBytes)
-        read_error(kReader, path_, at_line(line_number_),
-                   "line longer than " + std::to_string(kAanMaxLineBytes) + " bytes");
-      if (newline != stop) {
-        ++pos_;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        return true;
-      }
-    }
-  }
-
-  int64_t line_number() const { return line_number_; }
-
- private:
-  bool refill() {
-    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-    if (in_.bad()) read_error(kReader, path_, at_line(line_number_), "I/O error while reading");
-    pos_ = 0;
-    end_ = static_cast<size_t>(in_.gcount());
-    return end_ > 0;
-  }
-
-  std::string path_;
-  std::ifstream in_;
-  std::vector<char> buffer_ = std::vector<char>(1 << 16);
-  size_t pos_ = 0, end_ = 0;
-  int64_t line_number_ = 0;
-};
 
 // "0", "1", "0.0", "1.0" (any number equal to 0 or 1); anything else is an error.
 int64_t parse_label(std::string_view text, const std::string& path, int64_t line) {
@@ -94,17 +46,16 @@ Dataset read_aan(const std::string& path, int64_t max_len) {
   data.name = "aan/" + std::filesystem::path(path).stem().string();
   data.vocab_size = 257;
   data.num_classes = 2;
-  LineStream lines(path);
-  std::string line;
+  LineStream lines(kReader, path, kAanMaxLineBytes);
+  std::string_view line;
   std::vector<std::string_view> columns;
   while (lines.next(line)) {
     columns.clear();
     size_t start = 0;
     for (;;) {
       const size_t tab = line.find('\t', start);
-      columns.emplace_back(line.data() + start,
-                           (tab == std::string::npos ? line.size() : tab) - start);
-      if (tab == std::string::npos) break;
+      columns.push_back(line.substr(start, tab == std::string_view::npos ? tab : tab - start));
+      if (tab == std::string_view::npos) break;
       start = tab + 1;
     }
     if (columns.size() != 5)

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "datasets/line_stream.h"
 #include "datasets/read_error.h"
 
 namespace relpos {
@@ -134,27 +135,16 @@ std::vector<int32_t> tokenize_listops(std::string_view source, ListOpsTokenizer 
 
 Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_t max_len) {
   RELPOS_CHECK(max_len > 0, kReader, "max_len must be positive, got {}", max_len);
-  const std::vector<uint8_t> bytes = read_file_bytes(kReader, path);
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   Dataset data;
   data.name = dataset_name(path);
   data.vocab_size = listops_vocab_size(tokenizer);
   data.num_classes = 10;
 
+  LineStream lines(kReader, path, kListOpsMaxLineBytes);
+  std::string_view line;
   std::vector<int32_t> ids;  // one line's tokens, before they are cut to max_len
-  size_t start = 0;
-  int64_t line_no = 0;
-  while (start < text.size()) {
-    ++line_no;
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();  // a last line without newline
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    if (static_cast<int64_t>(line.size()) > kListOpsMaxLineBytes)
-      read_error(kReader, path, at_line(line_no),
-                 "line of " + std::to_string(line.size()) + " bytes, longer than the limit of " +
-                     std::to_string(kListOpsMaxLineBytes));
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  while (lines.next(line)) {
+    const int64_t line_no = lines.line_number();
     if (line_no == 1) {
       if (line != "Source\tTarget")
         read_error(kReader, path, at_line(1), "expected the header 'Source<TAB>Target'");
@@ -188,10 +178,11 @@ Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_
     example.label = digit_of(target);
     data.examples.push_back(std::move(example));
   }
-  if (line_no == 0)
+  if (lines.line_number() == 0)
     read_error(kReader, path, at_line(1), "expected the header 'Source<TAB>Target'");
   if (data.examples.empty())
-    read_error(kReader, path, at_line(line_no + 1), "expected examples after the header");
+    read_error(kReader, path, at_line(lines.line_number() + 1),
+               "expected examples after the header");
   return data;
 }
 

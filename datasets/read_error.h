@@ -33,8 +33,8 @@ inline std::string at_line(int64_t line) {
 // file": /dev/zero would be read without end); regular files, links to them and pipes pass.
 void check_data_file(const std::string& reader, const std::string& path);
 
-// The whole file as bytes; a name ending in ".gz" (or gzip magic bytes) is inflated with zlib.
-// Missing, unreadable or corrupt-gzip files are errors naming the path.
+// The whole file as bytes; a file starting with the gzip magic bytes is inflated (ByteStream,
+// datasets/byte_stream.h). Missing, unreadable or corrupt-gzip files are errors naming the path.
 std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::string& path);
 
 }  // namespace relpos

@@ -12,12 +12,14 @@
 // makes more classes than it has lines (an id column read as labels), is refused too.
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "datasets/dataset_registry.h"
+#include "datasets/line_stream.h"
 #include "datasets/read_error.h"
 
 namespace relpos {
@@ -34,17 +36,13 @@ struct Line {
 
 // The examples of one file, each line checked; `path` names it in errors.
 std::vector<Line> read_lines(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file_bytes(kReader, path);
-  std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (all.starts_with("\xEF\xBB\xBF")) all.remove_prefix(3);  // UTF-8 byte-order mark
+  // Lines of any length: a text is cut to data.max_len after it is read.
+  LineStream stream(kReader, path, std::numeric_limits<int64_t>::max());
   std::vector<Line> lines;
-  int64_t number = 0;
-  for (size_t start = 0; start < all.size();) {
-    const size_t end = std::min(all.find('\n', start), all.size());
-    std::string_view line = all.substr(start, end - start);
-    start = end + 1;
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::string_view line;
+  while (stream.next(line)) {
+    const int64_t number = stream.line_number();
+    if (number == 1 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);  // UTF-8 BOM
     const size_t tab = line.find('\t');
     if (tab == std::string_view::npos)
       read_error(kReader, path, at_line(number), "no tab; expected label<TAB>text");
