@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 seconds=${1:-30}
 build=$root/build/asan
-targets=(idx cifar listops aan imdb char_corpus token_cache config checkpoint)
+targets=(idx cifar listops aan imdb char_corpus config checkpoint)
 
 for t in "${targets[@]}" seeds; do
   if [[ ! -x $build/tests/fuzz/fuzz_$t ]]; then

@@ -5,7 +5,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -36,17 +35,6 @@ inline std::string write_input(const std::string& name, const uint8_t* data, siz
   const std::filesystem::path path = scratch() / name;
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  return path.string();
-}
-
-// The source file a token cache is stamped against (datasets/token_cache.h: size and mtime), in
-// `dir`, with fixed bytes and a fixed modification time, so a seed cache written by fuzz_seeds
-// passes the stamp check in fuzz_token_cache and the fuzzer reaches the cache's contents.
-inline std::string token_cache_source(const std::string& dir) {
-  const std::filesystem::path path = std::filesystem::path(dir) / "source.tsv";
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << "source\n";
-  std::filesystem::last_write_time(
-      path, std::filesystem::file_time_type(std::chrono::seconds(946684800)));  // 2000-01-01
   return path.string();
 }
 

@@ -1,7 +1,7 @@
 // Writes the binary seed inputs of the fuzz targets into DIR/<target>/ with relpos's own writers
 // (or the format's definition), so every seed is a valid file of today's format and mutations
-// start deep inside it: IDX images raw and gzip, a CIFAR-10 batch, a token cache stamped for
-// fuzz_token_cache's source, and a checkpoint. Text seeds live in tests/fuzz/corpus/.
+// start deep inside it: IDX images raw and gzip, a CIFAR-10 batch and a checkpoint. Text seeds
+// live in tests/fuzz/corpus/.
 //   fuzz_seeds DIR
 #include <zlib.h>
 
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "datasets/token_cache.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "train/checkpoint.h"
 
@@ -63,18 +62,6 @@ std::vector<uint8_t> cifar_batch(int records) {
   return out;
 }
 
-void token_cache(const fs::path& dir) {
-  const std::string source = fuzz::token_cache_source(dir.string());
-  Dataset d{.name = "listops/train", .vocab_size = 18, .num_classes = 10, .examples = {}};
-  d.examples.push_back({.tokens = {1, 5, 7, 2}, .tokens2 = {}, .label = 3});
-  d.examples.push_back({.tokens = {4, 4, 9}, .tokens2 = {}, .label = 7});
-  fs::create_directories(dir / "token_cache");
-  write_token_cache((dir / "token_cache" / "cache.h5").string(), d, source);
-  Dataset pairs{.name = "aan/train", .vocab_size = 257, .num_classes = 2, .examples = {}};
-  pairs.examples.push_back({.tokens = {72, 105}, .tokens2 = {33, 34, 35}, .label = 1});
-  write_token_cache((dir / "token_cache" / "pairs.h5").string(), pairs, source);
-}
-
 void checkpoint(const fs::path& dir) {
   Generator gen(7);
   CheckpointData c;
@@ -109,7 +96,6 @@ int main(int argc, char** argv) {
     write_bytes(dir / "idx" / "images.gz", gzip(images));
     write_bytes(dir / "idx" / "small", idx_images(3, 2, 5));
     write_bytes(dir / "cifar" / "data_batch_1.bin", cifar_batch(2));
-    token_cache(dir);
     checkpoint(dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_seeds: %s\n", e.what());
