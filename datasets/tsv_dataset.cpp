@@ -8,11 +8,11 @@
 //          training split's words in order of first appearance; vocab 2 + distinct words.
 // Texts are cut to data.max_len tokens (default 512). Every malformed line is an error naming the
 // file and the line: no tab, a label that is not a non-negative integer, an empty text, a label
-// of valid/test that is not a training class; train.tsv with one class, or with a label that
-// makes more classes than it has lines (an id column read as labels), is refused too.
+// of valid/test that is not a training class, a line of more than 64 MiB; train.tsv with one class,
+// or with a label that makes more classes than it has lines (an id column read as labels), is
+// refused too.
 #include <algorithm>
 #include <charconv>
-#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,6 +27,9 @@ namespace relpos {
 namespace {
 
 constexpr const char* kReader = "tsv";
+// A text is cut to data.max_len after its line is read; a longer line than this is no text of a
+// labelled example but a file of another kind (it was held whole however large).
+constexpr int64_t kMaxLineBytes = int64_t{64} << 20;
 
 struct Line {
   int64_t number = 0;  // 1-based
@@ -36,8 +39,7 @@ struct Line {
 
 // The examples of one file, each line checked; `path` names it in errors.
 std::vector<Line> read_lines(const std::string& path) {
-  // Lines of any length: a text is cut to data.max_len after it is read.
-  LineStream stream(kReader, path, std::numeric_limits<int64_t>::max());
+  LineStream stream(kReader, path, kMaxLineBytes);
   std::vector<Line> lines;
   std::string_view line;
   while (stream.next(line)) {

@@ -110,6 +110,9 @@ TEST_CASE("tsv: every malformed line is an error naming the file and the line") 
   CHECK(error("0\ta\n1\t\n", "0\tx\n") == "line 2: empty text; expected label<TAB>text");
   CHECK(error("0\ta\n\n1\tb\n", "0\tx\n") == "line 2: no tab; expected label<TAB>text");
   CHECK(error("", "0\tx\n") == "line 1: no examples; expected label<TAB>text");
+  // A line of 64 MiB and more (a binary file with no newline) is refused as it grows.
+  CHECK(error("0\ta\n1\t" + std::string(64 << 20, 'z') + "\n", "0\tx\n") ==
+        "line 2: line longer than 67108864 bytes");
   CHECK(error("0\ta\n1\t   \n", "0\tx\n", "train", "words") ==
         "line 2: no words in the text; expected label<TAB>text");
   // train.tsv's labels make the classes: two or more, no more than its lines (the largest int64
