@@ -147,7 +147,8 @@ Dataset read_listops(const std::string& path, ListOpsTokenizer tokenizer, int64_
     const int64_t line_no = lines.line_number();
     if (line_no == 1) {
       if (line != "Source\tTarget")
-        read_error(kReader, path, at_line(1), "expected the header 'Source<TAB>Target'");
+        read_error(kReader, path, at_line(1),
+                   "expected the header 'Source<TAB>Target', found '" + shown_bytes(line) + "'");
       continue;
     }
     const size_t tab = line.find('\t');

@@ -264,7 +264,12 @@ TEST_CASE("listops: reader errors name the file, the line and what was expected"
     return error_of([&] { read_listops(p); }).substr(p.size() + 12);  // after "[listops] path: "
   };
   const std::string head = "Source\tTarget\n";
-  CHECK(error_for("Src\tTgt\n[MAX 1 ]\t1\n") == "line 1: expected the header 'Source<TAB>Target'");
+  CHECK(error_for("Src\tTgt\n[MAX 1 ]\t1\n") ==
+        "line 1: expected the header 'Source<TAB>Target', found 'Src\\x09Tgt'");
+  // What is found is shown, so a byte-order mark a text editor wrote is seen.
+  CHECK(error_for("\xef\xbb\xbfSource\tTarget\n[MAX 1 ]\t1\n") ==
+        "line 1: expected the header 'Source<TAB>Target', found "
+        "'\\xef\\xbb\\xbfSource\\x09Target'");
   CHECK(error_for("") == "line 1: expected the header 'Source<TAB>Target'");
   CHECK(error_for(head) == "line 2: expected examples after the header");
   CHECK(error_for(head + "[MAX 1 ]\t1\n[MAX 2 ]\n") ==
