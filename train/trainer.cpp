@@ -108,7 +108,8 @@ Trainer::Trainer(RunConfig config, TrainerOptions options) : s_(std::make_unique
   // the run directory is touched.
   s.build();
   if (s.options.resume.empty() && !s.config.train.init_from.empty()) s.init_from_checkpoint();
-  check_ranks_agree(rank_agreement(s.config, *s.task));
+  // (The fingerprints hash every token of every split: none are made for one process.)
+  if (comm::distributed()) check_ranks_agree(rank_agreement(s.config, *s.task));
   s.check_run_dir();
   if (!s.options.resume.empty()) s.load_resume();
   const int64_t stop = s.options.stop_at_step;
