@@ -25,7 +25,7 @@ class ByteStream {
   ByteStream(const ByteStream&) = delete;
   ByteStream& operator=(const ByteStream&) = delete;
 
-  // The next piece of the file's content (inflated where gzip), at most block_bytes long and
+  // The next piece of the file's content (inflated where gzip), at most max(block_bytes, 2) long,
   // valid until the next call; empty after the last.
   std::string_view next();
 

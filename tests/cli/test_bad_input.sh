@@ -431,6 +431,16 @@ for token in '[FOO' $'\x01' $'\xff'; do
     "^relpos: \[listops\] $tmp/listops/basic_train.tsv: line 3, column 3: token '.*' is not in the ListOps vocabulary" \
     -- "$relpos" train "$tmp/listops.yaml" --quiet
 done
+# A gzip split is streamed (datasets/byte_stream.h): whole it trains; cut, or with bytes after its
+# end, it is refused naming the compressed byte.
+gzip -c "$tmp/listops_good/basic_train.tsv" >"$tmp/listops/basic_train.tsv"
+"$relpos" train "$tmp/listops.yaml" --quiet --out "$tmp/run_gzip" >"$tmp/out" 2>&1 ||
+  fail "a gzip ListOps split: $(tail -1 "$tmp/out")"
+gzip -c "$tmp/listops_good/basic_train.tsv" >"$tmp/whole.gz"
+head -c 200 "$tmp/whole.gz" >"$tmp/listops/basic_train.tsv"
+refused "a cut gzip ListOps split" \
+  "^relpos: \[listops\] $tmp/listops/basic_train.tsv: gzip byte 200: the compressed stream ends early \(truncated file\)$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet
 cp "$tmp/listops_good/basic_train.tsv" "$tmp/listops/basic_train.tsv"
 # A folder where a split file belongs was "basic_val.tsv not found in ...".
 mv "$tmp/listops/basic_val.tsv" "$tmp/listops/basic_val.tsv.saved"
