@@ -26,7 +26,8 @@ struct DataFolder {
   std::string dir;
 
   // dir/name: missing(name) when there is nothing there; a folder or a device there is refused
-  // naming it (check_data_file).
+  // naming it (check_data_file), and so is a link that leads to no file (a missing target or a
+  // loop).
   std::string file(const std::string& name) const;
   // Throws "[data] `what` not found in 'dir': " + how_to_get().
   [[noreturn]] void missing(const std::string& what) const;

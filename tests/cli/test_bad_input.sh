@@ -449,6 +449,12 @@ refused "a folder where a split file belongs" \
   "^relpos: \[data\] $tmp/listops/basic_val.tsv: open: is a directory, not a data file$" \
   -- "$relpos" train "$tmp/listops.yaml" --quiet
 rmdir "$tmp/listops/basic_val.tsv"
+# A link that leads to no file was "basic_val.tsv not found in ..." with how to make the data.
+ln -s basic_val.tsv "$tmp/listops/basic_val.tsv"
+refused "a link loop where a split file belongs" \
+  "^relpos: \[data\] $tmp/listops/basic_val.tsv: a link to 'basic_val.tsv', which leads to no file \(.*\); mend or remove the link$" \
+  -- "$relpos" train "$tmp/listops.yaml" --quiet
+rm "$tmp/listops/basic_val.tsv"
 mv "$tmp/listops/basic_val.tsv.saved" "$tmp/listops/basic_val.tsv"
 # A key written with no value that no base gives one was accepted and meant nothing: `{type:linear}`
 # (no space after the colon) is YAML's key "type:linear" without a value, and trained the default

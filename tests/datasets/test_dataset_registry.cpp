@@ -58,6 +58,24 @@ TEST_CASE("dataset registry: a missing file says how to get the dataset, on one 
   CHECK(error.find('\n') == std::string::npos);
 }
 
+TEST_CASE("dataset registry: a link that leads to no file is named, not called missing") {
+  // A dangling link and a loop were "not found in DIR" with how to download the dataset, though
+  // `ls` shows the file there.
+  test::ScratchDir dir;
+  std::filesystem::create_symlink(dir.path / "gone.tsv", dir.path / "basic_train.tsv");
+  std::filesystem::create_symlink("basic_val.tsv", dir.path / "basic_val.tsv");
+  const DataFolder folder{"listops", dir.path.string()};
+  const std::string dangling = (dir.path / "basic_train.tsv").string();
+  const std::string error = error_of([&] { folder.file("basic_train.tsv"); });
+  CHECK(error.find("[data] " + dangling + ": a link to '" + (dir.path / "gone.tsv").string() +
+                   "', which leads to no file (") == 0);
+  CHECK(error.ends_with("); mend or remove the link"));
+  const std::string loop = (dir.path / "basic_val.tsv").string();
+  CHECK(error_of([&] {
+          folder.file("basic_val.tsv");
+        }).find("[data] " + loop + ": a link to 'basic_val.tsv', which leads to no file (") == 0);
+}
+
 TEST_CASE("dataset registry: a dataset's own keys are checked where they are read") {
   CHECK(error_of([] { make_dataset_source("mnist", Options("data").set("image_pool", 3)); }) ==
         "[config] data.image_pool must divide 28 (1, 2, 4, 7, 14), got 3");
