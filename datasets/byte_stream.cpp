@@ -1,10 +1,13 @@
 // Data files in blocks, gzip inflated with zlib as it is read (datasets/byte_stream.h).
 #include "datasets/byte_stream.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <filesystem>
+#include <cerrno>
 
 #include "datasets/read_error.h"
 
@@ -29,24 +32,34 @@ ByteStream::ByteStream(std::string reader, std::string path, size_t block_bytes)
     : reader_(std::move(reader)),
       path_(std::move(path)),
       out_capacity_(std::max<size_t>(block_bytes, 1)) {
-  check_data_file(reader_, path_);
-  file_.open(path_, std::ios::binary);
-  if (!file_) read_error(reader_, path_, "open", "cannot read the file (missing or no permission)");
+  check_data_file(reader_, path_);  // before opening: a device is not opened at all
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0)
+    read_error(reader_, path_, "open", "cannot read the file (missing or no permission)");
   raw_capacity_ = block_bytes;
-  std::error_code no_size;  // a FIFO has none
-  if (const auto size = std::filesystem::file_size(path_, no_size); !no_size)
-    raw_capacity_ = std::min<size_t>(raw_capacity_, size);
+  struct stat status {};
+  if (::fstat(fd_, &status) == 0 && S_ISREG(status.st_mode)) {
+    file_bytes_ = static_cast<int64_t>(status.st_size);
+    raw_capacity_ = std::min(raw_capacity_, static_cast<size_t>(file_bytes_));
+  }
   raw_capacity_ = std::max<size_t>(raw_capacity_, 2);  // the two magic bytes come in one block
   raw_ = std::make_unique_for_overwrite<char[]>(raw_capacity_);
 }
 
-ByteStream::~ByteStream() = default;
+ByteStream::~ByteStream() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 size_t ByteStream::fill() {
   raw_offset_ += static_cast<int64_t>(raw_size_);
-  file_.read(raw_.get(), static_cast<std::streamsize>(raw_capacity_));
-  if (file_.bad()) read_error(reader_, path_, "read", "I/O error while reading");
-  raw_size_ = static_cast<size_t>(file_.gcount());
+  raw_size_ = 0;
+  while (raw_size_ < raw_capacity_) {  // a pipe hands over less than asked: read on to the end
+    const ssize_t got = ::read(fd_, raw_.get() + raw_size_, raw_capacity_ - raw_size_);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) read_error(reader_, path_, "read", "I/O error while reading");
+    if (got == 0) break;
+    raw_size_ += static_cast<size_t>(got);
+  }
   return raw_size_;
 }
 

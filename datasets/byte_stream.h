@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +28,8 @@ class ByteStream {
   // valid until the next call; empty after the last.
   std::string_view next();
 
+  // The file's size on disk (compressed where gzip), or -1 where it has none (a FIFO).
+  int64_t file_bytes() const { return file_bytes_; }
   const std::string& reader() const { return reader_; }
   const std::string& path() const { return path_; }
 
@@ -42,7 +43,8 @@ class ByteStream {
   [[noreturn]] void trailing_bytes(int64_t at);
 
   std::string reader_, path_;
-  std::ifstream file_;
+  int fd_ = -1;
+  int64_t file_bytes_ = -1;
   // Blocks, not zeroed: of the file's size where that is smaller than a block (one per file of
   // IMDB's 50,000 reviews), and the inflated one for a gzip file only.
   std::unique_ptr<char[]> raw_;

@@ -37,8 +37,7 @@ std::vector<uint8_t> read_file_bytes(const std::string& reader, const std::strin
   // Into room reserved for the whole file (a FIFO has no size, a gzip file inflates: those grow
   // as read); the blocks are copied once, and the vector is returned without a copy.
   std::vector<uint8_t> bytes;
-  std::error_code no_size;
-  if (const auto size = std::filesystem::file_size(path, no_size); !no_size) bytes.reserve(size);
+  if (stream.file_bytes() > 0) bytes.reserve(static_cast<size_t>(stream.file_bytes()));
   for (std::string_view block = stream.next(); !block.empty(); block = stream.next())
     bytes.insert(bytes.end(), block.begin(), block.end());
   return bytes;
