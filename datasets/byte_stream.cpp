@@ -33,12 +33,12 @@ ByteStream::ByteStream(std::string reader, std::string path, size_t block_bytes)
       path_(std::move(path)),
       out_capacity_(std::max<size_t>(block_bytes, 1)) {
   check_data_file(reader_, path_);  // before opening: a device is not opened at all
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0)
+  file_.fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file_.fd < 0)
     read_error(reader_, path_, "open", "cannot read the file (missing or no permission)");
   raw_capacity_ = block_bytes;
   struct stat status {};
-  if (::fstat(fd_, &status) == 0 && S_ISREG(status.st_mode)) {
+  if (::fstat(file_.fd, &status) == 0 && S_ISREG(status.st_mode)) {
     file_bytes_ = static_cast<int64_t>(status.st_size);
     raw_capacity_ = std::min(raw_capacity_, static_cast<size_t>(file_bytes_));
   }
@@ -46,15 +46,17 @@ ByteStream::ByteStream(std::string reader, std::string path, size_t block_bytes)
   raw_ = std::make_unique_for_overwrite<char[]>(raw_capacity_);
 }
 
-ByteStream::~ByteStream() {
-  if (fd_ >= 0) ::close(fd_);
+ByteStream::~ByteStream() = default;
+
+ByteStream::Descriptor::~Descriptor() {
+  if (fd >= 0) ::close(fd);
 }
 
 size_t ByteStream::fill() {
   raw_offset_ += static_cast<int64_t>(raw_size_);
   raw_size_ = 0;
   while (raw_size_ < raw_capacity_) {  // a pipe hands over less than asked: read on to the end
-    const ssize_t got = ::read(fd_, raw_.get() + raw_size_, raw_capacity_ - raw_size_);
+    const ssize_t got = ::read(file_.fd, raw_.get() + raw_size_, raw_capacity_ - raw_size_);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) read_error(reader_, path_, "read", "I/O error while reading");
     if (got == 0) break;

@@ -42,8 +42,16 @@ class ByteStream {
   int64_t consumed() const;  // compressed bytes handed to zlib so far
   [[noreturn]] void trailing_bytes(int64_t at);
 
+  struct Descriptor {  // the open file, closed however construction or reading ends
+    int fd = -1;
+    Descriptor() = default;
+    Descriptor(const Descriptor&) = delete;
+    Descriptor& operator=(const Descriptor&) = delete;
+    ~Descriptor();
+  };
+
   std::string reader_, path_;
-  int fd_ = -1;
+  Descriptor file_;
   int64_t file_bytes_ = -1;
   // Blocks, not zeroed: of the file's size where that is smaller than a block (one per file of
   // IMDB's 50,000 reviews), and the inflated one for a gzip file only.
