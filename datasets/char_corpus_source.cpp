@@ -18,9 +18,11 @@ CharCorpusSource::CharCorpusSource(const Options& own) {
 
 CharCorpus CharCorpusSource::read_corpus(const DataFolder& folder) const {
   const std::filesystem::path train = std::filesystem::path(folder.dir) / "train.txt";
-  if (!std::filesystem::exists(train))
+  if (!std::filesystem::exists(train)) {
+    folder.refuse_broken_link("train.txt");
     fail<DataMissing>("data", "no {} ({} has no prepared splits): {}", train.string(),
                       folder.dataset, folder.how_to_get());
+  }
   return read_char_splits(folder.dir, all_splits_);
 }
 

@@ -20,8 +20,11 @@ class Cifar10Source final : public DatasetSource {
         std::filesystem::path(folder.dir) / "cifar-10-batches-bin";
     const std::filesystem::path batches =
         std::filesystem::is_directory(unpacked) ? unpacked : std::filesystem::path(folder.dir);
-    if (!std::filesystem::is_regular_file(batches / "test_batch.bin"))
+    if (!std::filesystem::is_regular_file(batches / "test_batch.bin")) {
+      folder.refuse_broken_link(batches == unpacked ? "cifar-10-batches-bin/test_batch.bin"
+                                                    : "test_batch.bin");
       folder.missing("cifar-10-batches-bin/test_batch.bin");
+    }
     return read_cifar10(batches.string(), split);
   }
 };

@@ -38,16 +38,22 @@ std::string DataFolder::file(const std::string& name) const {
   const std::filesystem::path path = std::filesystem::path(dir) / name;
   std::error_code error;
   if (!std::filesystem::exists(std::filesystem::status(path, error))) {
-    // A link that resolves to nothing (its target missing, or a loop) is there but unreadable.
-    std::error_code not_a_link;
-    if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, not_a_link)))
-      fail("data", "{}: a link to '{}', which leads to no file ({}); mend or remove the link",
-           path.string(), std::filesystem::read_symlink(path, not_a_link).string(),
-           error ? error.message() : "its target does not exist");
+    refuse_broken_link(name);
     missing(name);
   }
   check_data_file("data", path.string());  // a folder or a device where the file belongs
   return path.string();
+}
+
+void DataFolder::refuse_broken_link(const std::string& name) const {
+  const std::filesystem::path path = std::filesystem::path(dir) / name;
+  std::error_code error, not_a_link;
+  if (std::filesystem::exists(std::filesystem::status(path, error)) ||
+      !std::filesystem::is_symlink(std::filesystem::symlink_status(path, not_a_link)))
+    return;
+  fail("data", "{}: a link to '{}', which leads to no file ({}); mend or remove the link",
+       path.string(), std::filesystem::read_symlink(path, not_a_link).string(),
+       error ? error.message() : "its target does not exist");
 }
 
 void DataFolder::missing(const std::string& what) const {

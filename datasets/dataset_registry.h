@@ -29,6 +29,9 @@ struct DataFolder {
   // naming it (check_data_file), and so is a link that leads to no file (a missing target or a
   // loop).
   std::string file(const std::string& name) const;
+  // An error naming dir/name when it is a link that leads to no file (a missing target or a
+  // loop): the readers that look for their files on their own call it before missing().
+  void refuse_broken_link(const std::string& name) const;
   // Throws "[data] `what` not found in 'dir': " + how_to_get().
   [[noreturn]] void missing(const std::string& what) const;
   // The dataset's how_to_get on one line, DIR replaced by dir, and "(or point data.dir elsewhere

@@ -20,6 +20,7 @@ std::string idx_file(const DataFolder& folder, const std::string& name) {
     const std::filesystem::path path = std::filesystem::path(folder.dir) / candidate;
     if (std::filesystem::is_regular_file(path)) return path.string();
   }
+  for (const std::string& candidate : {name, name + ".gz"}) folder.refuse_broken_link(candidate);
   folder.missing(name + "[.gz]");
 }
 

@@ -74,6 +74,20 @@ TEST_CASE("dataset registry: a link that leads to no file is named, not called m
   CHECK(error_of([&] {
           folder.file("basic_val.tsv");
         }).find("[data] " + loop + ": a link to 'basic_val.tsv', which leads to no file (") == 0);
+  // The readers that look for their files themselves: MNIST's raw-or-gz lookup, a char corpus.
+  std::filesystem::create_symlink("nowhere", dir.path / "train-images-idx3-ubyte.gz");
+  std::filesystem::create_symlink("nowhere", dir.path / "train.txt");
+  const auto broken = [&](const std::string& dataset, const std::string& name, auto read) {
+    const auto source = make_dataset_source(dataset, Options("data"));
+    const DataFolder here{dataset, dir.path.string()};
+    CHECK(error_of([&] {
+            read(*source, here);
+          }).find("[data] " + (dir.path / name).string() + ": a link to 'nowhere', which") == 0);
+  };
+  broken("mnist", "train-images-idx3-ubyte.gz",
+         [](const DatasetSource& s, const DataFolder& f) { s.read_split(f, "train", 0); });
+  broken("chars", "train.txt",
+         [](const DatasetSource& s, const DataFolder& f) { s.read_corpus(f); });
 }
 
 TEST_CASE("dataset registry: a dataset's own keys are checked where they are read") {
