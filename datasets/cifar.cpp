@@ -70,6 +70,7 @@ Dataset read_cifar10(const std::string& dir, const std::string& split) {
   std::vector<Example> examples;
   for (const std::string& file : files) {
     const std::string path = (std::filesystem::path(dir) / file).string();
+    refuse_broken_link("cifar10", path);
     if (!std::filesystem::is_regular_file(path))
       read_error("cifar10", path, "open",
                  "missing; expected the CIFAR-10 binary batches data_batch_1.bin .. "

@@ -46,14 +46,7 @@ std::string DataFolder::file(const std::string& name) const {
 }
 
 void DataFolder::refuse_broken_link(const std::string& name) const {
-  const std::filesystem::path path = std::filesystem::path(dir) / name;
-  std::error_code error, not_a_link;
-  if (std::filesystem::exists(std::filesystem::status(path, error)) ||
-      !std::filesystem::is_symlink(std::filesystem::symlink_status(path, not_a_link)))
-    return;
-  fail("data", "{}: a link to '{}', which leads to no file ({}); mend or remove the link",
-       path.string(), std::filesystem::read_symlink(path, not_a_link).string(),
-       error ? error.message() : "its target does not exist");
+  relpos::refuse_broken_link("data", (std::filesystem::path(dir) / name).string());
 }
 
 void DataFolder::missing(const std::string& what) const {

@@ -28,11 +28,10 @@ std::vector<fs::path> review_files(const fs::path& folder) {
     // A *.txt entry that is no readable file (a dangling link, a folder) is a broken download:
     // refuse it rather than train on a silently smaller split.
     std::error_code kind;
-    if (!it->is_regular_file(kind))  // the type read with the entry: no stat for a plain file
-      read_error(kReader, it->path().string(), "open",
-                 fs::is_symlink(it->symlink_status(kind))
-                     ? "a link to a missing file (the review it names is not there)"
-                     : "not a regular file");
+    if (!it->is_regular_file(kind)) {  // the type read with the entry: no stat for a plain file
+      refuse_broken_link(kReader, it->path().string());
+      read_error(kReader, it->path().string(), "open", "not a regular file");
+    }
     files.push_back(it->path());
   }
   if (ec) read_error(kReader, folder.string(), "list", "cannot list the folder: " + ec.message());

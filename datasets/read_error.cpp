@@ -20,9 +20,22 @@ std::string shown_bytes(std::string_view text, size_t limit) {
   return text.size() > limit ? out + "..." : out;
 }
 
+void refuse_broken_link(const std::string& reader, const std::string& path) {
+  std::error_code error, not_a_link;
+  if (std::filesystem::exists(std::filesystem::status(path, error)) ||
+      !std::filesystem::is_symlink(std::filesystem::symlink_status(path, not_a_link)))
+    return;
+  read_error(reader, path, "open",
+             "a link to '" + std::filesystem::read_symlink(path, not_a_link).string() +
+                 "', which leads to no file (" +
+                 (error ? error.message() : "its target does not exist") +
+                 "); mend or remove the link");
+}
+
 void check_data_file(const std::string& reader, const std::string& path) {
   std::error_code ec;
   const std::filesystem::file_type type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::not_found || ec) refuse_broken_link(reader, path);
   if (type == std::filesystem::file_type::directory)
     read_error(reader, path, "open", "is a directory, not a data file");
   if (type == std::filesystem::file_type::character || type == std::filesystem::file_type::block)

@@ -29,6 +29,10 @@ inline std::string at_line(int64_t line) {
   return "line " + std::to_string(line);
 }
 
+// Refuses a path that is a link leading to no file (its target missing, or a loop): "[reader]
+// path: open: a link to 'target', which leads to no file (why); mend or remove the link".
+void refuse_broken_link(const std::string& reader, const std::string& path);
+
 // Refuses a data file path that names a folder or a device ("is a character device, not a data
 // file": /dev/zero would be read without end); regular files, links to them and pipes pass.
 void check_data_file(const std::string& reader, const std::string& path);

@@ -67,26 +67,33 @@ TEST_CASE("dataset registry: a link that leads to no file is named, not called m
   const DataFolder folder{"listops", dir.path.string()};
   const std::string dangling = (dir.path / "basic_train.tsv").string();
   const std::string error = error_of([&] { folder.file("basic_train.tsv"); });
-  CHECK(error.find("[data] " + dangling + ": a link to '" + (dir.path / "gone.tsv").string() +
+  CHECK(error.find("[data] " + dangling + ": open: a link to '" + (dir.path / "gone.tsv").string() +
                    "', which leads to no file (") == 0);
   CHECK(error.ends_with("); mend or remove the link"));
   const std::string loop = (dir.path / "basic_val.tsv").string();
-  CHECK(error_of([&] {
-          folder.file("basic_val.tsv");
-        }).find("[data] " + loop + ": a link to 'basic_val.tsv', which leads to no file (") == 0);
-  // The readers that look for their files themselves: MNIST's raw-or-gz lookup, a char corpus.
+  const std::string looped = error_of([&] { folder.file("basic_val.tsv"); });
+  CHECK(looped.find("[data] " + loop + ": open: a link to 'basic_val.tsv', which leads to no") ==
+        0);
+  // The readers that look for their files themselves: MNIST's raw-or-gz lookup, a char corpus,
+  // CIFAR-10's training batches.
   std::filesystem::create_symlink("nowhere", dir.path / "train-images-idx3-ubyte.gz");
   std::filesystem::create_symlink("nowhere", dir.path / "train.txt");
-  const auto broken = [&](const std::string& dataset, const std::string& name, auto read) {
+  dir.write("test_batch.bin", "");
+  std::filesystem::create_symlink("nowhere", dir.path / "data_batch_1.bin");
+  const auto broken = [&](const std::string& dataset, const std::string& reader,
+                          const std::string& name, auto read) {
     const auto source = make_dataset_source(dataset, Options("data"));
     const DataFolder here{dataset, dir.path.string()};
-    CHECK(error_of([&] {
-            read(*source, here);
-          }).find("[data] " + (dir.path / name).string() + ": a link to 'nowhere', which") == 0);
+    const std::string message = error_of([&] { read(*source, here); });
+    CHECK(message.find("[" + reader + "] " + (dir.path / name).string() +
+                       ": open: a link to 'nowhere', which") == 0);
   };
-  broken("mnist", "train-images-idx3-ubyte.gz",
-         [](const DatasetSource& s, const DataFolder& f) { s.read_split(f, "train", 0); });
-  broken("chars", "train.txt",
+  const auto train_split = [](const DatasetSource& s, const DataFolder& f) {
+    s.read_split(f, "train", 0);
+  };
+  broken("mnist", "data", "train-images-idx3-ubyte.gz", train_split);
+  broken("cifar10", "cifar10", "data_batch_1.bin", train_split);
+  broken("chars", "data", "train.txt",
          [](const DatasetSource& s, const DataFolder& f) { s.read_corpus(f); });
 }
 

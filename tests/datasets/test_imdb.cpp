@@ -76,9 +76,9 @@ TEST_CASE("text: imdb errors name the missing folder, the empty folder and the e
   // A review that is a link to nothing is a broken download, not a smaller split.
   write_text(acl / "test" / "pos" / "3_8.txt", "fine");
   fs::create_symlink(root / "gone.txt", acl / "test" / "pos" / "4_9.txt");
-  CHECK(error_of([&] { read_imdb(root.string(), "test"); }) ==
-        "[imdb] " + (acl / "test" / "pos" / "4_9.txt").string() +
-            ": open: a link to a missing file (the review it names is not there)");
+  CHECK(error_of([&] { read_imdb(root.string(), "test"); })
+            .find("[imdb] " + (acl / "test" / "pos" / "4_9.txt").string() + ": open: a link to '" +
+                  (root / "gone.txt").string() + "', which leads to no file (") == 0);
   fs::remove(acl / "test" / "pos" / "4_9.txt");
 
   CHECK(error_of([&] { read_imdb(root.string(), "valid"); }) ==
