@@ -34,7 +34,8 @@ inline std::string at_line(int64_t line) {
 void refuse_broken_link(const std::string& reader, const std::string& path);
 
 // Refuses a data file path that names a folder or a device ("is a character device, not a data
-// file": /dev/zero would be read without end); regular files, links to them and pipes pass.
+// file": /dev/zero would be read without end) or a link that leads to no file
+// (refuse_broken_link); regular files, links to them and pipes pass.
 void check_data_file(const std::string& reader, const std::string& path);
 
 // The whole file as bytes; a file starting with the gzip magic bytes is inflated (ByteStream,
