@@ -1,20 +1,41 @@
-// The fiber scheduler of emulator.h: ucontext fibers, a warp at a time; a barrier counts arrivals
-// and releases its waiters by bumping a generation. A warp's threads run (round robin, through
-// its warp barriers) until each has reached the block barrier or ended, then the next warp's: so
-// one warp's writes between two block barriers land before another warp reads, whichever the
-// order of warps, which alternates between blocks.
+// The fiber scheduler of emulator.h: fibers, a warp at a time; a barrier counts arrivals and
+// releases its waiters by bumping a generation. A warp's threads run (round robin, through its
+// warp barriers) until each has reached the block barrier or ended, then the next warp's: so one
+// warp's writes between two block barriers land before another warp reads, whichever the order of
+// warps, which alternates between blocks.
+//
+// A fiber is made once (ucontext) and then switched to and from with the compilers'
+// __builtin_setjmp / __builtin_longjmp, which keep a frame, stack pointer and resume address
+// and make no system call: swapcontext makes one per switch (for the signal mask), which took
+// three quarters of the suite's time, and under ASan libc's longjmp unpoisons the stack it leaves
+// (a system call and a shadow memset per switch), although no frame is abandoned here. The fibers
+// outlive a block: a thread that ends parks, and the next block resumes it. Under ASan each switch
+// is announced (__sanitizer_start_switch_fiber), so it checks the fibers' stacks as stacks.
 #include "emulator.h"
 
 #include <ucontext.h>
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RELPOS_EMULATOR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RELPOS_EMULATOR_ASAN 1
+#endif
+#endif
+#ifdef RELPOS_EMULATOR_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 namespace relpos::cuda_emulation {
 
@@ -31,11 +52,19 @@ struct Barrier {
   unsigned generation = 0;
 };
 
+// Where a fiber, or the scheduler on the caller's stack, stands while it is switched out.
+struct Context {
+  void* registers[5];  // __builtin_setjmp's buffer: frame and stack pointers, resume address
+  const void* stack_bottom = nullptr;  // for ASan: the stack a switch to this context lands on
+  size_t stack_bytes = 0;
+  void* asan_fake_stack = nullptr;  // ASan's frames of this context while it is switched out
+};
+
 struct Fiber {
-  ucontext_t context{};
+  Context context;
   std::unique_ptr<char[]> stack;
   uint3 index;
-  bool done = false;
+  bool done = true;
   const Barrier* waiting_on = nullptr;  // and the generation that has not yet opened
   unsigned waiting_generation = 0;
 };
@@ -48,12 +77,14 @@ struct Cursor {
 };
 
 struct Block {
-  ucontext_t scheduler{};
+  Context scheduler;
   Cursor cursor;
   bool from_last = false;  // this block takes its warps, and their threads, from the last
-  std::vector<Fiber> fibers;
+  std::vector<std::unique_ptr<Fiber>> fibers;  // whose addresses their own stacks hold
   Fiber* running = nullptr;
+  Fiber* starting = nullptr;  // the fiber being made, for its first instructions
   const std::function<void()>* kernel = nullptr;
+  std::exception_ptr error;  // the first exception a thread of the block threw
   Barrier block_barrier;
   std::vector<Barrier> warp_barriers;
   // [warps][2][kWarp][kSlotBytes]: the values lanes exchange, in two sets used by turns (by the
@@ -79,7 +110,7 @@ Fiber* next_runnable() {
     const unsigned warp = block.from_last ? warps - 1 - c.w : c.w;
     const unsigned first = warp * kWarp, size = std::min<unsigned>(kWarp, threads - first);
     while (c.k < size) {
-      Fiber& f = block.fibers[first + (block.from_last ? size - 1 - c.k : c.k)];
+      Fiber& f = *block.fibers[first + (block.from_last ? size - 1 - c.k : c.k)];
       ++c.k;
       if (runnable(f)) {
         c.ran_in_round = c.ran_in_pass = true;
@@ -98,18 +129,52 @@ Fiber* next_runnable() {
   }
 }
 
-// Switches from the running thread to the next one, or to the scheduler when none can run: one
-// context switch per turn (each costs a system call, for the signal mask).
+// ASan's side of a switch from `from` to `to`: announced before, completed on arrival (nothing
+// without ASan).
+void asan_leave([[maybe_unused]] Context& from, [[maybe_unused]] const Context& to) {
+#ifdef RELPOS_EMULATOR_ASAN
+  __sanitizer_start_switch_fiber(&from.asan_fake_stack, to.stack_bottom, to.stack_bytes);
+#endif
+}
+
+void asan_arrive([[maybe_unused]] const Context& self) {
+#ifdef RELPOS_EMULATOR_ASAN
+  __sanitizer_finish_switch_fiber(self.asan_fake_stack, nullptr, nullptr);
+#endif
+}
+
+// The switch itself is not instrumented: ASan would unpoison the stack it leaves before each jump
+// (a call it adds before any call that does not return).
+#define RELPOS_NOT_INSTRUMENTED __attribute__((no_sanitize("address")))
+
+// Resumes the context whose registers `registers` holds: in a function of its own, apart from the
+// one that saved them, as __builtin_longjmp must be.
+[[noreturn, gnu::noinline]] RELPOS_NOT_INSTRUMENTED void resume(void** registers) {
+  __builtin_longjmp(registers, 1);
+}
+
+// Saves the running context in `from` and resumes `to`; returns once a switch resumes `from`.
+// __builtin_setjmp keeps the frame and stack pointers only: the compiler saves and restores the
+// other registers this function needs around it.
+RELPOS_NOT_INSTRUMENTED void switch_context(Context& from, Context& to) {
+  if (__builtin_setjmp(from.registers) == 0) {
+    asan_leave(from, to);
+    resume(to.registers);
+  }
+  asan_arrive(from);
+}
+
+// Switches from the running thread to the next one, or to the scheduler when none can run.
 void yield() {
   Fiber* const from = block.running;
   Fiber* const to = next_runnable();
   if (to == nullptr) {
-    swapcontext(&from->context, &block.scheduler);
+    switch_context(from->context, block.scheduler);
     return;
   }
   block.running = to;
   thread_index = to->index;
-  swapcontext(&from->context, &to->context);
+  switch_context(from->context, to->context);
 }
 
 // Waits until `participants` threads have arrived at b.
@@ -126,10 +191,48 @@ void wait_at(Barrier& b, int participants) {
   block.running->waiting_on = nullptr;
 }
 
-void run_thread() {
-  (*block.kernel)();
-  block.running->done = true;
-}  // returns to the scheduler (uc_link)
+// Every fiber's body: parks until a block starts its thread, runs the kernel (keeping the first
+// exception of the block for launch to throw), marks the thread ended and parks again.
+[[noreturn]] void fiber_main() {
+  // The first arrival: ASan gives the bounds of the stack it came from, the scheduler's (one
+  // thread calls launch).
+#ifdef RELPOS_EMULATOR_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &block.scheduler.stack_bottom,
+                                  &block.scheduler.stack_bytes);
+#endif
+  Fiber* const self = block.starting;
+  for (;;) {
+    switch_context(self->context, block.scheduler);
+    try {
+      (*block.kernel)();
+    } catch (...) {
+      if (!block.error) block.error = std::current_exception();
+    }
+    self->done = true;
+  }
+}
+
+// A fiber on a stack of its own, entered once through ucontext to park in fiber_main.
+std::unique_ptr<Fiber> make_fiber() {
+  auto f = std::make_unique<Fiber>();
+  f->stack = std::make_unique<char[]>(kStackBytes);
+  f->context.stack_bottom = f->stack.get();
+  f->context.stack_bytes = kStackBytes;
+  ucontext_t start{};
+  getcontext(&start);
+  start.uc_stack.ss_sp = f->stack.get();
+  start.uc_stack.ss_size = kStackBytes;
+  start.uc_link = nullptr;
+  makecontext(&start, fiber_main, 0);
+  block.starting = f.get();
+  if (__builtin_setjmp(block.scheduler.registers) == 0) {
+    asan_leave(block.scheduler, f->context);
+    setcontext(&start);
+    throw std::runtime_error("cuda emulation: cannot enter a fiber");
+  }
+  asan_arrive(block.scheduler);
+  return f;
+}
 
 int warp_of_running() {
   return static_cast<int>(thread_index.x) / kWarp;
@@ -188,11 +291,10 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
   grid_size = grid;
   block_size = dim3(threads);
   block.kernel = &kernel;
-  block.fibers.resize(threads);
+  if (block.fibers.size() > threads) block.fibers.resize(threads);  // parked: nothing to unwind
+  while (block.fibers.size() < threads) block.fibers.push_back(make_fiber());
   block.warp_barriers.assign((threads + kWarp - 1) / kWarp, Barrier{});
   block.lanes.assign(block.warp_barriers.size() * 2 * kWarp * kSlotBytes, 0);
-  for (Fiber& f : block.fibers)
-    if (!f.stack) f.stack = std::make_unique<char[]>(kStackBytes);
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
@@ -200,15 +302,10 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
         std::memset(shared, 0xff, shared_bytes);  // NaN in every float lane
         block.block_barrier = Barrier{};
         for (unsigned t = 0; t < threads; ++t) {
-          Fiber& f = block.fibers[t];
+          Fiber& f = *block.fibers[t];
           f.done = false;
           f.waiting_on = nullptr;
           f.index = {t, 0, 0};
-          getcontext(&f.context);
-          f.context.uc_stack.ss_sp = f.stack.get();
-          f.context.uc_stack.ss_size = kStackBytes;
-          f.context.uc_link = &block.scheduler;
-          makecontext(&f.context, run_thread, 0);
         }
         // Every other block runs its warps, and their threads, from the last: a read of shared
         // memory that another thread writes in the same phase (no barrier between) then sees
@@ -220,12 +317,16 @@ void launch(dim3 grid, unsigned threads, unsigned char* shared, size_t shared_by
         while (Fiber* f = next_runnable()) {
           block.running = f;
           thread_index = f->index;
-          swapcontext(&block.scheduler, &f->context);
+          switch_context(block.scheduler, f->context);
         }
-        if (std::any_of(block.fibers.begin(), block.fibers.end(),
-                        [](const Fiber& f) { return !f.done; }))
+        const bool stuck = std::any_of(block.fibers.begin(), block.fibers.end(),
+                                       [](const auto& f) { return !f->done; });
+        if (block.error || stuck) {
+          block.fibers.clear();  // threads left inside the kernel: their frames are abandoned
+          if (block.error) std::rethrow_exception(std::exchange(block.error, nullptr));
           throw std::runtime_error("cuda emulation: the threads of block (" + std::to_string(x) +
                                    ", " + std::to_string(y) + ") wait for each other forever");
+        }
       }
 }
 

@@ -1,7 +1,7 @@
 // The emulator itself (emulator.h): what the kernels' tests rely on it to show. A missing barrier
 // makes a thread read stale shared memory, threads that never meet at a barrier are an error and
-// not a hang, and a warp's shuffles and exchanges deliver each call's own values however many
-// follow each other without a barrier between.
+// not a hang, a thread's exception is the launch's, and a warp's shuffles and exchanges deliver
+// each call's own values however many follow each other without a barrier between.
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -54,6 +54,18 @@ TEST_CASE("the emulator: threads that never meet at a barrier are an error, not 
   CHECK_THROWS_AS(
       cuda_emulation::launch(dim3(1), 32, shared, cuda_emulation::kMaxSharedBytes + 1, [] {}),
       std::runtime_error);
+}
+
+TEST_CASE("the emulator: an exception a thread throws comes out of launch; the next launch runs") {
+  const auto run = [] {
+    cuda_emulation::launch(dim3(2), 64, shared, 0, [] {
+      __syncthreads();
+      if (blockIdx.x == 1 && threadIdx.x == 40) throw std::runtime_error("thread 40 gives up");
+      __syncthreads();  // the other threads wait here for thread 40, forever
+    });
+  };
+  CHECK_THROWS_WITH_AS(run(), "thread 40 gives up", std::runtime_error);
+  CHECK(neighbour_reads_that_see_the_write(true, 2, 96) == 2 * 96);
 }
 
 TEST_CASE("the emulator: back-to-back shuffles and exchanges deliver each call's own values") {
