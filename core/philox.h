@@ -52,14 +52,19 @@ RELPOS_HOST_DEVICE double uniform(uint64_t seed, uint64_t offset, uint64_t i) {
   return to_unit(block_at(seed, offset + i / 4).v[i % 4]);
 }
 
-// Standard normal for element i (Box-Muller on two words of block offset + i / 2).
+// A standard normal from two words (Box-Muller, the cosine half).
+RELPOS_HOST_DEVICE double box_muller(uint32_t w0, uint32_t w1) {
+  const double u1 = 1.0 - to_unit(w0);  // (0, 1]: log stays finite
+  const double u2 = to_unit(w1);
+  const double r = ::sqrt(-2.0 * ::log(u1));
+  return r * ::cos(6.283185307179586 * u2);
+}
+
+// Standard normal for element i: words 2 (i % 2) and 2 (i % 2) + 1 of block offset + i / 2.
 RELPOS_HOST_DEVICE double normal(uint64_t seed, uint64_t offset, uint64_t i) {
   const Block b = block_at(seed, offset + i / 2);
   const uint32_t w = static_cast<uint32_t>(i % 2) * 2;
-  const double u1 = 1.0 - to_unit(b.v[w]);  // (0, 1]: log stays finite
-  const double u2 = to_unit(b.v[w + 1]);
-  const double r = ::sqrt(-2.0 * ::log(u1));
-  return r * ::cos(6.283185307179586 * u2);
+  return box_muller(b.v[w], b.v[w + 1]);
 }
 
 // Blocks that uniform() and normal() consume for n elements.

@@ -1,6 +1,7 @@
-// Philox blocks in bulk for the CPU's dropout masks: the same words as philox::block_at, computed
-// for many consecutive counters in one loop that GCC vectorizes (the 32 x 32 -> 64-bit products
-// map to vector multiplies), and the keep test of dropout on the raw word.
+// Philox blocks in bulk for the CPU's random draws and dropout masks: the same words as
+// philox::block_at, computed for many consecutive counters in one loop that GCC vectorizes (the
+// 32 x 32 -> 64-bit products map to vector multiplies), and the keep test of dropout on the raw
+// word.
 #pragma once
 
 #include <cmath>

@@ -10,16 +10,19 @@ namespace relpos::cpu {
 
 namespace {
 
-// Calls f(i, u) for every element i < n with u = philox::uniform(seed, offset, i), computing each
-// Philox block once for its four elements (the per-element form would compute it four times).
+// Calls f(first, count, words) for consecutive runs of the Philox blocks offset + first ..
+// offset + first + count - 1 of a stream of `blocks`, words[4 b + w] being word w of block
+// first + b: the blocks computed in bulk (philox_words), each once, the runs spread over threads.
 template <typename F>
-void for_each_uniform(int64_t n, uint64_t seed, uint64_t offset, const F& f) {
-  const int64_t blocks = (n + 3) / 4;
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const philox::Block block = philox::block_at(seed, offset + static_cast<uint64_t>(b));
-    const int64_t first = 4 * b, count = n - first < 4 ? n - first : 4;
-    for (int64_t k = 0; k < count; ++k) f(first + k, philox::to_unit(block.v[k]));
+void for_each_block_run(int64_t blocks, uint64_t seed, uint64_t offset, const F& f) {
+  constexpr int64_t kRun = 1024;  // blocks per task: 16 KiB of words on the stack
+  const int64_t tasks = (blocks + kRun - 1) / kRun;
+#pragma omp parallel for schedule(static) if (blocks > 16384)
+  for (int64_t t = 0; t < tasks; ++t) {
+    uint32_t words[4 * kRun];
+    const int64_t first = t * kRun, count = std::min(kRun, blocks - first);
+    philox_words(seed, offset + static_cast<uint64_t>(first), count, words);
+    f(first, count, words);
   }
 }
 
@@ -29,10 +32,19 @@ void random_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double lo
   dispatch_floating(out.dtype(), "rand", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
-    for_each_uniform(out.numel(), seed, offset, [&](int64_t i, double u) {
-      const T v = static_cast<T>(low + (high - low) * u);
-      p[i] = v < static_cast<T>(high) ? v : std::nextafter(static_cast<T>(high), T(low));
-    });
+    const int64_t n = out.numel();
+    // Element i is philox::uniform(seed, offset, i): word i % 4 of block i / 4.
+    for_each_block_run(static_cast<int64_t>(philox::blocks_for_uniform(n)), seed, offset,
+                       [&](int64_t first, int64_t count, const uint32_t* words) {
+                         const int64_t begin = 4 * first, end = std::min(n, 4 * (first + count));
+                         for (int64_t i = begin; i < end; ++i) {
+                           const double u = philox::to_unit(words[i - begin]);
+                           const T v = static_cast<T>(low + (high - low) * u);
+                           p[i] = v < static_cast<T>(high)
+                                      ? v
+                                      : std::nextafter(static_cast<T>(high), static_cast<T>(low));
+                         }
+                       });
   });
 }
 
@@ -41,26 +53,30 @@ void random_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mea
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
     const int64_t n = out.numel();
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = static_cast<T>(mean + std * philox::normal(seed, offset, i));
+    // Element i is philox::normal(seed, offset, i): words 2 (i % 2), 2 (i % 2) + 1 of block i / 2.
+    for_each_block_run(static_cast<int64_t>(philox::blocks_for_normal(n)), seed, offset,
+                       [&](int64_t first, int64_t count, const uint32_t* words) {
+                         const int64_t begin = 2 * first, end = std::min(n, 2 * (first + count));
+                         for (int64_t i = begin; i < end; ++i) {
+                           const uint32_t* w = words + 2 * (i - begin);
+                           p[i] = static_cast<T>(mean + std * philox::box_muller(w[0], w[1]));
+                         }
+                       });
   });
 }
 
 void dropout_mask(const Tensor& out, double p, uint64_t seed, uint64_t offset) {
-  // Element i keeps when philox::uniform(seed, offset, i) >= p; blocks of words in bulk.
-  constexpr int64_t kBlocks = 1024;  // per task: 4096 elements
+  // Element i keeps when philox::uniform(seed, offset, i) >= p: its word is >= the threshold.
   uint8_t* m = out.data<uint8_t>();
-  const int64_t n = out.numel(), tasks = (n + 4 * kBlocks - 1) / (4 * kBlocks);
+  const int64_t n = out.numel();
   const uint64_t threshold = keep_threshold(p);
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t t = 0; t < tasks; ++t) {
-    uint32_t words[4 * kBlocks];
-    const int64_t first = t * 4 * kBlocks, count = std::min<int64_t>(4 * kBlocks, n - first);
-    philox_words(seed, offset + static_cast<uint64_t>(t * kBlocks), (count + 3) / 4, words);
+  for_each_block_run(static_cast<int64_t>(philox::blocks_for_uniform(n)), seed, offset,
+                     [&](int64_t first, int64_t count, const uint32_t* words) {
+                       const int64_t begin = 4 * first, end = std::min(n, 4 * (first + count));
 #pragma omp simd
-    for (int64_t k = 0; k < count; ++k) m[first + k] = words[k] >= threshold ? 1 : 0;
-  }
+                       for (int64_t i = begin; i < end; ++i)
+                         m[i] = words[i - begin] >= threshold ? 1 : 0;
+                     });
 }
 
 }  // namespace relpos::cpu
