@@ -66,7 +66,7 @@ foreach(lib ${HDF5_C_LIBRARIES})
 endforeach()
 if(RELPOS_WITH_CUDA)
   string(APPEND _relpos_pc_defs " -DRELPOS_WITH_CUDA=1")
-  string(APPEND _relpos_pc_libs " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcufft"
+  string(APPEND _relpos_pc_libs " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcufft"
                                 " ${CUDNN_LIBRARY}")
   if(RELPOS_WITH_NCCL)
     string(APPEND _relpos_pc_libs " ${NCCL_LIBRARY}")

@@ -7,6 +7,7 @@
 
 #include "core/backend.h"
 #include "core/cuda/check.h"
+#include "core/cuda/cublas_library.h"
 
 namespace relpos {
 
@@ -25,11 +26,9 @@ constexpr int kMaxDevices = 16;
 }  // namespace
 
 const char* cublas_status_name(cublasStatus_t s) {
-#if CUBLAS_VERSION >= 11600
-  return cublasGetStatusString(s);
-#else
+  const auto status_string = cublas().status_string;
+  if (status_string != nullptr) return status_string(s);
   return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "cuBLAS error";
-#endif
 }
 
 const char* cufft_result_name(cufftResult r) {
@@ -71,8 +70,8 @@ int device_count() {
 DeviceContext::DeviceContext(int device_index) : index(device_index) {
   DeviceGuard guard(Device::cuda(device_index));
   RELPOS_CUDA_CHECK("cuda context", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  RELPOS_CUBLAS_CHECK("cuda context", cublasCreate(&cublas));
-  RELPOS_CUBLAS_CHECK("cuda context", cublasSetStream(cublas, stream));
+  RELPOS_CUBLAS_CHECK("cuda context", cuda::cublas().create(&cublas));
+  RELPOS_CUBLAS_CHECK("cuda context", cuda::cublas().set_stream(cublas, stream));
   RELPOS_CUDNN_CHECK("cuda context", cudnnCreate(&cudnn));
   RELPOS_CUDNN_CHECK("cuda context", cudnnSetStream(cudnn, stream));
 }
@@ -80,7 +79,7 @@ DeviceContext::DeviceContext(int device_index) : index(device_index) {
 DeviceContext::~DeviceContext() {
   // Errors at exit are ignored: the process is going away and the driver may already be.
   if (cudnn) cudnnDestroy(cudnn);
-  if (cublas) cublasDestroy(cublas);
+  if (cublas) cuda::cublas().destroy(cublas);
   if (stream) cudaStreamDestroy(stream);
 }
 

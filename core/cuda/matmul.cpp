@@ -7,6 +7,7 @@
 #include "core/backend.h"
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
+#include "core/cuda/cublas_library.h"
 #include "core/gemm_operand.h"
 
 namespace relpos::cuda {
@@ -22,15 +23,15 @@ cublasStatus_t gemm_batched(cublasHandle_t h, bool ta, bool tb, int m, int n, in
                             int lda, int64_t sa, const float* b, int ldb, int64_t sb, float* c,
                             int ldc, int64_t sc, int batch) {
   const float one = 1.0f, zero = 0.0f;
-  return cublasSgemmStridedBatched(h, op_of(ta), op_of(tb), m, n, k, &one, a, lda, sa, b, ldb, sb,
-                                   &zero, c, ldc, sc, batch);
+  return cublas().sgemm_strided_batched(h, op_of(ta), op_of(tb), m, n, k, &one, a, lda, sa, b, ldb,
+                                        sb, &zero, c, ldc, sc, batch);
 }
 cublasStatus_t gemm_batched(cublasHandle_t h, bool ta, bool tb, int m, int n, int k,
                             const double* a, int lda, int64_t sa, const double* b, int ldb,
                             int64_t sb, double* c, int ldc, int64_t sc, int batch) {
   const double one = 1.0, zero = 0.0;
-  return cublasDgemmStridedBatched(h, op_of(ta), op_of(tb), m, n, k, &one, a, lda, sa, b, ldb, sb,
-                                   &zero, c, ldc, sc, batch);
+  return cublas().dgemm_strided_batched(h, op_of(ta), op_of(tb), m, n, k, &one, a, lda, sa, b, ldb,
+                                        sb, &zero, c, ldc, sc, batch);
 }
 
 // bf16 operands, f32 accumulation, C in bf16 or f32 (c_type).
@@ -39,9 +40,9 @@ cublasStatus_t gemm_batched_bf16(cublasHandle_t h, bool ta, bool tb, int m, int 
                                  int64_t sb, void* c, cudaDataType c_type, int ldc, int64_t sc,
                                  int batch) {
   const float one = 1.0f, zero = 0.0f;
-  return cublasGemmStridedBatchedEx(h, op_of(ta), op_of(tb), m, n, k, &one, a, CUDA_R_16BF, lda, sa,
-                                    b, CUDA_R_16BF, ldb, sb, &zero, c, c_type, ldc, sc, batch,
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return cublas().gemm_strided_batched_ex(h, op_of(ta), op_of(tb), m, n, k, &one, a, CUDA_R_16BF,
+                                          lda, sa, b, CUDA_R_16BF, ldb, sb, &zero, c, c_type, ldc,
+                                          sc, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 }  // namespace
@@ -67,9 +68,9 @@ void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const 
   const bool ta = trans_a != pa.col_major, tb = trans_b != pb.col_major;
   // TF32 only when asked for: by default f32 GEMMs round like the CPU's (fp32 FMA).
   RELPOS_CUBLAS_CHECK("matmul",
-                      cublasSetMathMode(ctx.cublas, allow_tf32() && out.dtype() == DType::f32
-                                                        ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                        : CUBLAS_DEFAULT_MATH));
+                      cublas().set_math_mode(ctx.cublas, allow_tf32() && out.dtype() == DType::f32
+                                                             ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                             : CUBLAS_DEFAULT_MATH));
   if (a.dtype() == DType::bf16) {  // same layout argument as below; out bf16 or f32
     RELPOS_CUBLAS_CHECK(
         "matmul", gemm_batched_bf16(ctx.cublas, tb, ta, static_cast<int>(n), static_cast<int>(m),

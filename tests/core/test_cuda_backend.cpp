@@ -1,7 +1,8 @@
 // The CUDA backend's own machinery: exact byte counting in the caching allocator, transfers
 // (larger than the pinned staging chunk, strided sources, uploads that return before their copy
 // runs), identical Philox streams on both
-// devices, and errors for mixed devices. Every case skips visibly without a GPU.
+// devices, and errors for mixed devices. Every case skips visibly without a GPU, but for the one
+// that opens cuBLAS.
 #include "tests/harness.h"
 
 using namespace relpos;
@@ -105,3 +106,28 @@ TEST_CASE("cuda ops: elementwise on strided and broadcast views match the CPU") 
       },
       {a, b});
 }
+
+#ifdef RELPOS_WITH_CUDA
+#include <dlfcn.h>
+
+#include "core/cuda/cublas_library.h"
+
+TEST_CASE("cuBLAS: opened on first use, with every entry point relpos calls (no GPU needed)") {
+  const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+  // Not linked: a process that has used no CUDA device has not loaded it.
+  if (!cuda_available()) CHECK(dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD) == nullptr);
+  const cuda::CublasLibrary& l = cuda::cublas();
+  const auto resolved = [](auto entry_point) { return entry_point != nullptr; };
+  CHECK(dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD) != nullptr);
+  CHECK(resolved(l.create));
+  CHECK(resolved(l.destroy));
+  CHECK(resolved(l.set_stream));
+  CHECK(resolved(l.set_math_mode));
+  CHECK(resolved(l.sgemm_strided_batched));
+  CHECK(resolved(l.dgemm_strided_batched));
+  CHECK(resolved(l.gemm_strided_batched_ex));
+  if (l.status_string != nullptr)  // cuBLAS 11.6 on
+    CHECK(std::string(l.status_string(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized") !=
+          std::string::npos);
+}
+#endif
