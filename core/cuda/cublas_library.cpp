@@ -1,3 +1,4 @@
+// The loader of core/cuda/cublas_library.h: dlopen once, then dlsym of each entry point.
 #include "core/cuda/cublas_library.h"
 
 #include <dlfcn.h>
