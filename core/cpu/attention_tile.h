@@ -200,14 +200,14 @@ RELPOS_SIMD_CLONES void weights_and_score_grads(T* s, T* dp, int64_t n, T lse, T
 template <typename T>
 void dropout_row(const Problem<T>& p, int64_t bh, int64_t i, int64_t j0, int64_t n, T* keep,
                  uint32_t* words) {
-  const T kept = static_cast<T>(1.0 / (1.0 - p.dropout));
-  const uint64_t threshold = keep_threshold(p.dropout);
+  const KeepTest test = keep_test(p.dropout);
+  const T kept = test.passing_kept ? static_cast<T>(1.0 / (1.0 - p.dropout)) : T(0);
   const auto first = static_cast<uint64_t>((bh * p.q_len + i) * p.k_len + j0);
   const uint64_t first_block = first / 4, skip = first % 4;
   philox_words(p.seed, p.offset + first_block, static_cast<int64_t>((skip + n + 3) / 4), words);
   const uint32_t* w = words + skip;
 #pragma omp simd
-  for (int64_t c = 0; c < n; ++c) keep[c] = w[c] >= threshold ? kept : T(0);
+  for (int64_t c = 0; c < n; ++c) keep[c] = w[c] >= test.least ? kept : T(0);
 }
 
 template <typename T>

@@ -47,4 +47,17 @@ inline uint64_t keep_threshold(double p) {
   return static_cast<uint64_t>(std::ceil(p * 4294967296.0));
 }
 
+// The same test on 32-bit operands, which vectorize (AVX2 has no unsigned 64-bit compare, so the
+// test on the zero-extended word ran one element at a time): a word passes when it is >= least,
+// and a passing word is kept unless the threshold is 2^32 (p within 2^-32 of 1: no word is kept).
+struct KeepTest {
+  uint32_t least;
+  bool passing_kept;
+};
+inline KeepTest keep_test(double p) {
+  const uint64_t threshold = keep_threshold(p);
+  if (threshold > UINT32_MAX) return {UINT32_MAX, false};
+  return {static_cast<uint32_t>(threshold), true};
+}
+
 }  // namespace relpos::cpu

@@ -69,14 +69,18 @@ void dropout_mask(const Tensor& out, double p, uint64_t seed, uint64_t offset) {
   // Element i keeps when philox::uniform(seed, offset, i) >= p: its word is >= the threshold.
   uint8_t* m = out.data<uint8_t>();
   const int64_t n = out.numel();
-  const uint64_t threshold = keep_threshold(p);
-  for_each_block_run(static_cast<int64_t>(philox::blocks_for_uniform(n)), seed, offset,
-                     [&](int64_t first, int64_t count, const uint32_t* words) {
-                       const int64_t begin = 4 * first, end = std::min(n, 4 * (first + count));
+  const KeepTest test = keep_test(p);
+  const uint8_t kept = test.passing_kept ? 1 : 0;
+  // Captured by value: a u8 store may alias any captured reference, which would be reloaded per
+  // element and keep the loop scalar.
+  for_each_block_run(
+      static_cast<int64_t>(philox::blocks_for_uniform(n)), seed, offset,
+      [m, n, least = test.least, kept](int64_t first, int64_t count, const uint32_t* words) {
+        const int64_t begin = 4 * first, end = std::min(n, 4 * (first + count));
+        uint8_t* out = m + begin;
 #pragma omp simd
-                       for (int64_t i = begin; i < end; ++i)
-                         m[i] = words[i - begin] >= threshold ? 1 : 0;
-                     });
+        for (int64_t i = 0; i < end - begin; ++i) out[i] = words[i] >= least ? kept : 0;
+      });
 }
 
 }  // namespace relpos::cpu

@@ -1,7 +1,9 @@
 // dropout_mask and apply_dropout_mask: the kept fraction, reproducibility from (seed, offset),
 // element i against the Philox formula, generator bookkeeping, p = 0, scaling, errors.
+#include <algorithm>
 #include <cmath>
 
+#include "core/cpu/philox_words.h"
 #include "core/philox.h"
 #include "tests/harness.h"
 
@@ -84,6 +86,22 @@ TEST_CASE("dropout_mask: p = 0 keeps every element and leaves the generator wher
   CHECK(mask.to_vector<uint8_t>() == std::vector<uint8_t>(20, 1));
   CHECK(gen.offset() == 0);
   CHECK(dropout_mask({0}, 0.5, gen).numel() == 0);
+}
+
+// The keep test compares 32-bit words (core/cpu/philox_words.h's KeepTest); its threshold
+// ceil(p 2^32) is 2^32, above every word, for p within 2^-32 of 1, and 2^32 - 1 just below.
+TEST_CASE("dropout_mask: p within 2^-32 of 1 keeps nothing; p just below keeps the top word") {
+  const double top = 1.0 - std::ldexp(1.0, -33), below = 1.0 - std::ldexp(1.0, -32);
+  CHECK(cpu::keep_threshold(top) == (uint64_t{1} << 32));
+  CHECK(cpu::keep_threshold(below) == (uint64_t{1} << 32) - 1);
+  CHECK(cpu::keep_test(below).least == UINT32_MAX);
+  CHECK(cpu::keep_test(below).passing_kept);
+  CHECK_FALSE(cpu::keep_test(top).passing_kept);
+  for (const double p : {top, below}) {
+    Generator gen(11);
+    const std::vector<uint8_t> m = dropout_mask({70001}, p, gen).to_vector<uint8_t>();
+    CHECK(std::count(m.begin(), m.end(), uint8_t{1}) == 0);
+  }
 }
 
 TEST_CASE("apply_dropout_mask: x * mask / (1 - p) on strided inputs, f32 and f64, broadcast mask") {
