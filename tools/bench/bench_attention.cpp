@@ -14,7 +14,7 @@
 
 #include "core/json.h"
 #include "tools/bench/attention_bench.h"
-#include "tools/bench/bench_cli.h"
+#include "tools/command_line/command_line.h"
 
 using namespace relpos;
 
@@ -61,8 +61,10 @@ void run(const bench::AttentionBenchOptions& o,
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Forward + backward time and peak memory of the attention variants over growing N.",
-               "relpos_bench_attention");
+  cli::Program program(
+      "Forward + backward time and peak memory of the attention variants over growing N.",
+      "relpos_bench_attention");
+  cli::Command app = program.root();
   bench::AttentionBenchOptions o;
   o.max_quadratic_n = 8192;
   bool list = false, json = false;
@@ -70,26 +72,26 @@ int main(int argc, char** argv) {
   int64_t limit_mb = 0;
   app.add_flag("--list", list, "the variant names, one per line");
   app.add_flag("--json", json, "one JSON object per measured (variant, N) per line");
-  app.add_option("--device", device, "cpu or cuda")->capture_default_str();
-  app.add_option("--filter", filter, "only these variants")->type_name("NAME,...");
-  app.add_option("--lengths", lengths, "sequence lengths N")->capture_default_str();
-  app.add_option("--batch", o.batch, "batch size")->check(bench::positive)->capture_default_str();
-  app.add_option("--heads", o.heads, "heads")->check(bench::positive)->capture_default_str();
-  app.add_option("--dim", o.dim, "head dimension")->check(bench::positive)->capture_default_str();
+  app.add_option("--device", device, "cpu or cuda").capture_default_str();
+  app.add_option("--filter", filter, "only these variants").type_name("NAME,...");
+  app.add_option("--lengths", lengths, "sequence lengths N").capture_default_str();
+  app.add_option("--batch", o.batch, "batch size").check_positive().capture_default_str();
+  app.add_option("--heads", o.heads, "heads").check_positive().capture_default_str();
+  app.add_option("--dim", o.dim, "head dimension").check_positive().capture_default_str();
   app.add_option("--min-time", o.min_seconds, "seconds per timing")
-      ->check(bench::non_negative)
-      ->capture_default_str();
+      .check_non_negative()
+      .capture_default_str();
   app.add_option("--max-quadratic-n", o.max_quadratic_n,
                  "longer N skip the variants with N^2 memory")
-      ->check(bench::non_negative)
-      ->capture_default_str();
+      .check_non_negative()
+      .capture_default_str();
   app.add_option("--memory-limit-mb", limit_mb, "a peak above M MB counts as out of memory")
-      ->check(bench::non_negative);
+      .check_non_negative();
   app.add_option("--precision", precision,
                  "f32, or bf16: products and the fused attention on bf16 operands (autocast)")
-      ->check(CLI::IsMember({"f32", "bf16"}))
-      ->capture_default_str();
-  return bench::run_cli(app, argc, argv, [&] {
+      .check_one_of({"f32", "bf16"})
+      .capture_default_str();
+  return program.run(argc, argv, [&] {
     if (list) {
       for (const bench::AttentionVariant& v : bench::attention_variants())
         std::printf("%s\n", v.name.c_str());

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "datasets/data_loader.h"
-#include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_common.h"
+#include "tools/command_line/command_line.h"
 
 using namespace relpos;
 using Clock = std::chrono::steady_clock;
@@ -76,20 +76,21 @@ void run(const Dataset& dataset, int64_t pad_to, int64_t prefetch, int64_t epoch
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Examples per second of the batch loader, with and without prefetching.",
-               "relpos_bench_loader");
+  cli::Program program("Examples per second of the batch loader, with and without prefetching.",
+                       "relpos_bench_loader");
+  cli::Command app = program.root();
   int64_t epochs = 3, prefetch = 4;
   double step_us = 0;
   app.add_option("--epochs", epochs, "epochs per measurement")
-      ->check(bench::positive)
-      ->capture_default_str();
+      .check_positive()
+      .capture_default_str();
   app.add_option("--prefetch", prefetch, "batches read ahead")
-      ->check(bench::positive)
-      ->capture_default_str();
+      .check_positive()
+      .capture_default_str();
   app.add_option("--step-us", step_us, "microseconds of busy work per batch (a training step)")
-      ->check(bench::non_negative)
-      ->capture_default_str();
-  return bench::run_cli(app, argc, argv, [&] {
+      .check_non_negative()
+      .capture_default_str();
+  return program.run(argc, argv, [&] {
     const Dataset listops = random_dataset("listops", 4000, 500, 2000, 17);
     const Dataset mnist = random_dataset("mnist", 10000, 784, 784, 256);
     std::printf("batch 32, shuffled, %lld epochs, step %.0f us per batch\n\n",

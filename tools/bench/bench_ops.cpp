@@ -17,8 +17,8 @@
 
 #include "core/json.h"
 #include "core/ops.h"
-#include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_common.h"
+#include "tools/command_line/command_line.h"
 
 using namespace relpos;
 
@@ -181,17 +181,19 @@ std::vector<std::string> parse_filter(const std::string& filter) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Time and peak memory of relpos's core ops on fixed shapes.", "relpos_bench_ops");
+  cli::Program program("Time and peak memory of relpos's core ops on fixed shapes.",
+                       "relpos_bench_ops");
+  cli::Command app = program.root();
   bool json = false;
   std::string filter, device = "cpu";
   double min_seconds = 0.5;
   app.add_flag("--json", json, "one JSON object per op and shape per line");
-  app.add_option("--filter", filter, "only these ops")->type_name("OP,...");
+  app.add_option("--filter", filter, "only these ops").type_name("OP,...");
   app.add_option("--min-time", min_seconds, "seconds per timing")
-      ->check(bench::non_negative)
-      ->capture_default_str();
-  app.add_option("--device", device, "cpu or cuda")->capture_default_str();
-  return bench::run_cli(app, argc, argv, [&] {
+      .check_non_negative()
+      .capture_default_str();
+  app.add_option("--device", device, "cpu or cuda").capture_default_str();
+  return program.run(argc, argv, [&] {
     const std::vector<std::string> ops = parse_filter(filter);
     g_device = Device::parse(device);
     const int threads = omp_get_max_threads(), blas_threads = openblas_get_num_threads();

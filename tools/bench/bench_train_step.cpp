@@ -18,8 +18,8 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "core/ops.h"
-#include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_common.h"
+#include "tools/command_line/command_line.h"
 #include "train/clip.h"
 #include "train/config.h"
 #include "train/optimizer.h"
@@ -131,30 +131,32 @@ Step language_model_step(const RunConfig& config, int64_t batch, int64_t vocab, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Time and peak memory of one training step of a config's model on random inputs.",
-               "relpos_bench_train_step");
+  cli::Program program(
+      "Time and peak memory of one training step of a config's model on random inputs.",
+      "relpos_bench_train_step");
+  cli::Command app = program.root();
   std::string config_path, device_name = "cpu";
   std::vector<std::string> overrides;
   int64_t batch = 8, vocab = 204;
   double min_time = 3;
   int64_t profile_updates = 0;
-  app.add_option("--config", config_path, "the run's YAML config")->required();
+  app.add_option("--config", config_path, "the run's YAML config").required();
   app.add_option("--set", overrides, "overrides a config key (repeatable)")
-      ->type_name("KEY.PATH=VALUE")
-      ->allow_extra_args(false);
-  app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
-  app.add_option("--batch", batch, "batch size")->check(bench::positive)->capture_default_str();
+      .type_name("KEY.PATH=VALUE")
+      .allow_extra_args(false);
+  app.add_option("--device", device_name, "cpu or cuda").capture_default_str();
+  app.add_option("--batch", batch, "batch size").check_positive().capture_default_str();
   app.add_option("--vocab", vocab, "a language model's vocabulary")
-      ->check(bench::positive)
-      ->capture_default_str();
+      .check_positive()
+      .capture_default_str();
   app.add_option("--min-time", min_time, "seconds of timing")
-      ->check(bench::non_negative)
-      ->capture_default_str();
+      .check_non_negative()
+      .capture_default_str();
   app.add_option("--profile", profile_updates,
                  "then N steps under the profiler: their per-op and per-module table on stderr")
-      ->check(bench::positive)
-      ->type_name("N");
-  return bench::run_cli(app, argc, argv, [&] {
+      .check_positive()
+      .type_name("N");
+  return program.run(argc, argv, [&] {
     overrides.push_back("device=" + device_name);
     const RunConfig config = load_config(config_path, overrides);
     const Device device = Device::parse(config.device);

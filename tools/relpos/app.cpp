@@ -1,5 +1,6 @@
 // The relpos command line as one CLI11 app (tools/relpos/commands.h): every subcommand's options
 // and help, parse errors turned into one-line relpos errors.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "core/comm/comm.h"
@@ -29,15 +30,15 @@ void make_app(CLI::App& app, int& status, const std::vector<std::string>& args) 
                          return std::string("relpos ") + RELPOS_VERSION +
                                 "\nprocesses: " + comm::backend();
                        }));
-  add_train_command(app, status);
-  add_eval_command(app, status);
-  add_generate_command(app, status);
-  add_reproduce_command(app, status, args);
-  add_data_command(app, status);
-  add_bench_command(app, status);
-  add_list_command(app, status);
-  add_import_command(app, status);
-  add_export_command(app, status);
+  add_train_command(Command(&app), status);
+  add_eval_command(Command(&app), status);
+  add_generate_command(Command(&app), status);
+  add_reproduce_command(Command(&app), status, args);
+  add_data_command(Command(&app), status);
+  add_bench_command(Command(&app), status);
+  add_list_command(Command(&app), status);
+  add_import_command(Command(&app), status);
+  add_export_command(Command(&app), status);
 }
 
 // Every option and positional that takes a value refuses an empty one (`--out ""`, an unset

@@ -137,28 +137,28 @@ int bench_attention(AttentionArgs& a) {
 
 }  // namespace
 
-void add_bench_command(CLI::App& app, int& status) {
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: attention, index-first.");
-  bench->require_subcommand(1);
+void add_bench_command(Command app, int& status) {
+  Command bench = app.add_subcommand("bench", "Benchmarks: attention, index-first.");
+  bench.require_subcommand();
   auto a = std::make_shared<AttentionArgs>();
-  CLI::App* sub = bench->add_subcommand(
+  Command sub = bench.add_subcommand(
       "attention", "Time and peak memory of the attention variants over growing lengths.");
-  sub->footer(kAttentionFooter);
-  sub->add_option("--lengths", a->lengths, "sequence lengths N")->type_name("1024,2048,...");
-  sub->add_option("--batch", a->batch, "batch size (default 1)")->type_name("B");
-  sub->add_option("--heads", a->heads, "heads (default 8)")->type_name("H");
-  sub->add_option("--dim", a->dim, "head dimension (default 32)")->type_name("D");
-  sub->add_option("--device", a->device, "cpu or cuda")->type_name("cpu|cuda");
-  sub->add_flag("--json", a->json, "one JSON object on stdout instead of the table");
-  sub->add_option("--json-out", a->json_out, "also writes the JSON object to FILE")
-      ->type_name("FILE");
-  sub->add_option("--filter", a->filter, "only these variants")->type_name("NAME,...");
-  sub->add_option("--min-time", a->min_time, "seconds per timing (default 0.5)")->type_name("S");
-  sub->add_option("--memory-limit-mb", a->limit_mb, "out of memory above M MB (fractional)")
-      ->type_name("M");
-  sub->add_flag("--list", a->list, "the variant names (of --filter), one per line; runs nothing");
-  sub->callback([a, &status] { status = bench_attention(*a); });
-  add_bench_index_first(*bench, status);
+  sub.footer(kAttentionFooter);
+  sub.add_option("--lengths", a->lengths, "sequence lengths N").type_name("1024,2048,...");
+  sub.add_option("--batch", a->batch, "batch size (default 1)").type_name("B");
+  sub.add_option("--heads", a->heads, "heads (default 8)").type_name("H");
+  sub.add_option("--dim", a->dim, "head dimension (default 32)").type_name("D");
+  sub.add_option("--device", a->device, "cpu or cuda").type_name("cpu|cuda");
+  sub.add_flag("--json", a->json, "one JSON object on stdout instead of the table");
+  sub.add_option("--json-out", a->json_out, "also writes the JSON object to FILE")
+      .type_name("FILE");
+  sub.add_option("--filter", a->filter, "only these variants").type_name("NAME,...");
+  sub.add_option("--min-time", a->min_time, "seconds per timing (default 0.5)").type_name("S");
+  sub.add_option("--memory-limit-mb", a->limit_mb, "out of memory above M MB (fractional)")
+      .type_name("M");
+  sub.add_flag("--list", a->list, "the variant names (of --filter), one per line; runs nothing");
+  sub.callback([a, &status] { status = bench_attention(*a); });
+  add_bench_index_first(bench, status);
 }
 
 }  // namespace relpos::cli

@@ -107,18 +107,18 @@ int bench_index_first(const IndexFirstArgs& a) {
 
 }  // namespace
 
-void add_bench_index_first(CLI::App& bench, int& status) {
+void add_bench_index_first(Command bench, int& status) {
   auto a = std::make_shared<IndexFirstArgs>();
-  CLI::App* sub = bench.add_subcommand(
+  Command sub = bench.add_subcommand(
       "index-first", "ISDPA (model.index_first) against the standard first attention layer.");
-  sub->footer(kFooter);
-  sub->add_option("--vocab", a->vocab, "vocabulary size V")->type_name("V");
-  sub->add_option("--lengths", a->lengths, "sequence lengths")->type_name("1024,2048,...");
-  sub->add_option("--batch", a->batch, "batch size")->type_name("B");
-  sub->add_option("--heads", a->heads, "heads")->type_name("H");
-  sub->add_option("--dim", a->dim, "model dimension")->type_name("D");
-  sub->add_option("--min-time", a->min_time, "seconds per timing")->type_name("S");
-  sub->callback([a, &status] { status = bench_index_first(*a); });
+  sub.footer(kFooter);
+  sub.add_option("--vocab", a->vocab, "vocabulary size V").type_name("V");
+  sub.add_option("--lengths", a->lengths, "sequence lengths").type_name("1024,2048,...");
+  sub.add_option("--batch", a->batch, "batch size").type_name("B");
+  sub.add_option("--heads", a->heads, "heads").type_name("H");
+  sub.add_option("--dim", a->dim, "model dimension").type_name("D");
+  sub.add_option("--min-time", a->min_time, "seconds per timing").type_name("S");
+  sub.callback([a, &status] { status = bench_index_first(*a); });
 }
 
 }  // namespace relpos::cli

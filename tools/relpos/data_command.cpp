@@ -78,21 +78,21 @@ int prepare(const PrepareArgs& a, const std::vector<std::string>& extras) {
 
 }  // namespace
 
-void add_data_command(CLI::App& app, int& status) {
-  CLI::App* data = app.add_subcommand("data", "Makes or describes the datasets.");
-  data->require_subcommand(1);
-  data->footer(datasets_help);
+void add_data_command(Command app, int& status) {
+  Command data = app.add_subcommand("data", "Makes or describes the datasets.");
+  data.require_subcommand();
+  data.footer(datasets_help);
   auto a = std::make_shared<PrepareArgs>();
-  CLI::App* sub = data->add_subcommand(
+  Command sub = data.add_subcommand(
       "prepare",
       "Writes a dataset made here into DIR; for the others, prints where to get them and the "
       "layout read. Further --key value pairs are the dataset's own options (--max-depth or "
       "--max_depth).");
-  sub->footer(datasets_help);
-  sub->add_option("NAME", a->name, "a dataset (relpos data --help lists them)")->required();
-  sub->add_option("--out", a->out, "the folder written")->type_name("DIR");
-  sub->allow_extras();
-  sub->callback([a, sub, &status] { status = prepare(*a, sub->remaining()); });
+  sub.footer(datasets_help);
+  sub.add_option("NAME", a->name, "a dataset (relpos data --help lists them)").required();
+  sub.add_option("--out", a->out, "the folder written").type_name("DIR");
+  sub.allow_extras();
+  sub.callback([a, sub, &status] { status = prepare(*a, sub.remaining()); });
 }
 
 }  // namespace relpos::cli

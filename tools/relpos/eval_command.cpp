@@ -82,23 +82,23 @@ int eval(EvalArgs& a) {
 
 }  // namespace
 
-void add_eval_command(CLI::App& app, int& status) {
+void add_eval_command(Command app, int& status) {
   auto a = std::make_shared<EvalArgs>();
-  CLI::App* sub = app.add_subcommand(
+  Command sub = app.add_subcommand(
       "eval", "Evaluates a checkpoint on one split, with the configuration stored in it.");
-  sub->footer(kEvalFooter);
-  sub->add_option("CHECKPOINT", a->checkpoint, "a checkpoint of relpos train")->required();
-  sub->add_option("--data-dir", a->data_dir, "where the dataset is (data.dir)")->type_name("DIR");
-  sub->add_option("--split", a->split, "the split evaluated (default test)")
-      ->type_name("train|val|test");
-  sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
-  sub->add_flag("--json", a->json, "one JSON object on stdout");
-  sub->add_option("--predictions", a->predictions, "writes the predictions to this HDF5 file")
-      ->type_name("FILE.h5");
-  sub->add_option("--set", a->overrides, "overrides a config key (repeatable)")
-      ->type_name("KEY.PATH=VALUE")
-      ->allow_extra_args(false);
-  sub->callback([a, &status] { status = eval(*a); });
+  sub.footer(kEvalFooter);
+  sub.add_option("CHECKPOINT", a->checkpoint, "a checkpoint of relpos train").required();
+  sub.add_option("--data-dir", a->data_dir, "where the dataset is (data.dir)").type_name("DIR");
+  sub.add_option("--split", a->split, "the split evaluated (default test)")
+      .type_name("train|val|test");
+  sub.add_option("--device", a->device, "cpu or cuda (device)").type_name("cpu|cuda");
+  sub.add_flag("--json", a->json, "one JSON object on stdout");
+  sub.add_option("--predictions", a->predictions, "writes the predictions to this HDF5 file")
+      .type_name("FILE.h5");
+  sub.add_option("--set", a->overrides, "overrides a config key (repeatable)")
+      .type_name("KEY.PATH=VALUE")
+      .allow_extra_args(false);
+  sub.callback([a, &status] { status = eval(*a); });
 }
 
 }  // namespace relpos::cli

@@ -189,34 +189,34 @@ int generate(GenerateArgs& a) {
 
 }  // namespace
 
-void add_generate_command(CLI::App& app, int& status) {
+void add_generate_command(Command app, int& status) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* sub =
+  Command sub =
       app.add_subcommand("generate", "Samples text from a trained language model after a prompt.");
-  sub->footer(
+  sub.footer(
       "Samples N symbols from a trained language model after the prompt and prints the\n"
       "prompt, then each symbol as it is drawn. The symbols are bytes: a character outside\n"
       "ASCII takes several, and a sample may end inside one. --top-k 1 takes the most likely\n"
       "symbol every step; the same seed gives the same text.");
-  sub->add_option("CHECKPOINT", a->checkpoint, "a language-model checkpoint")->required();
-  sub->add_option("--prompt", a->prompt, "the text the sample continues")
-      ->type_name("TEXT")
-      ->required();
-  sub->add_option("--tokens", a->tokens, "symbols (bytes) to sample")->type_name("N")->required();
-  sub->add_option("--temperature", a->temperature, "softmax temperature, > 0 (default 1)")
-      ->type_name("T");
-  sub->add_option("--top-k", a->top_k, "draw from the K most likely symbols (default 0: all)")
-      ->type_name("K");
-  sub->add_option("--top-p", a->top_p,
-                  "draw from the fewest most likely symbols whose probability reaches P "
-                  "(default 1)")
-      ->type_name("P");
-  sub->add_option("--seed", a->seed, "the sampling seed (default 0)")->type_name("S");
-  sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
-  sub->add_option("--set", a->overrides, "overrides a config key (repeatable)")
-      ->type_name("KEY.PATH=VALUE")
-      ->allow_extra_args(false);
-  sub->callback([a, &status] { status = generate(*a); });
+  sub.add_option("CHECKPOINT", a->checkpoint, "a language-model checkpoint").required();
+  sub.add_option("--prompt", a->prompt, "the text the sample continues")
+      .type_name("TEXT")
+      .required();
+  sub.add_option("--tokens", a->tokens, "symbols (bytes) to sample").type_name("N").required();
+  sub.add_option("--temperature", a->temperature, "softmax temperature, > 0 (default 1)")
+      .type_name("T");
+  sub.add_option("--top-k", a->top_k, "draw from the K most likely symbols (default 0: all)")
+      .type_name("K");
+  sub.add_option("--top-p", a->top_p,
+                 "draw from the fewest most likely symbols whose probability reaches P "
+                 "(default 1)")
+      .type_name("P");
+  sub.add_option("--seed", a->seed, "the sampling seed (default 0)").type_name("S");
+  sub.add_option("--device", a->device, "cpu or cuda (device)").type_name("cpu|cuda");
+  sub.add_option("--set", a->overrides, "overrides a config key (repeatable)")
+      .type_name("KEY.PATH=VALUE")
+      .allow_extra_args(false);
+  sub.callback([a, &status] { status = generate(*a); });
 }
 
 }  // namespace relpos::cli

@@ -64,14 +64,14 @@ int list(bool combinations) {
 
 }  // namespace
 
-void add_list_command(CLI::App& app, int& status) {
+void add_list_command(Command app, int& status) {
   auto combinations = std::make_shared<bool>(false);
-  CLI::App* sub = app.add_subcommand("list", "Prints the names a config can use.");
-  sub->footer(kListFooter);
-  sub->add_flag("--combinations", *combinations,
-                "every variant x feature map x encoding that builds, as the attention benchmark "
-                "names them (relpos bench attention --filter NAME)");
-  sub->callback([combinations, &status] { status = list(*combinations); });
+  Command sub = app.add_subcommand("list", "Prints the names a config can use.");
+  sub.footer(kListFooter);
+  sub.add_flag("--combinations", *combinations,
+               "every variant x feature map x encoding that builds, as the attention benchmark "
+               "names them (relpos bench attention --filter NAME)");
+  sub.callback([combinations, &status] { status = list(*combinations); });
 }
 
 }  // namespace relpos::cli

@@ -232,33 +232,33 @@ int reproduce(const ReproduceArgs& a, const std::vector<std::string>& args) {
 
 }  // namespace
 
-void add_reproduce_command(CLI::App& app, int& status, const std::vector<std::string>& args) {
+void add_reproduce_command(Command app, int& status, const std::vector<std::string>& args) {
   auto a = std::make_shared<ReproduceArgs>();
   ReproduceOptions& o = a->o;
-  CLI::App* sub = app.add_subcommand(
+  Command sub = app.add_subcommand(
       "reproduce",
       "Runs the configs behind a table or figure of the FastRPB paper, or the language-model "
       "table.");
-  sub->footer([a] { return footer(a->o.configs); });  // --configs is read before --help
-  sub->add_option("TABLE", o.table, "which table or figure")
-      ->type_name("table1|table2|table3|lm|figure3|all")
-      ->required();
-  sub->add_option("--scale", o.scale, "a scale of scales.yaml (default tiny)")->type_name("NAME");
-  sub->add_option("--seeds", a->seeds, "seeds per cell (default: the scale's)")->type_name("N");
-  sub->add_option("--jobs", a->jobs, "table2: runs trained at once on the CPU (default 1)")
-      ->type_name("N");
-  sub->add_option("--device", o.device, "cpu or cuda")->type_name("cpu|cuda");
-  sub->add_option("--data-dir", o.data_dir, "one folder per dataset (default data/)")
-      ->type_name("DIR");
-  sub->add_option("--out", o.out, "where the tables go")->type_name("DIR");
-  sub->add_option("--only", o.only,
-                  "the cells whose name contains PATTERN (figure3: bench variants)")
-      ->type_name("PATTERN");
-  sub->add_flag("--resume", o.resume, "continues interrupted runs from their last checkpoint");
-  sub->add_option("--configs", o.configs, "the configs folder (default configs)")->type_name("DIR");
-  sub->add_option("--runs", o.runs, "reports the runs found in DIR, trains nothing")
-      ->type_name("DIR");
-  sub->callback([a, &status, &args] { status = reproduce(*a, args); });
+  sub.footer([a] { return footer(a->o.configs); });  // --configs is read before --help
+  sub.add_option("TABLE", o.table, "which table or figure")
+      .type_name("table1|table2|table3|lm|figure3|all")
+      .required();
+  sub.add_option("--scale", o.scale, "a scale of scales.yaml (default tiny)").type_name("NAME");
+  sub.add_option("--seeds", a->seeds, "seeds per cell (default: the scale's)").type_name("N");
+  sub.add_option("--jobs", a->jobs, "table2: runs trained at once on the CPU (default 1)")
+      .type_name("N");
+  sub.add_option("--device", o.device, "cpu or cuda").type_name("cpu|cuda");
+  sub.add_option("--data-dir", o.data_dir, "one folder per dataset (default data/)")
+      .type_name("DIR");
+  sub.add_option("--out", o.out, "where the tables go").type_name("DIR");
+  sub.add_option("--only", o.only,
+                 "the cells whose name contains PATTERN (figure3: bench variants)")
+      .type_name("PATTERN");
+  sub.add_flag("--resume", o.resume, "continues interrupted runs from their last checkpoint");
+  sub.add_option("--configs", o.configs, "the configs folder (default configs)").type_name("DIR");
+  sub.add_option("--runs", o.runs, "reports the runs found in DIR, trains nothing")
+      .type_name("DIR");
+  sub.callback([a, &status, &args] { status = reproduce(*a, args); });
 }
 
 }  // namespace relpos::cli

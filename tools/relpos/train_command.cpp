@@ -87,41 +87,41 @@ int train(TrainArgs& a) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app, int& status) {
+void add_train_command(Command app, int& status) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* sub = app.add_subcommand("train", "Trains the model of a config file.");
-  sub->footer(kTrainFooter);
-  sub->add_option("CONFIG", a->config_path, "the run's YAML config")->required();
-  sub->add_option("--set", a->overrides, "overrides a config key (repeatable)")
-      ->type_name("KEY.PATH=VALUE")
-      ->allow_extra_args(false);
-  CLI::Option* out =
-      sub->add_option("--out", a->out, "the run directory (train.out)")->type_name("DIR");
-  sub->add_option("--device", a->device, "cpu or cuda (device)")->type_name("cpu|cuda");
-  CLI::Option* resume =
-      sub->add_option("--resume", a->options.resume, "continues from this checkpoint")
-          ->type_name("CHECKPOINT");
+  Command sub = app.add_subcommand("train", "Trains the model of a config file.");
+  sub.footer(kTrainFooter);
+  sub.add_option("CONFIG", a->config_path, "the run's YAML config").required();
+  sub.add_option("--set", a->overrides, "overrides a config key (repeatable)")
+      .type_name("KEY.PATH=VALUE")
+      .allow_extra_args(false);
+  const Option out =
+      sub.add_option("--out", a->out, "the run directory (train.out)").type_name("DIR");
+  sub.add_option("--device", a->device, "cpu or cuda (device)").type_name("cpu|cuda");
+  const Option resume =
+      sub.add_option("--resume", a->options.resume, "continues from this checkpoint")
+          .type_name("CHECKPOINT");
   // Neither is silently ignored: one only means something with --resume, the other without.
-  sub->add_flag("--allow-config-change", a->options.allow_config_change,
-                "resumes even if the configuration changes the run's course")
-      ->needs(resume);
-  CLI::Option* overwrite =
-      sub->add_flag("--overwrite", a->options.overwrite,
-                    "starts afresh in a run directory that holds a run, removing its files")
-          ->excludes(resume);
-  CLI::Option* stop_at_step =
-      sub->add_option("--stop-at-step", a->stop_at_step, "ends this session after update N")
-          ->type_name("N");
+  sub.add_flag("--allow-config-change", a->options.allow_config_change,
+               "resumes even if the configuration changes the run's course")
+      .needs(resume);
+  const Option overwrite =
+      sub.add_flag("--overwrite", a->options.overwrite,
+                   "starts afresh in a run directory that holds a run, removing its files")
+          .excludes(resume);
+  const Option stop_at_step =
+      sub.add_option("--stop-at-step", a->stop_at_step, "ends this session after update N")
+          .type_name("N");
   // A profile writes no run and runs its own count of updates: the run's options are refused.
-  sub->add_option("--profile", a->profile,
-                  "prints where N updates' time and memory go (per op and module), trains no run")
-      ->type_name("N")
-      ->excludes(out)
-      ->excludes(overwrite)
-      ->excludes(stop_at_step);
-  sub->add_flag_callback(
+  sub.add_option("--profile", a->profile,
+                 "prints where N updates' time and memory go (per op and module), trains no run")
+      .type_name("N")
+      .excludes(out)
+      .excludes(overwrite)
+      .excludes(stop_at_step);
+  sub.add_flag_callback(
       "--quiet", [a] { a->options.verbose = false; }, "warnings and errors only on stderr");
-  sub->callback([a, &status] { status = train(*a); });
+  sub.callback([a, &status] { status = train(*a); });
 }
 
 }  // namespace relpos::cli
