@@ -33,6 +33,8 @@ expect_error "attention --lengths" "relpos_bench_attention: .*length.*abc" \
   -- "$bin/relpos_bench_attention" --lengths 64,abc
 expect_error "attention unknown variant" "unknown" \
   -- "$bin/relpos_bench_attention" --filter no_such_variant
+expect_error "attention --precision f16" "relpos_bench_attention: --precision: f16 not in {f32,bf16}" \
+  -- "$bin/relpos_bench_attention" --precision f16
 expect_error "ops --min-time -1" "relpos_bench_ops: --min-time: must be >= 0, got -1" \
   -- "$bin/relpos_bench_ops" --min-time -1
 expect_error "ops unknown op" "relpos_bench_ops: .*unknown op 'nope'" \
