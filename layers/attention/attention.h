@@ -17,6 +17,11 @@ namespace relpos {
 
 class Positional;
 
+// How the enclosing model attends: causally (a language model), both ways (a classifier), or not
+// known (a layer built alone, a benchmark). A variant refuses an option that means nothing in the
+// model's direction.
+enum class AttentionDirection { unknown, both_ways, causal };
+
 // What a variant, a feature map or a positional encoding is built from: its YAML mapping plus
 // the sizes the enclosing layer knows.
 struct AttentionOptions {
@@ -34,6 +39,7 @@ struct AttentionOptions {
   // The model's attention_dropout: the default of a variant's own `dropout` option (for the
   // variants that drop attention weights: softmax, rel_xl).
   double dropout = 0;
+  AttentionDirection direction = AttentionDirection::unknown;
 
   Generator& generator() const;
 };

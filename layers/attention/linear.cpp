@@ -113,6 +113,8 @@ Rescale rescale(const Features& phi, bool with_terms, double eps) {
           Var(exp(maximum(sub(log_eps, top), floor)))};
 }
 
+constexpr int64_t kDefaultChunk = 64;  // positions per chunk of causal attention
+
 class LinearAttention final : public Attention {
  public:
   explicit LinearAttention(const AttentionOptions& opt)
@@ -120,11 +122,17 @@ class LinearAttention final : public Attention {
         feature_dim_(feature_map_->feature_dim(opt.head_dim)),
         eps_(opt.options.get<double>("eps", 1e-6)),
         algorithm_(opt.options.get<std::string>("algorithm", "auto")),
-        chunk_(opt.options.get_size("chunk", 64)) {
+        chunk_(opt.options.get_size("chunk", kDefaultChunk)) {
     RELPOS_CHECK(eps_ > 0, "attention linear", "eps must be > 0, got {}", eps_);
     RELPOS_CHECK(algorithm_ == "auto" || algorithm_ == "linear" || algorithm_ == "quadratic",
                  "attention linear", "algorithm must be auto, linear or quadratic, got '{}'",
                  algorithm_);
+    // Checkpoints of classifiers hold the default (their config.yaml lists every key read).
+    RELPOS_CHECK(opt.direction != AttentionDirection::both_ways || chunk_ == kDefaultChunk,
+                 "attention linear",
+                 "chunk ({}) only applies to causal attention (a language model); this model "
+                 "attends both ways",
+                 chunk_);
   }
 
   Var forward(const Var& q, const Var& k, const Var& v, const AttentionInputs& in) override {

@@ -75,6 +75,7 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   positional_ = c.shared_positional != nullptr ? c.shared_positional : make_positional(opt);
   opt.options = c.attention;
   opt.dropout = c.dropout;
+  opt.direction = c.direction;
   if (positional_ != nullptr) opt.head_dim = positional_->qk_dim(head_dim_);
   attention_ = register_module("attention", make_attention(opt));
   if (positional_ != nullptr) {

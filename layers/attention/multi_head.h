@@ -29,6 +29,7 @@ struct MultiHeadAttentionConfig {
   int64_t special_back = 0;          // SEP-like tokens after it
   bool bias = false;                 // biases of the four projections
   double dropout = 0;                // the variant's `dropout` unless its mapping has one
+  AttentionDirection direction = AttentionDirection::unknown;  // the model's (AttentionOptions)
   // How the heads [B, H, L, Dh] become [B, L, model_dim]: "concat" (out_proj) or "stacked" (a
   // tanh MLP over the head axis, stacked_hidden wide, with model_dim / Dh outputs per feature).
   std::string head_combiner = "concat";

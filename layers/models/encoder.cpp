@@ -172,6 +172,7 @@ MultiHeadAttentionConfig TransformerEncoder::block_attention(int64_t front, int6
   mha.qkv_dim = c.qkv_dim;
   mha.attention = c.attention;
   mha.dropout = c.attention_dropout;
+  mha.direction = AttentionDirection::both_ways;
   mha.max_len = seq_len_;
   mha.special_front = front;
   mha.special_back = back;

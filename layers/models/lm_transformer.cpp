@@ -82,6 +82,7 @@ LmTransformer::LmTransformer(const ModelConfig& c, Generator& gen, const LmShell
   mha.qkv_dim = c.qkv_dim;
   mha.attention = shell.attention;
   mha.dropout = c.attention_dropout;
+  mha.direction = AttentionDirection::causal;
   mha.positional = c.positional;  // copies share the read record: each layer reads it again
   mha.max_len = c.max_len;
   mha.bias = c.projection_bias;

@@ -64,6 +64,14 @@ train: {steps: 4, eval_every: 2, log_every: 2, out: $tmp/run}
 YAML
 expect_status 0 "train" -- "$relpos" train "$tmp/tiny.yaml" --quiet
 grep -q "test accuracy" "$tmp/out" || fail "train prints no final metrics line: $(cat "$tmp/out")"
+# Linear attention's chunk orders causal sums only: a classifier refuses any value but the
+# default, which its config.yaml lists (so its checkpoints stay readable).
+grep -q "chunk: 64" "$tmp/run/config.yaml" || fail "config.yaml lacks the linear chunk default"
+expect_status 2 "train a classifier with chunk" -- "$relpos" train "$tmp/tiny.yaml" --quiet \
+  --set model.attention.chunk=16 --out "$tmp/chunk16"
+expect_error_line "train a classifier with chunk" \
+  "relpos: \[attention linear\] chunk (16) only applies to causal attention"
+[[ ! -e $tmp/chunk16 ]] || fail "a refused chunk left $tmp/chunk16"
 # config.yaml is the whole configuration: the defaults the file leaves out (the trunk's, the
 # attention variant's, the trainer's) are written in, and training from it computes the same run.
 for line in "attention_dropout: 0.1" "eps: 1e-06" "chunk: 64" "log_every: 2" "patience: 0"; do

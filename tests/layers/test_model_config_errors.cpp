@@ -9,6 +9,7 @@
 #include "core/cpu/available_memory.h"
 #include "layers/models/model.h"
 #include "tests/layers/attention_testing.h"
+#include "tests/layers/lm_testing.h"
 #include "tests/layers/model_testing.h"
 
 using namespace relpos;
@@ -189,4 +190,25 @@ TEST_CASE("models: a trunk whose blocks do not fit is refused after its first bl
     CHECK_NOTHROW((void)make_model(c, gen));
   }
   cpu::set_available_memory_reader(real);
+}
+
+// `chunk` orders causal linear attention's sums; a classifier attends both ways and read it for
+// nothing. Its default stays accepted there: a classifier's config.yaml lists every key read.
+TEST_CASE("models: linear attention's chunk is refused in a classifier but for its default") {
+  const auto linear_with_chunk = [](ModelConfig& c, const std::string& chunk) {
+    c.attention = test::options("model.attention", {{"type", "linear"}, {"chunk", chunk}});
+  };
+  for (const std::string type : {"sequence_classifier", "dual_encoder"}) {
+    ModelConfig c = tiny_model_config();
+    c.type = type;
+    linear_with_chunk(c, "16");
+    CHECK(test::error_of([&] { build_model(c); }) ==
+          "[attention linear] chunk (16) only applies to causal attention (a language model); "
+          "this model attends both ways");
+    linear_with_chunk(c, "64");
+    CHECK_NOTHROW(build_model(c));
+  }
+  ModelConfig lm = test::tiny_lm_config("causal_lm");
+  linear_with_chunk(lm, "16");
+  CHECK_NOTHROW(test::build_lm(lm));
 }
