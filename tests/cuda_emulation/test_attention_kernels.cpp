@@ -13,6 +13,7 @@
 
 #include "core/cuda/attention_launches.cuh"
 #include "core/ops/attention_composed.h"
+#include "emulated_attention.h"
 #include "emulator.h"
 #include "tests/attention_cases.h"
 #include "tests/harness.h"
@@ -28,15 +29,23 @@ namespace {
 using cuda::AttentionArgs;
 using cuda::AttentionGradBuffers;
 
-struct EmulatedLauncher {
-  template <typename... Params, typename... Args>
-  cudaError_t operator()(void (*kernel)(Params...), size_t bytes, dim3 grid, unsigned threads,
-                         Args... args) const {
-    cuda_emulation::launch(grid, threads, cuda::attention_tiles::smem, bytes,
-                           [&] { kernel(args...); });
-    return cudaSuccess;
-  }
-};
+// The emulated kernels of the inputs' element type (emulated_attention.h).
+cudaError_t forward_of(DType dtype, const AttentionArgs& a, const void* q, const void* k,
+                       const void* v, void* out, void* lse) {
+  if (dtype == DType::f64) return cuda_emulation::attention_forward<double>(a, q, k, v, out, lse);
+  if (dtype == DType::f32) return cuda_emulation::attention_forward<float>(a, q, k, v, out, lse);
+  return cuda_emulation::attention_forward<bf16>(a, q, k, v, out, lse);
+}
+
+cudaError_t backward_of(DType dtype, const AttentionArgs& a, const void* q, const void* k,
+                        const void* v, const void* gout, const void* lse, const void* row_dot,
+                        const AttentionGradBuffers& g) {
+  if (dtype == DType::f64)
+    return cuda_emulation::attention_backward<double>(a, q, k, v, gout, lse, row_dot, g);
+  if (dtype == DType::f32)
+    return cuda_emulation::attention_backward<float>(a, q, k, v, gout, lse, row_dot, g);
+  return cuda_emulation::attention_backward<bf16>(a, q, k, v, gout, lse, row_dot, g);
+}
 
 struct Sizes {
   int64_t batch, heads, q_len, k_len, dim, value_dim;
@@ -113,11 +122,8 @@ std::vector<Tensor> emulated(const Inputs& in) {
   const bool position = in.rel_query.defined();
   const Tensor out = Tensor::empty(in.gout.shape(), dtype);
   const Tensor lse = Tensor::empty({a.batch, a.heads, a.q_len}, compute);
-  REQUIRE(cuda::tiled_attention::dispatch(dtype, a, [&]<typename S, int kDim, bool kRel>() {
-            return cuda::tiled_attention::forward<S, kDim, kRel>(
-                EmulatedLauncher{}, a, in.q.raw_data(), in.k.raw_data(), in.v.raw_data(),
-                out.raw_data(), lse.raw_data());
-          }) == cudaSuccess);
+  REQUIRE(forward_of(dtype, a, in.q.raw_data(), in.k.raw_data(), in.v.raw_data(), out.raw_data(),
+                     lse.raw_data()) == cudaSuccess);
   const Tensor row_dot = sum(mul(cast(in.gout, compute), cast(out, compute)), {-1});
   std::vector<Tensor> r = {out, lse, Tensor::empty(in.q.shape(), dtype),
                            Tensor::empty(in.k.shape(), dtype), Tensor::empty(in.v.shape(), dtype)};
@@ -131,11 +137,8 @@ std::vector<Tensor> emulated(const Inputs& in) {
     g.d_rel_key = d_rel_key.raw_data();
     g.scratch = scratch.raw_data();
   }
-  REQUIRE(cuda::tiled_attention::dispatch(dtype, a, [&]<typename S, int kDim, bool kRel>() {
-            return cuda::tiled_attention::backward<S, kDim, kRel>(
-                EmulatedLauncher{}, a, in.q.raw_data(), in.k.raw_data(), in.v.raw_data(),
-                in.gout.raw_data(), lse.raw_data(), row_dot.raw_data(), g);
-          }) == cudaSuccess);
+  REQUIRE(backward_of(dtype, a, in.q.raw_data(), in.k.raw_data(), in.v.raw_data(),
+                      in.gout.raw_data(), lse.raw_data(), row_dot.raw_data(), g) == cudaSuccess);
   if (position)  // as core/ops/attention.cpp: each example's part summed
     r.push_back(
         cast(in.rel_key.size(0) == 1 ? sum(d_rel_key, {0, 1}).unsqueeze(0) : sum(d_rel_key, {0}),
