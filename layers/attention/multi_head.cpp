@@ -70,12 +70,12 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionConfig& c)
   // The encoding first: a q/k rewrite may change the size the variant is built for.
   AttentionOptions opt{c.positional, heads_, head_dim_,       model_dim_,    c.max_len,
                        c.dtype,      &gen,   c.special_front, c.special_back};
+  opt.direction = c.direction;
   RELPOS_CHECK(c.shared_positional == nullptr || c.positional.empty(), "MultiHeadAttention",
                "give either positional options or a shared positional encoding, not both");
   positional_ = c.shared_positional != nullptr ? c.shared_positional : make_positional(opt);
   opt.options = c.attention;
   opt.dropout = c.dropout;
-  opt.direction = c.direction;
   if (positional_ != nullptr) opt.head_dim = positional_->qk_dim(head_dim_);
   attention_ = register_module("attention", make_attention(opt));
   if (positional_ != nullptr) {

@@ -187,6 +187,7 @@ MultiHeadAttentionConfig TransformerEncoder::block_attention(int64_t front, int6
     AttentionOptions opt{c.positional, c.num_heads, qkv / c.num_heads,
                          c.model_dim,  seq_len_,    c.dtype,
                          &gen,         front,       back};
+    opt.direction = AttentionDirection::both_ways;
     mha.shared_positional = make_positional(opt);
     mha.positional = Options(c.positional.where());
   } else {
