@@ -1,8 +1,9 @@
 // Command lines of relpos and the relpos_bench_* programs: subcommands, options, flags and
 // their --help, defined through these small handles. CLI11 parses and writes the help behind
-// them, in command_line.cpp alone: its header costs every source that includes it 10-15 s of
-// compile time (it defines its validators and formatters in each), and twenty sources defined
-// options. The names follow CLI11's, whose documentation describes each call.
+// them, compiled in command_line.cpp and in tools/relpos/app.cpp (which parses relpos's own
+// command line) only: its header costs every source that includes it 8-15 s of compile time (it
+// defines its validators and formatters in each), and twenty sources defined options. The names
+// follow CLI11's, whose documentation describes each call.
 #pragma once
 
 #include <cstdint>
