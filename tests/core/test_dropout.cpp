@@ -90,7 +90,7 @@ TEST_CASE("dropout_mask: p = 0 keeps every element and leaves the generator wher
 
 // The keep test compares 32-bit words (core/cpu/philox_words.h's KeepTest); its threshold
 // ceil(p 2^32) is 2^32, above every word, for p within 2^-32 of 1, and 2^32 - 1 just below.
-TEST_CASE("dropout_mask: p within 2^-32 of 1 keeps nothing; p just below keeps the top word") {
+TEST_CASE("dropout_mask: p within 2^-32 of 1 keeps nothing; just below, only the top word passes") {
   const double top = 1.0 - std::ldexp(1.0, -33), below = 1.0 - std::ldexp(1.0, -32);
   CHECK(cpu::keep_threshold(top) == (uint64_t{1} << 32));
   CHECK(cpu::keep_threshold(below) == (uint64_t{1} << 32) - 1);
