@@ -3,13 +3,16 @@
 measured from run folders (tools/measure-readme.sh trains them).
 
   readme_figures.py README.md GROUP=RUN_DIR... [--data-dir DIR] [--check]
+  readme_figures.py README.md --sentences
 
 GROUP is demo (configs/demo/mnist_sikf_fastrpb2d.yaml), lm (configs/demo/lm_moby_dick.yaml),
 lm_compare_lm and lm_compare_xl (the 1,000-update transformer_lm / transformer_xl comparison).
 Each figure is found by a pattern over the README's text (whitespace folded); one that is not
 found is an error, so a rephrased sentence needs its pattern here too. With --check, exit 1
 when a deterministic figure (accuracy, macro-F1, bpc, curve points, parameter counts) differs
-from the README beyond its tolerance; times are printed, never checked.
+from the README beyond its tolerance; times are printed, never checked. With --sentences, train
+nothing: exit 1 unless every figure's sentence is in the README, so a rewording is caught in
+seconds rather than after a demo's training (the `readme_sentences` test).
 """
 import argparse
 import json
@@ -58,8 +61,8 @@ def unigram_bits(data_dir):
     return -sum(math.log2(counts[b] / total) for b in test) / len(test)
 
 
-def figures(runs, data_dir):
-    """(group, name, README pattern, measure(run) -> value, kind) for every figure."""
+def figure_table(data_dir):
+    """{group: [(name, README pattern, measure(run) -> value, kind)]} for every figure."""
     demo = [
         ("test accuracy, %", r"reaches \*\*([0-9.]+)% test accuracy\*\*",
          lambda r: 100 * summary(r)["test_best"]["accuracy"], "percent"),
@@ -90,7 +93,7 @@ def figures(runs, data_dir):
          lambda r: val_at(r, "bpc", 2000), "bpc"),
         ("val bpc at 3,000", r"validation goes [0-9.]+ → [0-9.]+ → ([0-9.]+) bpc at updates 1,000",
          lambda r: val_at(r, "bpc", 3000), "bpc"),
-        ("wall time, s", r"trains in 3 to 5 minutes on a quiet 2-core CPU \(([0-9.]+) s measured",
+        ("wall time, s", r"trains in [0-9]+ to [0-9]+ minutes on a quiet 2-core CPU \(([0-9.]+) s measured",
          lambda r: summary(r)["wall_time_s"], "time"),
     ]
     compare_lm = [
@@ -103,7 +106,12 @@ def figures(runs, data_dir):
          r"test bits per character where `transformer_xl` reaches ([0-9.]+):",
          lambda r: summary(r)["test_best"]["bpc"], "bpc"),
     ]
-    table = {"demo": demo, "lm": lm, "lm_compare_lm": compare_lm, "lm_compare_xl": compare_xl}
+    return {"demo": demo, "lm": lm, "lm_compare_lm": compare_lm, "lm_compare_xl": compare_xl}
+
+
+def figures(runs, data_dir):
+    """(group, name, README pattern, measure() -> value, kind) for every figure of the runs."""
+    table = figure_table(data_dir)
     for group, run in runs:
         if group not in table:
             raise SystemExit(f"readme_figures: unknown group '{group}' ({', '.join(table)})")
@@ -123,15 +131,35 @@ def agrees(stated_text, measured, kind):
     return True  # times: measured, not checked
 
 
+def missing_sentences(text, table):
+    """1 when a figure's pattern finds nothing in the README's text, or more than one sentence."""
+    failures = 0
+    for group, rows in table.items():
+        for name, pattern, _, _ in rows:
+            count = len(re.findall(pattern, text))
+            if count != 1:
+                failures += 1
+                print(f"readme_figures: {group}: {name}: {count} sentences match /{pattern}/",
+                      file=sys.stderr)
+    total = sum(len(rows) for rows in table.values())
+    print(f"readme_figures: {total - failures} of {total} figures' sentences found once")
+    return 1 if failures else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("readme")
-    parser.add_argument("runs", nargs="+", metavar="GROUP=RUN_DIR")
+    parser.add_argument("runs", nargs="*", metavar="GROUP=RUN_DIR")
     parser.add_argument("--data-dir", default="data")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--sentences", action="store_true")
     a = parser.parse_args()
     with open(a.readme, encoding="utf-8") as f:
         text = " ".join(f.read().split())
+    if a.sentences:
+        return missing_sentences(text, figure_table(a.data_dir))
+    if not a.runs:
+        parser.error("give GROUP=RUN_DIR runs, or --sentences")
     runs = [tuple(item.split("=", 1)) for item in a.runs]
     failures = []
     print(f"{'figure':<56} {'README':>10} {'measured':>10}  check")
