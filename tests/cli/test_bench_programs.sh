@@ -21,7 +21,7 @@ expect_error() {
 for program in relpos_bench_ops relpos_bench_attention relpos_bench_loader \
   relpos_bench_train_step; do
   expect_status 0 "$program --help" -- "$bin/$program" --help
-  grep -q "Usage: $program" "$tmp/out" || fail "$program --help prints no usage"
+  grep -q "^usage: $program" "$tmp/out" || fail "$program --help prints no usage"
   expect_error "$program unknown flag" "^$program: .*--frobnicate" \
     -- "$bin/$program" --frobnicate --config x.yaml
 done

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "core/error.h"
+
 namespace relpos::cli {
 
 namespace {
@@ -23,6 +25,50 @@ CLI::Validator number_check(bool zero_allowed) {
         return std::string("must be ") + (zero_allowed ? ">= 0" : "positive") + ", got " + text;
       },
       what);
+}
+
+// "train", "bench attention": the subcommands selected on the command line.
+std::string selected_path(const CLI::App& app) {
+  std::string path;
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path += (path.empty() ? "" : " ") + at->get_name();
+  }
+  return path;
+}
+
+// Every option and positional of `app` and its subcommands that takes a value refuses an empty
+// one.
+void refuse_empty_values(CLI::App& app) {
+  static const CLI::Validator non_empty(
+      [](const std::string& value) {
+        return value.empty() ? std::string("needs a value, got an empty one") : std::string();
+      },
+      "");
+  for (CLI::Option* option : app.get_options())
+    if (option->get_type_size_max() > 0) option->check(non_empty);
+  for (CLI::App* sub : app.get_subcommands({})) refuse_empty_values(*sub);
+}
+
+// A word where a command or a subcommand of one is expected (`relpos trian`, `relpos data
+// nosuch`) is refused naming the known ones (CLI11 would say "A subcommand is required").
+void check_command_names(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* at = &app;
+  std::string path = app.get_name();
+  for (const std::string& word : args) {
+    const std::vector<const CLI::App*> subs = at->get_subcommands({});
+    if (subs.empty() || word.rfind("-", 0) == 0) return;
+    std::string known;
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : subs) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (sub->get_name() == word) next = sub;
+    }
+    if (next == nullptr)
+      fail(path, "unknown {}command '{}'; known: {}", at == &app ? "" : "sub", word, known);
+    at = next;
+    path = path == app.get_name() ? word : path + " " + word;
+  }
 }
 
 }  // namespace
@@ -127,7 +173,14 @@ Command& Command::callback(std::function<void()> run) {
 }
 
 Program::Program(const std::string& description, const std::string& name)
-    : app_(std::make_unique<CLI::App>(description, name)) {}
+    : app_(std::make_unique<CLI::App>(description, name)) {
+  app_->get_formatter()->label("Usage", "usage");
+}
+
+Program& Program::version(std::function<std::string()> text) {
+  app_->set_version_flag("--version", std::move(text));
+  return *this;
+}
 
 Program::~Program() = default;
 
@@ -152,6 +205,33 @@ int Program::run(int argc, char** argv, const std::function<int()>& body) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());
     return 2;
   }
+}
+
+int Program::run_commands(const std::vector<std::string>& args, const int& status) {
+  CLI::App& app = *app_;
+  const std::string& name = app.get_name();
+  refuse_empty_values(app);
+  if (args.empty()) {
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
+  }
+  RELPOS_CHECK(args[0] != "--version" || args.size() == 1, name,
+               "--version takes no other arguments, got '{}'", args[1]);
+  check_command_names(app, args);
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::Success& e) {  // --help, --version
+    if (e.get_name() == "CallForVersion")
+      std::printf("%s\n", e.what());
+    else
+      std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const std::string path = selected_path(app);
+    fail(path.empty() ? name : path, "{} (see {} {}{}--help)", e.what(), name, path,
+         path.empty() ? "" : " ");
+  }
+  return status;
 }
 
 }  // namespace relpos::cli

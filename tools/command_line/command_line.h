@@ -1,9 +1,8 @@
 // Command lines of relpos and the relpos_bench_* programs: subcommands, options, flags and
 // their --help, defined through these small handles. CLI11 parses and writes the help behind
-// them, compiled in command_line.cpp and in tools/relpos/app.cpp (which parses relpos's own
-// command line) only: its header costs every source that includes it 8-15 s of compile time (it
-// defines its validators and formatters in each), and twenty sources defined options. The names
-// follow CLI11's, whose documentation describes each call.
+// them, compiled in command_line.cpp only: its header costs every source that includes it 8-15 s
+// of compile time (it defines its validators and formatters in each), and twenty-one sources
+// defined options or parsed. The names follow CLI11's, whose documentation describes each call.
 #pragma once
 
 #include <cstdint>
@@ -64,8 +63,9 @@ class Command {
   CLI::App* app_;
 };
 
-// A program of one command (the relpos_bench_* programs; relpos itself, with its subcommands,
-// is parsed by tools/relpos/app.cpp): `root()` defines its options, `run` parses argv.
+// A program: `root()` defines its options (and subcommands), `run` parses the command line of a
+// program of one command (the relpos_bench_* programs), `run_commands` that of a program of
+// subcommands (relpos). Their --help starts "usage: NAME".
 class Program {
  public:
   Program(const std::string& description, const std::string& name);
@@ -73,11 +73,21 @@ class Program {
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
   Command root();
+  Program& version(std::function<std::string()> text);  // --version prints text()
 
   // Parses argv; --help prints the help and returns 0; a bad command line prints
   // "<name>: <cause> (see <name> --help)" on stderr and returns 2. Otherwise returns body()'s
   // status, or 2 with "<name>: <cause>" when it throws.
   int run(int argc, char** argv, const std::function<int()>& body);
+
+  // Parses `args` (argv after the program's name) and runs the selected commands' callbacks,
+  // then returns `status` as they left it. No arguments: the help on stderr, 2. --help and
+  // --version print and return 0. A bad command line throws relpos::Error "[<command path>]
+  // <cause> (see <name> <command path> --help)", also for what CLI11 accepts or words
+  // vaguely: an empty value (`--out ""`, an unset shell variable; no option has a meaning for
+  // it, and the commands would read it as "not given") and a word where a command is expected
+  // that names none (the error lists the known ones).
+  int run_commands(const std::vector<std::string>& args, const int& status);
 
  private:
   std::unique_ptr<CLI::App> app_;
