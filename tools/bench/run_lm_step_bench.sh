@@ -6,14 +6,17 @@
 # one after the other on the same machine; prints a markdown table with medians, tokens per
 # second, the ratio relpos / PyTorch and peak memory.
 # Usage: tools/bench/run_lm_step_bench.sh [--device cpu|cuda] [--demo-batch B] [--base-batch B]
-#          [--threads T] [--min-time S] [--precision f32|bf16]
-# --precision bf16: relpos with train.precision=bf16, PyTorch under bf16 autocast.
+#          [--threads T] [--min-time S] [--precision f32|bf16] [--models "demo base"]
+#          [--set KEY.PATH=VALUE]...
+# --precision bf16: relpos with train.precision=bf16, PyTorch under bf16 autocast. --set passes
+# a config override to relpos only (e.g. model.attention.fused=false: the composed attention).
 # Environment: BUILD_DIR (default build/cpu for the CPU, build/cuda for CUDA; built if absent),
 # PYTHON (default /usr/bin/python3, Debian's python3-torch).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-device=cpu demo_batch=16 base_batch=1 threads=$(nproc) min_time=3 precision=f32
+device=cpu demo_batch=16 base_batch=1 threads=$(nproc) min_time=3 precision=f32 models="demo base"
+overrides=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --device) device=$2; shift 2 ;;
@@ -22,7 +25,9 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --min-time) min_time=$2; shift 2 ;;
     --precision) precision=$2; shift 2 ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    --models) models=$2; shift 2 ;;
+    --set) overrides+=(--set "$2"); shift 2 ;;
+    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "run_lm_step_bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,11 +45,13 @@ echo "| model | batch x tgt_len (mem_len) | relpos median ms | PyTorch median ms
 echo "|---|---|---|---|---|---|---|---|"
 # name, config, batch, vocab, and the sizes the PyTorch twin builds (they match the config).
 for spec in "demo configs/demo/lm_moby_dick.yaml $demo_batch 85 3 128 4 512 64 64" \
-            "enwik8-base configs/lm/enwik8_txl_base.yaml $base_batch 204 12 512 8 2048 512 512"; do
+            "base configs/lm/enwik8_txl_base.yaml $base_batch 204 12 512 8 2048 512 512"; do
   read -r model config batch vocab layers d heads inner tgt mem <<<"$spec"
+  [[ " $models " == *" $model "* ]] || continue
+  [[ $model == base ]] && model=enwik8-base
   "$build_dir/tools/bench/relpos_bench_train_step" --config "$config" --batch "$batch" \
     --vocab "$vocab" --device "$device" --min-time "$min_time" \
-    --set "train.precision=$precision" >"$out/relpos.json"
+    --set "train.precision=$precision" ${overrides[@]+"${overrides[@]}"} >"$out/relpos.json"
   steps=$("$python" -c "import json; print(max(5, min(50, int(json.load(open('$out/relpos.json'))['runs']))))")
   "$python" tools/bench/bench_lm_step_torch.py --layers "$layers" --d-model "$d" \
     --heads "$heads" --d-inner "$inner" --vocab "$vocab" --tgt-len "$tgt" --mem-len "$mem" \
