@@ -83,10 +83,10 @@ class Program {
   // Parses `args` (argv after the program's name) and runs the selected commands' callbacks,
   // then returns `status` as they left it. No arguments: the help on stderr, 2. --help and
   // --version print and return 0. A bad command line throws relpos::Error "[<command path>]
-  // <cause> (see <name> <command path> --help)", also for what CLI11 accepts or words
-  // vaguely: an empty value (`--out ""`, an unset shell variable; no option has a meaning for
-  // it, and the commands would read it as "not given") and a word where a command is expected
-  // that names none (the error lists the known ones).
+  // <cause> (see <name> <command path> --help)", also for two cases CLI11 would accept or
+  // report vaguely: an empty value (`--out ""`, an unset shell variable; no option has a
+  // meaning for it, and the commands would read it as "not given") and a word where a command
+  // is expected that names none (the error lists the known ones).
   int run_commands(const std::vector<std::string>& args, const int& status);
 
  private:
