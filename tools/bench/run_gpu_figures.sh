@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The GPU figures tools/bench/RESULTS.md tracks, in one command for a lent GPU machine whose time
-# is short: builds what they need (the `cuda` preset's tests and benchmarks), runs the CUDA test
+# The GPU figures of tools/bench/RESULTS.md's attention and training-step tables, in one command
+# for a lent GPU machine whose time is short: builds what they need (the `cuda` preset's tests and benchmarks), runs the CUDA test
 # cases first (kernels that have run only in the CPU emulator may fail on a real device), then
 # attention against PyTorch's scaled_dot_product_attention (f32 and bf16), the training steps
 # against their PyTorch twins (f32 and bf16; Transformer-XL base with the fused attention and the
 # composed one), and the MNIST demo's wall time when its digits are given. Each part runs under
 # its own time limit and writes its table as it ends, so a part that overruns costs only itself;
-# OUT_DIR/summary.md lists every part with its exit status and seconds.
+# OUT_DIR/summary.md lists every part with its exit status and seconds. A part's limit is 150 s
+# (120 with --quick), so all of them may need more than one 10-minute call: --parts splits them.
 # Usage: tools/bench/run_gpu_figures.sh OUT_DIR [--parts LIST] [--mnist-data DIR] [--quick]
 #   --parts: any of tests,attention,steps,lm,demo (default: all, in that order)
 #   --mnist-data: a folder of MNIST IDX files (relpos data prepare mnist) for the demo's time
@@ -25,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     --parts) parts=$2; shift 2 ;;
     --mnist-data) mnist_data=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run_gpu_figures.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
