@@ -40,9 +40,7 @@ enum class BinaryOp : uint8_t {
   elu_grad,
   gelu_grad,
   tanh_grad,
-  sigmoid_grad,
-  // a * (b * s): dropout, b the 0/1 keep mask and s = 1 / (1 - p) (a * 0 keeps NaN -> NaN)
-  dropout_mul
+  sigmoid_grad
 };
 enum class CompareOp : uint8_t { eq, ne, lt, le, gt, ge };
 enum class ReduceOp : uint8_t { sum, max, logsumexp };
@@ -141,8 +139,6 @@ RELPOS_HOST_DEVICE T binary(T a, T b, T s) {
     return b * (normal_cdf(a) + a * T(kInvSqrt2Pi) * std::exp(T(-0.5) * a * a));
   else if constexpr (Op == BinaryOp::tanh_grad)
     return b * (T(1) - a * a);
-  else if constexpr (Op == BinaryOp::dropout_mul)
-    return a * (b * s);
   else {
     static_assert(Op == BinaryOp::sigmoid_grad);
     return b * a * (T(1) - a);
@@ -234,8 +230,6 @@ decltype(auto) visit_binary(BinaryOp op, F&& f) {
       return f(std::integral_constant<B, B::tanh_grad>{});
     case B::sigmoid_grad:
       return f(std::integral_constant<B, B::sigmoid_grad>{});
-    case B::dropout_mul:
-      return f(std::integral_constant<B, B::dropout_mul>{});
   }
   return f(std::integral_constant<B, B::add>{});
 }

@@ -20,10 +20,12 @@ RELPOS_HOST_DEVICE uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
   return static_cast<uint32_t>(p);
 }
 
+// The round multipliers and the key's increments (Weyl sequence) of Philox4x32.
+inline constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+inline constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+
 // Ten rounds of Philox4x32 on counter `ctr` (128 bits as four words) with a 64-bit key.
 RELPOS_HOST_DEVICE Block philox4x32_10(Block ctr, uint64_t seed) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {
     uint32_t hi0, hi1;

@@ -78,4 +78,11 @@ void dropout_mask(const Tensor& out, double p, uint64_t seed, uint64_t offset) {
                                                    offset, stream_of(out.device())));
 }
 
+void dropout_apply(const Tensor& x, const Tensor& mask, double scale, const Tensor& out) {
+  DeviceGuard guard(out.device());
+  RELPOS_CUDA_CHECK("dropout", launch_dropout_apply(out.dtype(), scale,
+                                                    strided_args<3>("dropout", {&out, &x, &mask}),
+                                                    stream_of(out.device())));
+}
+
 }  // namespace relpos::cuda

@@ -47,6 +47,18 @@ template <typename T>
 struct WhereF {
   __device__ T operator()(uint8_t c, T a, T b) const { return c ? a : b; }
 };
+// Dropout's product with the u8 keep mask (core/cpu/dropout_apply.cpp): x * (keep ? s : 0).
+template <typename T>
+struct DropoutApplyF {
+  T s;
+  __device__ T operator()(T x, uint8_t keep) const { return x * (keep != 0 ? s : T(0)); }
+};
+struct DropoutApplyBf16 {
+  float s;
+  __device__ bf16 operator()(bf16 x, uint8_t keep) const {
+    return bf16(float(x) * (keep != 0 ? s : 0.0f));
+  }
+};
 
 template <typename T>
 __global__ void arange_kernel(T* out, int64_t n, double start, double step) {
@@ -166,6 +178,17 @@ cudaError_t launch_where(DType dtype, const StridedArgs<4>& a, cudaStream_t stre
     using T = typename decltype(tag)::type;
     return launch_elementwise<T, uint8_t, T, T>(a, WhereF<T>{}, stream);
   });
+}
+
+cudaError_t launch_dropout_apply(DType dtype, double scale, const StridedArgs<3>& a,
+                                 cudaStream_t stream) {
+  if (dtype == DType::bf16)
+    return launch_elementwise<bf16, bf16, uint8_t>(a, DropoutApplyBf16{static_cast<float>(scale)},
+                                                   stream);
+  if (dtype == DType::f64)
+    return launch_elementwise<double, double, uint8_t>(a, DropoutApplyF<double>{scale}, stream);
+  return launch_elementwise<float, float, uint8_t>(
+      a, DropoutApplyF<float>{static_cast<float>(scale)}, stream);
 }
 
 cudaError_t launch_random_uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset,

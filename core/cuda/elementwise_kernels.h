@@ -29,5 +29,8 @@ cudaError_t launch_random_normal(DType dtype, void* out, int64_t n, uint64_t see
                                  double mean, double std, cudaStream_t stream);
 cudaError_t launch_dropout_mask(uint8_t* out, int64_t n, double p, uint64_t seed, uint64_t offset,
                                 cudaStream_t stream);
+// Operands: out, x (out's dtype), mask (u8): out = x * (mask ? scale : 0).
+cudaError_t launch_dropout_apply(DType dtype, double scale, const StridedArgs<3>& a,
+                                 cudaStream_t stream);
 
 }  // namespace relpos::cuda

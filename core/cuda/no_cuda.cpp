@@ -67,6 +67,9 @@ void random_normal(const Tensor&, uint64_t, uint64_t, double, double) {
 void dropout_mask(const Tensor&, double, uint64_t, uint64_t) {
   no_cuda("dropout");
 }
+void dropout_apply(const Tensor&, const Tensor&, double, const Tensor&) {
+  no_cuda("dropout");
+}
 void unary(UnaryOp, double, const Tensor&, const Tensor&) {
   no_cuda("unary");
 }

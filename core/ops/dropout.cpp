@@ -1,5 +1,5 @@
 // Entry points: dropout_mask (a u8 keep mask from the Philox stream of a generator) and
-// apply_dropout_mask (x * mask / (1 - p) in one pass of the binary kernel: BinaryOp::dropout_mul).
+// apply_dropout_mask (x * mask / (1 - p) in one pass that reads the u8 mask: dropout_apply).
 #include "core/backend.h"
 #include "core/ops.h"
 #include "core/ops/validate.h"
@@ -28,10 +28,9 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& gen, Device device)
 
 namespace {
 
-// out = x * (mask * 1/(1-p)) in one pass (BinaryOp::dropout_mul), the mask cast to x's dtype the
-// only temporary: the bits of mul(x, mul_scalar(cast(mask), 1/(1-p))). x * 0 keeps NaN/inf ->
-// NaN, as torch does. out may be x itself (each element is read before it is written). bf16 x:
-// computed in f32, rounded once.
+// out = x * (mask * 1/(1-p)) in one pass over x and the u8 mask, no temporary: the bits of
+// mul(x, mul_scalar(cast(mask), 1/(1-p))). x * 0 keeps NaN/inf -> NaN, as torch does. out may be
+// x itself (each element is read before it is written). bf16 x: computed in f32, rounded once.
 void dropout_into(const char* op, const Tensor& x, const Tensor& mask, double p,
                   const Tensor& out) {
   check_p(op, p);
@@ -43,11 +42,11 @@ void dropout_into(const char* op, const Tensor& x, const Tensor& mask, double p,
   RELPOS_CHECK(mask.dtype() == DType::u8, op, "mask must be u8, got {}", mask.str());
   RELPOS_CHECK(broadcast_shapes(mask.shape(), x.shape(), op) == x.shape(), op,
                "mask {} does not broadcast to input {}", mask.str(), x.str());
-  const Tensor keep = cast(mask, x.dtype()).expand(x.shape());
+  const Tensor keep = mask.expand(x.shape());
   if (x.device().is_cpu())
-    cpu::binary(BinaryOp::dropout_mul, 1.0 / (1.0 - p), x, keep, out);
+    cpu::dropout_apply(x, keep, 1.0 / (1.0 - p), out);
   else
-    cuda::binary(BinaryOp::dropout_mul, 1.0 / (1.0 - p), x, keep, out);
+    cuda::dropout_apply(x, keep, 1.0 / (1.0 - p), out);
 }
 
 }  // namespace

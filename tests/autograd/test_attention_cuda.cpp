@@ -23,7 +23,7 @@ struct Sizes {
 
 bool skip_without_gpu(const char* what) {
   if (cuda_available()) return false;
-  MESSAGE("SKIPPED (no CUDA device): " << what);
+  MESSAGE("SKIPPED (no CUDA device): " << std::string(what));  // a char* prints as a pointer
   return true;
 }
 

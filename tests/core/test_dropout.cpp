@@ -63,6 +63,26 @@ TEST_CASE("dropout_mask: bulk words equal philox uniform per element, large seed
   }
 }
 
+// philox_words computes eight blocks at a time where the CPU has AVX2, the rest one by one, and
+// the eight one by one too where their counters' low word wraps to 0.
+TEST_CASE("philox_words: every block is philox block_at, any count, across the low word's wrap") {
+  const uint64_t seed = 0xF00DFACE12345678ull;
+  for (const uint64_t first : {uint64_t{0}, uint64_t{5}, (uint64_t{1} << 32) - 20,
+                               (uint64_t{1} << 32) - 8, (uint64_t{7} << 32) - 3, ~uint64_t{0} - 30})
+    for (int64_t count = 0; count <= 41; ++count) {
+      std::vector<uint32_t> words(4 * static_cast<size_t>(count) + 1, 0xDEADBEEFu);
+      cpu::philox_words(seed, first, count, words.data());
+      int64_t wrong = 0;
+      for (int64_t b = 0; b < count; ++b) {
+        const philox::Block want = philox::block_at(seed, first + static_cast<uint64_t>(b));
+        for (int w = 0; w < 4; ++w) wrong += words[4 * b + w] != want.v[w];
+      }
+      INFO("first " << first << " count " << count);
+      CHECK(wrong == 0);
+      CHECK(words.back() == 0xDEADBEEFu);  // nothing written past the blocks
+    }
+}
+
 TEST_CASE("dropout_mask: same (seed, offset) repeats; a new offset or seed differs; gen advances") {
   const Shape s = {999};
   Generator a(5), b(5), c(6);
@@ -134,11 +154,18 @@ TEST_CASE("apply_dropout_mask: the bits of cast, mul_scalar and mul; in place, t
     const double p = 0.3;
     Tensor x = test::random_tensor({33, 65}, dt, 304, -3, 3);
     fill_(x.slice(0, 3, 4), std::nan(""));  // a NaN row: dropped or kept, it stays NaN
+    fill_(x.slice(0, 5, 6), INFINITY);      // inf * 0 is NaN, -0 * scale and -x * 0 are -0
+    fill_(x.slice(0, 6, 7), -INFINITY);
+    fill_(x.slice(0, 7, 8), -0.0);
     Generator gen(305);
     const Tensor mask = dropout_mask(x.shape(), p, gen);
     const Tensor composed = mul(x, mul_scalar(cast(mask, dt), 1.0 / (1.0 - p)));
     const Tensor y = apply_dropout_mask(x, mask, p);
     CHECK(test::same_bits(y, composed));
+    // Strided operands and a mask broadcast over rows take the strided loop: the same bits.
+    const Tensor row_mask = mask.slice(0, 0, 1);
+    CHECK(test::same_bits(apply_dropout_mask(test::strided_copy(x), row_mask, p),
+                          mul(x, mul_scalar(cast(row_mask, dt), 1.0 / (1.0 - p)))));
     const Tensor in_place = x.clone();
     apply_dropout_mask_(in_place, mask, p);
     CHECK(test::same_bits(in_place, composed));
