@@ -40,10 +40,17 @@ inline std::vector<uint32_t>& thread_words() {
   return words;
 }
 
+// The operands of the forward: q, k, v, out as rows (any strides along B, H, L), lse [B, H, Lq].
+template <typename T>
+struct Operands {
+  HeadRows<T> q, k, v, out;
+  T* lse;
+};
+
 // Rows [i0, i0 + rows) of head bh: out and lse.
 template <typename T>
-void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* out, T* lse,
-                  int64_t bh, int64_t i0, std::vector<T>& scratch) {
+void forward_task(const Problem<T>& p, const Operands<T>& x, int64_t bh, int64_t i0,
+                  std::vector<T>& scratch) {
   const int64_t rows = std::min(kQueryTile, p.q_len - i0), D = p.dim, Dv = p.value_dim;
   const int64_t TR = p.tile_rows(), TC = p.tile_cols();
   scratch.resize(TR * TC + TC + 2 * TR + p.band_scratch());
@@ -54,21 +61,20 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
   T* m = keep + TC;       // [rows] running maxima
   T* l = m + TR;          // [rows] running sums
   T* G = l + TR;          // [rows, band]: the position term
-  const T* Q = q + (bh * p.q_len + i0) * D;
-  const T* K = k + bh * p.k_len * D;
-  const T* V = v + bh * p.k_len * Dv;
-  T* O = out + (bh * p.q_len + i0) * Dv;
+  const T* Q = x.q.row(bh, i0);
+  T* O = x.out.row(bh, i0);
+  const int ldo = x.out.ld();
   const uint8_t* mask = p.mask_of(bh);
   const T minus_inf = -std::numeric_limits<T>::infinity();
-  std::fill(O, O + rows * Dv, T(0));
+  for (int64_t r = 0; r < rows; ++r) std::fill(O + r * ldo, O + r * ldo + Dv, T(0));
   std::fill(m, m + rows, minus_inf);
   std::fill(l, l + rows, T(0));
   const int64_t j_end = p.end_key(i0 + rows - 1);
   for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += TC) {
     const int64_t n = std::min(TC, j_end - j0);
     gemm(false, true, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(D), p.scale, Q,
-         p.ld_dim(), K + j0 * D, p.ld_dim(), T(0), S, static_cast<int>(TC));
-    if (p.rel_query != nullptr) add_position_term(p, bh, i0, rows, j0, n, S, TC, G);
+         x.q.ld(), x.k.row(bh, j0), x.k.ld(), T(0), S, static_cast<int>(TC));
+    if (p.has_position_term()) add_position_term(p, bh, i0, rows, j0, n, S, TC, G);
     const bool visible = tile_visible(p, mask, i0, rows, j0, n);
     for (int64_t r = 0; r < rows; ++r) {
       T* s = S + r * TC;
@@ -82,7 +88,7 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
       const T alpha = exp_fast(m[r] - m_new);  // 0 when m[r] was -inf
       l[r] = l[r] * alpha + sum;
       m[r] = m_new;
-      if (alpha != T(1)) scale_row(O + r * Dv, Dv, alpha);
+      if (alpha != T(1)) scale_row(O + r * ldo, Dv, alpha);
       if (p.dropout > 0) {
         dropout_row(p, bh, i0 + r, j0, n, keep, words.data());
 #pragma omp simd
@@ -90,45 +96,53 @@ void forward_task(const Problem<T>& p, const T* q, const T* k, const T* v, T* ou
       }
     }
     gemm(false, false, static_cast<int>(rows), static_cast<int>(Dv), static_cast<int>(n), T(1), S,
-         static_cast<int>(TC), V + j0 * Dv, p.ld_value(), T(1), O, p.ld_value());
+         static_cast<int>(TC), x.v.row(bh, j0), x.v.ld(), T(1), O, ldo);
   }
-  T* L = lse + bh * p.q_len + i0;
+  T* L = x.lse + bh * p.q_len + i0;
   for (int64_t r = 0; r < rows; ++r) {
     if (l[r] > T(0)) {
-      scale_row(O + r * Dv, Dv, T(1) / l[r]);
+      scale_row(O + r * ldo, Dv, T(1) / l[r]);
       L[r] = m[r] + std::log(l[r]);
     } else {  // no visible key: zeros
-      std::fill(O + r * Dv, O + (r + 1) * Dv, T(0));
+      std::fill(O + r * ldo, O + r * ldo + Dv, T(0));
       L[r] = minus_inf;
     }
   }
 }
 
+// The tensors of the backward: rows (any strides along B, H, L) but lse [B, H, Lq] and
+// d_rel_key [B, H, T, R].
 template <typename T>
 struct Gradients {
-  const T *gout, *q, *k, *v, *out, *lse;
-  T *dq, *dk, *dv;
-  T *d_rel_query, *d_rel_key;  // the position term's, or nullptr
+  HeadRows<T> gout, q, k, v, out;
+  const T* lse;
+  HeadRows<T> dq, dk, dv;
+  HeadRows<T> d_rel_query;  // the position term's (data nullptr without it)
+  T* d_rel_key;
 };
+
+// Zeroes rows [0, len) of head bh.
+template <typename T>
+void zero_rows(const HeadRows<T>& x, int64_t bh, int64_t len) {
+  for (int64_t i = 0; i < len; ++i) std::fill(x.row(bh, i), x.row(bh, i) + x.width, T(0));
+}
 
 // Zeroes head bh's gradients (they are summed tile by tile) and sets Drow[i] = dO_i·O_i.
 template <typename T>
 void start_gradients(const Problem<T>& p, const Gradients<T>& g, int64_t bh, T* Drow) {
-  const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len, Lk = p.k_len;
-  std::fill(g.dq + bh * Lq * D, g.dq + (bh + 1) * Lq * D, T(0));
-  std::fill(g.dk + bh * Lk * D, g.dk + (bh + 1) * Lk * D, T(0));
-  std::fill(g.dv + bh * Lk * Dv, g.dv + (bh + 1) * Lk * Dv, T(0));
-  if (p.rel_query != nullptr) {
-    std::fill(g.d_rel_query + bh * Lq * p.rel_dim, g.d_rel_query + (bh + 1) * Lq * p.rel_dim, T(0));
+  zero_rows(g.dq, bh, p.q_len);
+  zero_rows(g.dk, bh, p.k_len);
+  zero_rows(g.dv, bh, p.k_len);
+  if (p.has_position_term()) {
+    zero_rows(g.d_rel_query, bh, p.q_len);
     const int64_t table = (p.rel_max - p.rel_min + 1) * p.rel_dim;
     std::fill(g.d_rel_key + bh * table, g.d_rel_key + (bh + 1) * table, T(0));
   }
-  const T* dO = g.gout + bh * Lq * Dv;
-  const T* O = g.out + bh * Lq * Dv;
-  for (int64_t i = 0; i < Lq; ++i) {
+  for (int64_t i = 0; i < p.q_len; ++i) {
+    const T *dO = g.gout.row(bh, i), *O = g.out.row(bh, i);
     T dot = 0;
 #pragma omp simd reduction(+ : dot)
-    for (int64_t d = 0; d < Dv; ++d) dot += dO[i * Dv + d] * O[i * Dv + d];
+    for (int64_t d = 0; d < p.value_dim; ++d) dot += dO[d] * O[d];
     Drow[i] = dot;
   }
 }
@@ -137,7 +151,7 @@ void start_gradients(const Problem<T>& p, const Gradients<T>& g, int64_t bh, T* 
 template <typename T>
 void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
                    std::vector<T>& scratch) {
-  const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len, Lk = p.k_len;
+  const int64_t D = p.dim, Dv = p.value_dim, Lq = p.q_len;
   const int64_t TR = p.tile_rows(), TC = p.tile_cols();
   scratch.resize(3 * TR * TC + TC + Lq + p.band_scratch());
   std::vector<uint32_t>& words = thread_words();
@@ -148,14 +162,7 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
   T* keep = kept + TR * TC;  // [TC]
   T* Drow = keep + TC;       // [Lq] dO_i·O_i
   T* G = Drow + Lq;          // [rows, band]: the position term and its gradient
-  const T* dO = g.gout + bh * Lq * Dv;
-  const T* Q = g.q + bh * Lq * D;
-  const T* K = g.k + bh * Lk * D;
-  const T* V = g.v + bh * Lk * Dv;
   const T* L = g.lse + bh * Lq;
-  T* dQ = g.dq + bh * Lq * D;
-  T* dK = g.dk + bh * Lk * D;
-  T* dV = g.dv + bh * Lk * Dv;
   start_gradients(p, g, bh, Drow);
   const uint8_t* mask = p.mask_of(bh);
   const int ld_tile = static_cast<int>(TC);
@@ -165,11 +172,12 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
     for (int64_t j0 = p.first_key(i0); j0 < j_end; j0 += TC) {
       const int64_t n = std::min(TC, j_end - j0);
       const int m_rows = static_cast<int>(rows), n_cols = static_cast<int>(n);
-      gemm(false, true, m_rows, n_cols, static_cast<int>(D), p.scale, Q + i0 * D, p.ld_dim(),
-           K + j0 * D, p.ld_dim(), T(0), S, ld_tile);
-      gemm(false, true, m_rows, n_cols, static_cast<int>(Dv), T(1), dO + i0 * Dv, p.ld_value(),
-           V + j0 * Dv, p.ld_value(), T(0), dP, ld_tile);
-      if (p.rel_query != nullptr) add_position_term(p, bh, i0, rows, j0, n, S, TC, G);
+      const T *Q = g.q.row(bh, i0), *K = g.k.row(bh, j0), *dO = g.gout.row(bh, i0);
+      gemm(false, true, m_rows, n_cols, static_cast<int>(D), p.scale, Q, g.q.ld(), K, g.k.ld(),
+           T(0), S, ld_tile);
+      gemm(false, true, m_rows, n_cols, static_cast<int>(Dv), T(1), dO, g.gout.ld(),
+           g.v.row(bh, j0), g.v.ld(), T(0), dP, ld_tile);
+      if (p.has_position_term()) add_position_term(p, bh, i0, rows, j0, n, S, TC, G);
       const bool visible = tile_visible(p, mask, i0, rows, j0, n);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r;
@@ -192,13 +200,13 @@ void backward_task(const Problem<T>& p, const Gradients<T>& g, int64_t bh,
         weights_and_score_grads(s, dp, n, L[i], Drow[i]);
       }
       const T* weights = p.dropout > 0 ? kept : S;
-      gemm(true, false, n_cols, static_cast<int>(Dv), m_rows, T(1), weights, ld_tile, dO + i0 * Dv,
-           p.ld_value(), T(1), dV + j0 * Dv, p.ld_value());
-      gemm(false, false, m_rows, static_cast<int>(D), n_cols, p.scale, dP, ld_tile, K + j0 * D,
-           p.ld_dim(), T(1), dQ + i0 * D, p.ld_dim());
-      gemm(true, false, n_cols, static_cast<int>(D), m_rows, p.scale, dP, ld_tile, Q + i0 * D,
-           p.ld_dim(), T(1), dK + j0 * D, p.ld_dim());
-      if (p.rel_query != nullptr)
+      gemm(true, false, n_cols, static_cast<int>(Dv), m_rows, T(1), weights, ld_tile, dO,
+           g.gout.ld(), T(1), g.dv.row(bh, j0), g.dv.ld());
+      gemm(false, false, m_rows, static_cast<int>(D), n_cols, p.scale, dP, ld_tile, K, g.k.ld(),
+           T(1), g.dq.row(bh, i0), g.dq.ld());
+      gemm(true, false, n_cols, static_cast<int>(D), m_rows, p.scale, dP, ld_tile, Q, g.q.ld(),
+           T(1), g.dk.row(bh, j0), g.dk.ld());
+      if (p.has_position_term())
         position_term_grads(p, bh, i0, rows, j0, n, dP, TC, G, g.d_rel_query, g.d_rel_key);
     }
   }
@@ -217,10 +225,10 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
     const Problem<T> p(q, v, spec);
     const int64_t tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
     const int64_t tasks = p.batch * p.heads * tiles;
-    const T *qd = q.data<T>(), *kd = k.data<T>(), *vd = v.data<T>();
-    T *od = out.data<T>(), *ld = lse.data<T>();
+    const Operands<T> x{HeadRows<T>(q), HeadRows<T>(k), HeadRows<T>(v), HeadRows<T>(out),
+                        lse.data<T>()};
     run_blocks(tasks, tasks > 1, [&](int64_t t) {
-      forward_task(p, qd, kd, vd, od, ld, t / tiles, (t % tiles) * kQueryTile, thread_scratch<T>());
+      forward_task(p, x, t / tiles, (t % tiles) * kQueryTile, thread_scratch<T>());
     });
   });
 }
@@ -231,17 +239,17 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
   dispatch_floating(q.dtype(), "attention_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const Problem<T> p(q, v, spec);
-    const bool position = p.rel_query != nullptr;
-    const Gradients<T> g{gout.data<T>(),
-                         q.data<T>(),
-                         k.data<T>(),
-                         v.data<T>(),
-                         out.data<T>(),
+    const bool position = p.has_position_term();
+    const Gradients<T> g{HeadRows<T>(gout),
+                         HeadRows<T>(q),
+                         HeadRows<T>(k),
+                         HeadRows<T>(v),
+                         HeadRows<T>(out),
                          lse.data<T>(),
-                         grads.dq.data<T>(),
-                         grads.dk.data<T>(),
-                         grads.dv.data<T>(),
-                         position ? grads.drel_query.data<T>() : nullptr,
+                         HeadRows<T>(grads.dq),
+                         HeadRows<T>(grads.dk),
+                         HeadRows<T>(grads.dv),
+                         position ? HeadRows<T>(grads.drel_query) : HeadRows<T>(),
                          position ? grads.drel_key.data<T>() : nullptr};
     const int64_t tasks = p.batch * p.heads;
     run_blocks(tasks, tasks > 1, [&](int64_t bh) { backward_task(p, g, bh, thread_scratch<T>()); });

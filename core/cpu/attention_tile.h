@@ -20,6 +20,31 @@ namespace relpos::cpu::attention_tile {
 constexpr int64_t kQueryTile = 128;
 constexpr int64_t kKeyTile = 256;
 
+// The rows of an operand [B, H, L, W] (or a table [H or 1, T, W]: batch stride 0) with unit
+// stride along W: q, k, v, out and their gradients may be views, such as heads split from
+// [B, L, H·W], which the GEMMs read with their row stride as leading dimension.
+template <typename T>
+struct HeadRows {
+  T* data = nullptr;
+  int64_t heads = 1, batch_stride = 0, head_stride = 0, row_stride = 0, width = 0;
+
+  HeadRows() = default;
+  explicit HeadRows(const Tensor& x)
+      : data(x.data<T>()),
+        heads(x.size(-3)),
+        batch_stride(x.dim() == 4 ? x.stride(0) : 0),
+        head_stride(x.stride(-3)),
+        row_stride(x.stride(-2)),
+        width(x.size(-1)) {}
+  // Row i of (example, head) bh.
+  T* row(int64_t bh, int64_t i) const {
+    return data + bh / heads * batch_stride + bh % heads * head_stride + i * row_stride;
+  }
+  // The GEMMs' leading dimension: the row stride (the op passes no overlapping rows), at least
+  // the width as BLAS requires (a single row may have any stride).
+  int ld() const { return static_cast<int>(std::max<int64_t>({1, width, row_stride})); }
+};
+
 template <typename T>
 struct Problem {
   int64_t batch, heads, q_len, k_len, dim, value_dim;
@@ -29,9 +54,9 @@ struct Problem {
   int64_t window;
   double dropout;
   uint64_t seed, offset;
-  const T* rel_query;  // [B, H, Lq, R] or nullptr: the position term (ops.h AttentionSpec)
-  const T* rel_key;    // [H or 1, rel_max - rel_min + 1, R]
-  int64_t rel_dim;     // R
+  HeadRows<T> rel_query;  // [B, H, Lq, R], data nullptr without the position term (ops.h)
+  HeadRows<T> rel_key;    // [H or 1, rel_max - rel_min + 1, R]
+  int64_t rel_dim;        // R
   int64_t rel_tables, rel_offset, rel_min, rel_max;
 
   Problem(const Tensor& q, const Tensor& v, const AttentionSpec& spec)
@@ -48,8 +73,8 @@ struct Problem {
         dropout(spec.dropout),
         seed(spec.seed),
         offset(spec.offset),
-        rel_query(spec.rel_query.defined() ? spec.rel_query.data<T>() : nullptr),
-        rel_key(spec.rel_key.defined() ? spec.rel_key.data<T>() : nullptr),
+        rel_query(spec.rel_query.defined() ? HeadRows<T>(spec.rel_query) : HeadRows<T>()),
+        rel_key(spec.rel_key.defined() ? HeadRows<T>(spec.rel_key) : HeadRows<T>()),
         rel_dim(spec.rel_query.defined() ? spec.rel_query.size(3) : 0),
         rel_tables(spec.rel_key.defined() ? spec.rel_key.size(0) : 0),
         rel_offset(spec.rel_offset),
@@ -69,18 +94,16 @@ struct Problem {
   // The tile shape, no larger than the problem (a short sequence gets small scratch).
   int64_t tile_rows() const { return std::clamp<int64_t>(q_len, 1, kQueryTile); }
   int64_t tile_cols() const { return std::clamp<int64_t>(k_len, 1, kKeyTile); }
-  int ld_dim() const { return static_cast<int>(std::max<int64_t>(1, dim)); }
-  int ld_value() const { return static_cast<int>(std::max<int64_t>(1, value_dim)); }
-  int ld_rel() const { return static_cast<int>(std::max<int64_t>(1, rel_dim)); }
+  bool has_position_term() const { return rel_query.data != nullptr; }
   // Scratch for the position term's band of one tile: [rows, rows + cols - 1] at most.
   int64_t band_scratch() const {
-    return rel_query != nullptr ? tile_rows() * (tile_rows() + tile_cols()) : 0;
+    return has_position_term() ? tile_rows() * (tile_rows() + tile_cols()) : 0;
   }
   // The table row of distance δ (ops.h AttentionSpec::rel_key).
   int64_t rel_row(int64_t delta) const { return std::clamp(delta, rel_min, rel_max) - rel_min; }
-  // Head bh's table: [rel_max - rel_min + 1, R].
-  const T* rel_table(int64_t bh) const {
-    return rel_key + (rel_tables == 1 ? 0 : bh % heads) * (rel_max - rel_min + 1) * rel_dim;
+  // Row `row` of head bh's table [rel_max - rel_min + 1, R].
+  const T* rel_table(int64_t bh, int64_t row) const {
+    return rel_key.row(rel_tables == 1 ? 0 : bh % heads, row);
   }
 };
 
@@ -96,14 +119,19 @@ Band band_of(const Problem<T>& p, int64_t i0, int64_t rows, int64_t j0, int64_t 
   return {first, last - first + 1};
 }
 
-// Calls f(r, c, g) for every pair (r, c) of the tile, g the pair's column in the band.
-template <typename T, typename F>
-void for_band_pairs(const Problem<T>& p, const Band& band, int64_t i0, int64_t rows, int64_t j0,
-                    int64_t n, F f) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t top = i0 + r + p.rel_offset - j0;  // δ of key j0
-    for (int64_t c = 0; c < n; ++c) f(r, c, p.rel_row(top - c) - band.first);
-  }
+// Where tile row r's pairs read the band: key column c has distance δ = top - c and reads the
+// band's column rel_row(δ) - first, which is `high` for c < begin (δ clamped to rel_max),
+// diagonal - c for begin <= c < end, and `low` for c >= end (δ clamped to rel_min).
+struct BandRow {
+  int64_t begin, end, high, diagonal, low;
+};
+template <typename T>
+BandRow band_row(const Problem<T>& p, const Band& band, int64_t i, int64_t j0, int64_t n) {
+  const int64_t top = i + p.rel_offset - j0;  // δ of key j0
+  const int64_t begin = std::clamp<int64_t>(top - p.rel_max, 0, n);
+  const int64_t end = std::clamp<int64_t>(top - p.rel_min + 1, begin, n);
+  return {begin, end, p.rel_max - p.rel_min - band.first, top - p.rel_min - band.first,
+          -band.first};
 }
 
 // S[r][c] += scale rel_query_{i0+r}·rel_key[row(δ)] over the tile (Transformer-XL's terms
@@ -116,11 +144,17 @@ void add_position_term(const Problem<T>& p, int64_t bh, int64_t i0, int64_t rows
   const Band band = band_of(p, i0, rows, j0, n);
   const int64_t R = p.rel_dim;
   gemm(false, true, static_cast<int>(rows), static_cast<int>(band.count), static_cast<int>(R),
-       p.scale, p.rel_query + (bh * p.q_len + i0) * R, p.ld_rel(), p.rel_table(bh) + band.first * R,
-       p.ld_rel(), T(0), G, static_cast<int>(band.count));
-  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t c, int64_t g) {
-    S[r * ld_s + c] += G[r * band.count + g];
-  });
+       p.scale, p.rel_query.row(bh, i0), p.rel_query.ld(), p.rel_table(bh, band.first),
+       p.rel_key.ld(), T(0), G, static_cast<int>(band.count));
+  for (int64_t r = 0; r < rows; ++r) {
+    const BandRow b = band_row(p, band, i0 + r, j0, n);
+    T* s = S + r * ld_s;
+    const T* g = G + r * band.count;
+    for (int64_t c = 0; c < b.begin; ++c) s[c] += g[b.high];
+#pragma omp simd
+    for (int64_t c = b.begin; c < b.end; ++c) s[c] += g[b.diagonal - c];
+    for (int64_t c = b.end; c < n; ++c) s[c] += g[b.low];
+  }
 }
 
 // The position term's gradients from the tile's dS (dL/d logit, before the scale): summed into
@@ -128,20 +162,26 @@ void add_position_term(const Problem<T>& p, int64_t bh, int64_t i0, int64_t rows
 // part of d rel_key, [B, H, T, R], gets scale dGᵀ·RQ in its band rows.
 template <typename T>
 void position_term_grads(const Problem<T>& p, int64_t bh, int64_t i0, int64_t rows, int64_t j0,
-                         int64_t n, const T* dS, int64_t ld_s, T* dG, T* d_rel_query,
-                         T* d_rel_key) {
+                         int64_t n, const T* dS, int64_t ld_s, T* dG,
+                         const HeadRows<T>& d_rel_query, T* d_rel_key) {
   const Band band = band_of(p, i0, rows, j0, n);
   const int64_t R = p.rel_dim, table_rows = p.rel_max - p.rel_min + 1;
   std::fill(dG, dG + rows * band.count, T(0));
-  for_band_pairs(p, band, i0, rows, j0, n, [&](int64_t r, int64_t c, int64_t g) {
-    dG[r * band.count + g] += dS[r * ld_s + c];
-  });
+  for (int64_t r = 0; r < rows; ++r) {  // in the order of c: the clamped columns sum in it
+    const BandRow b = band_row(p, band, i0 + r, j0, n);
+    const T* ds = dS + r * ld_s;
+    T* g = dG + r * band.count;
+    for (int64_t c = 0; c < b.begin; ++c) g[b.high] += ds[c];
+#pragma omp simd
+    for (int64_t c = b.begin; c < b.end; ++c) g[b.diagonal - c] += ds[c];
+    for (int64_t c = b.end; c < n; ++c) g[b.low] += ds[c];
+  }
   const int m = static_cast<int>(rows), nb = static_cast<int>(band.count);
-  gemm(false, false, m, static_cast<int>(R), nb, p.scale, dG, nb, p.rel_table(bh) + band.first * R,
-       p.ld_rel(), T(1), d_rel_query + (bh * p.q_len + i0) * R, p.ld_rel());
-  gemm(true, false, nb, static_cast<int>(R), m, p.scale, dG, nb,
-       p.rel_query + (bh * p.q_len + i0) * R, p.ld_rel(), T(1),
-       d_rel_key + (bh * table_rows + band.first) * R, p.ld_rel());
+  gemm(false, false, m, static_cast<int>(R), nb, p.scale, dG, nb, p.rel_table(bh, band.first),
+       p.rel_key.ld(), T(1), d_rel_query.row(bh, i0), d_rel_query.ld());
+  gemm(true, false, nb, static_cast<int>(R), m, p.scale, dG, nb, p.rel_query.row(bh, i0),
+       p.rel_query.ld(), T(1), d_rel_key + (bh * table_rows + band.first) * R,
+       static_cast<int>(std::max<int64_t>(1, R)));
 }
 
 // Whether every pair of rows [i0, i0 + rows) x keys [j0, j0 + n) is visible, so the tile needs
@@ -156,13 +196,19 @@ bool tile_visible(const Problem<T>& p, const uint8_t* mask, int64_t i0, int64_t 
   return true;
 }
 
-// s: query i's scaled scores against keys j0..j0+n-1; -inf where the pair is blocked.
+// s: query i's scaled scores against keys j0..j0+n-1; -inf where the pair is blocked: the
+// columns outside the causal range [lo, hi), then those the key mask drops.
 template <typename T>
 void block_row(const Problem<T>& p, const uint8_t* mask, int64_t i, int64_t j0, int64_t n, T* s) {
-  const int64_t lo = p.first_key(i) - j0, hi = p.end_key(i) - j0;  // visible columns [lo, hi)
+  const int64_t lo = std::clamp<int64_t>(p.first_key(i) - j0, 0, n);
+  const int64_t hi = std::clamp<int64_t>(p.end_key(i) - j0, lo, n);
   const T blocked = -std::numeric_limits<T>::infinity();
-  for (int64_t c = 0; c < n; ++c)
-    if (c < lo || c >= hi || (mask != nullptr && mask[j0 + c] == 0)) s[c] = blocked;
+  std::fill(s, s + lo, blocked);
+  std::fill(s + hi, s + n, blocked);
+  if (mask == nullptr) return;
+  const uint8_t* m = mask + j0;
+#pragma omp simd
+  for (int64_t c = lo; c < hi; ++c) s[c] = m[c] != 0 ? s[c] : blocked;
 }
 
 // The largest of s[0..n) and `at_least`.

@@ -1,6 +1,9 @@
 // Entry points: attention (tiled, online softmax) and its backward; shapes, dtypes, devices and
-// the spec are checked here, the kernels (core/cpu/attention.cpp, core/cuda/attention*.cu) get
-// contiguous tensors.
+// the spec are checked here. The CUDA kernels (core/cuda/attention*.cu) get contiguous tensors;
+// the CPU kernels (core/cpu/attention.cpp) read rows with any strides, so heads split from
+// [B, L, H·D] projections reach them without a copy, and their results are laid out as their
+// operands (a transposed [B, L, H, D] buffer for such heads), so merging the heads back is free.
+#include <algorithm>
 #include <cmath>
 
 #include "core/backend.h"
@@ -66,12 +69,32 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
   }
 }
 
-// The spec with a contiguous key mask, as the kernels read it.
-AttentionSpec contiguous_spec(const AttentionSpec& spec) {
+// x as the device's kernels read it: on the CPU as it is when its last dim has unit stride and
+// its rows do not overlap (BLAS's leading dimension), otherwise contiguous.
+Tensor kernel_operand(const Tensor& x) {
+  const int64_t width = x.size(-1);
+  const bool rows_readable = (width <= 1 || x.stride(-1) == 1) &&
+                             (x.size(-2) <= 1 || x.stride(-2) >= std::max<int64_t>(1, width));
+  return x.device().is_cpu() && rows_readable ? x : x.contiguous();
+}
+
+// The spec's tensors as the kernels read them (the key mask contiguous).
+AttentionSpec kernel_spec(const AttentionSpec& spec) {
   AttentionSpec s = spec;
-  for (Tensor* t : {&s.key_mask, &s.rel_query, &s.rel_key})
-    if (t->defined()) *t = t->contiguous();
+  if (s.key_mask.defined()) s.key_mask = s.key_mask.contiguous();
+  for (Tensor* t : {&s.rel_query, &s.rel_key})
+    if (t->defined()) *t = kernel_operand(*t);
   return s;
+}
+
+// An empty [B, H, L, width] result laid out as x [B, H, L, ·] is: on the CPU, when x's heads
+// interleave in its rows (heads split from [B, L, H·D]), a [B, L, H, width] buffer seen as
+// [B, H, L, width]; otherwise contiguous.
+Tensor empty_rows_like(const Tensor& x, int64_t width, DType dtype) {
+  const int64_t B = x.size(0), H = x.size(1), L = x.size(2);
+  if (x.device().is_cpu() && H > 1 && L > 1 && x.stride(1) < x.stride(2))
+    return Tensor::empty({B, L, H, width}, dtype, x.device()).transpose(1, 2);
+  return Tensor::empty({B, H, L, width}, dtype, x.device());
 }
 
 // The log-sum-exp is computed and kept in f32 for bf16 operands.
@@ -111,12 +134,12 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
     AttentionResult r = attention(to_f32(q), to_f32(k), to_f32(v), spec_in_f32(spec));
     return {cast(r.out, DType::bf16), r.lse};
   }
-  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Dv = v.size(3);
-  AttentionResult r{Tensor::empty({B, H, Lq, Dv}, q.dtype(), q.device()),
-                    Tensor::empty({B, H, Lq}, lse_dtype(q.dtype()), q.device())};
+  AttentionResult r{
+      empty_rows_like(q, v.size(3), q.dtype()),
+      Tensor::empty({q.size(0), q.size(1), q.size(2)}, lse_dtype(q.dtype()), q.device())};
   if (r.lse.numel() == 0) return r;
-  const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  const AttentionSpec s = contiguous_spec(spec);
+  const Tensor qc = kernel_operand(q), kc = kernel_operand(k), vc = kernel_operand(v);
+  const AttentionSpec s = kernel_spec(spec);
   if (q.device().is_cpu())
     cpu::attention(qc, kc, vc, s, r.out, r.lse);
   else
@@ -146,15 +169,15 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
       *t = cast_defined(*t, DType::bf16);
     return g;
   }
-  AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()),
-                   Tensor::empty(k.shape(), k.dtype(), k.device()),
-                   Tensor::empty(v.shape(), v.dtype(), v.device()),
+  AttentionGrads g{empty_rows_like(q, q.size(3), q.dtype()),
+                   empty_rows_like(k, k.size(3), k.dtype()),
+                   empty_rows_like(v, v.size(3), v.dtype()),
                    {},
                    {}};
   const bool position = has_position_term(spec);
   if (position) {
     const Tensor& rk = spec.rel_key;  // each (example, head)'s part, in f32 for bf16
-    g.drel_query = Tensor::empty(spec.rel_query.shape(), q.dtype(), q.device());
+    g.drel_query = empty_rows_like(spec.rel_query, spec.rel_query.size(3), q.dtype());
     g.drel_key = Tensor::empty({q.size(0), q.size(1), rk.size(1), rk.size(2)}, lse_dtype(q.dtype()),
                                q.device());
   }
@@ -162,9 +185,9 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
     for (Tensor* t : {&g.dq, &g.dk, &g.dv, &g.drel_query, &g.drel_key})
       if (t->defined() && t->numel() > 0) fill_(*t, 0);
   } else {
-    const Tensor gc = gout.contiguous(), qc = q.contiguous(), kc = k.contiguous(),
-                 vc = v.contiguous(), oc = out.contiguous(), lc = lse.contiguous();
-    const AttentionSpec s = contiguous_spec(spec);
+    const Tensor gc = kernel_operand(gout), qc = kernel_operand(q), kc = kernel_operand(k),
+                 vc = kernel_operand(v), oc = kernel_operand(out), lc = lse.contiguous();
+    const AttentionSpec s = kernel_spec(spec);
     if (q.device().is_cpu())
       cpu::attention_backward(gc, qc, kc, vc, oc, lc, s, g);
     else

@@ -319,6 +319,71 @@ TEST_CASE("attention: bad shapes, masks and settings are refused by name") {
         }).find("rel_min 5 must be <= rel_max 4") != std::string::npos);
 }
 
+// Heads split from [B, L, H·D] projections reach the CPU kernels as views: the results have the
+// bits of contiguous operands', out and the gradients come back laid out as their operands (so
+// merging the heads is free), and the op allocates its results only, no copies of its operands.
+TEST_CASE("attention: head-split operands give contiguous ones' bits, without copies (CPU)") {
+  const int64_t B = 2, H = 3, Lq = 131, Lk = 150, D = 8, Dv = 5, R = 6, T = 40;
+  // [B, L, H, W] as [B, H, L, W]: heads interleaved in each row.
+  const auto split = [&](int64_t len, int64_t width, DType dt, uint64_t seed) {
+    return test::random_tensor({B, len, H, width}, dt, seed, -2, 2).transpose(1, 2);
+  };
+  for (const DType dt : {DType::f32, DType::f64})
+    for (const bool position : {false, true}) {
+      INFO(dtype_name(dt) << (position ? " with the position term" : ""));
+      const Tensor q = split(Lq, D, dt, 1), k = split(Lk, D, dt, 2), v = split(Lk, Dv, dt, 3);
+      const Tensor gout = split(Lq, Dv, dt, 4);
+      AttentionSpec spec;
+      spec.scale = 0.4;
+      spec.key_mask = test::attention_padding_mask(B, Lk, 5);
+      spec.causal = true;  // queries at positions Lk - Lq .. Lk - 1, as with a memory
+      spec.dropout = 0.2;
+      spec.seed = 6;
+      if (position) {
+        spec.rel_query = split(Lq, R, dt, 7);
+        spec.rel_key = test::random_tensor({T, H, R}, dt, 8, -2, 2).transpose(0, 1);  // [H, T, R]
+        spec.rel_offset = Lk - Lq, spec.rel_min = -3, spec.rel_max = T - 4;  // clamped both ways
+      }
+      AttentionSpec dense = spec;
+      if (position)
+        dense.rel_query = spec.rel_query.contiguous(), dense.rel_key = spec.rel_key.contiguous();
+
+      const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+      const Tensor gc_out = gout.contiguous();
+      // Bytes a call allocates beyond what was live before it, at its peak.
+      int64_t before = 0;
+      const auto start = [&] {
+        before = memory_stats(Device::cpu()).current_bytes;
+        reset_peak_memory(Device::cpu());
+      };
+      const auto peak = [&] { return memory_stats(Device::cpu()).peak_bytes - before; };
+      start();
+      const AttentionResult r = attention(q, k, v, spec);
+      const int64_t forward_peak = peak();
+      start();
+      const AttentionGrads g = attention_backward(gout, q, k, v, r, spec);
+      const int64_t backward_peak = peak();
+      start();
+      const AttentionResult rc = attention(qc, kc, vc, dense);
+      CHECK(forward_peak == peak());
+      start();
+      const AttentionGrads gc = attention_backward(gc_out, qc, kc, vc, rc, dense);
+      CHECK(backward_peak == peak());
+      for (const Tensor* t : {&r.out, &g.dq, &g.dk, &g.dv})
+        CHECK(t->transpose(1, 2).is_contiguous());
+      CHECK(test::same_bits(r.out, rc.out));
+      CHECK(test::same_bits(r.lse, rc.lse));
+      CHECK(test::same_bits(g.dq, gc.dq));
+      CHECK(test::same_bits(g.dk, gc.dk));
+      CHECK(test::same_bits(g.dv, gc.dv));
+      if (position) {
+        CHECK(g.drel_query.transpose(1, 2).is_contiguous());
+        CHECK(test::same_bits(g.drel_query, gc.drel_query));
+        CHECK(test::same_bits(g.drel_key, gc.drel_key));
+      }
+    }
+}
+
 // Forward + backward peak bytes (the allocator's count; the kernels' tile scratch is a few
 // tiles per thread outside it) at L and 4L: linear growth gives 4x, the [L, L] weights 16x.
 TEST_CASE("attention: peak memory of forward + backward grows linearly in L") {
