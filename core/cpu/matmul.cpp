@@ -32,9 +32,10 @@ int64_t parts_of(int64_t m, int64_t n, int64_t k) {
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const Tensor& out) {
-  // a: [B, M, K] (or [B, K, M]), b: [B, K, N] (or [B, N, K]), out: [B, M, N] contiguous.
+  // a: [B, M, K] (or [B, K, M]), b: [B, K, N] (or [B, N, K]), out: [B, M, N] contiguous; a and b
+  // may also be [B1, B2, ., .] with B = B1 B2 (gemm_operand.h).
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
-  const int64_t k = trans_a ? a.size(1) : a.size(2);
+  const int64_t k = trans_a ? a.size(-2) : a.size(-1);
   if (batch == 0 || m == 0 || n == 0) return;
   if (k == 0) {  // empty sum: BLAS may reject ld = 0, and the answer is all zeros
     fill(out, 0);
@@ -56,8 +57,8 @@ void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const 
     run_blocks(tasks, tasks > 1 && batch * m * n * k > kParallelFlops, [&](int64_t t) {
       const int64_t i = t / parts, part = t % parts;
       const int64_t first = part * width / parts, last = (part + 1) * width / parts;
-      const T* ai = pa_data + i * pa.batch_stride;
-      const T* bi = pb_data + i * pb.batch_stride;
+      const T* ai = pa_data + pa.offset(i);
+      const T* bi = pb_data + pb.offset(i);
       T* ci = po + i * m * n;
       // Rows [first, last) of op(a) start `first` rows (ta: columns) into the stored matrix;
       // columns of op(b) likewise; then the block of C.

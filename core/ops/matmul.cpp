@@ -100,6 +100,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DTyp
     return batched_matmul(a3, b.unsqueeze(0), false, trans_b, out_dtype).view(out_shape);
   }
   const Shape batch_shape(out_shape.begin(), out_shape.end() - 2);
+  if (batch_shape.size() == 2 && a.device().is_cpu()) {
+    // Two batch dims, such as [B, H] of heads split from [B, L, H·D], whose strides do not fold
+    // into one (as_batched would copy): the CPU kernel takes them as they are.
+    const auto four_d = [&](const Tensor& x) {
+      return x.expand({batch_shape[0], batch_shape[1], x.size(-2), x.size(-1)});
+    };
+    Tensor out = Tensor::empty({batch, m, n}, out_dtype, a.device());
+    cpu::matmul(four_d(a), four_d(b), trans_a, trans_b, out);
+    return out.view(out_shape);
+  }
   return batched_matmul(as_batched(a, batch_shape), as_batched(b, batch_shape), trans_a, trans_b,
                         out_dtype)
       .view(out_shape);

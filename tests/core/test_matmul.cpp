@@ -138,6 +138,38 @@ TEST_CASE("matmul: transposed views reach BLAS without a copy") {
   CHECK_CLOSE(out, naive_matmul(a, b, true, false), 1e-5, 1e-5);
 }
 
+// Heads split from [B, L, H·D] are [B, H, L, D] views whose batch dims do not fold into one
+// stride; the CPU kernel takes the two batch strides as they are (gemm_operand.h).
+TEST_CASE("matmul: two batch dims that do not fold reach BLAS without a copy, same bits") {
+  const int64_t B = 3, H = 4, L = 9, D = 5;
+  for (DType dtype : kFloating) {
+    INFO("dtype " << dtype_name(dtype));
+    const Tensor q = test::random_tensor({B, L, H, D}, dtype, 51).transpose(1, 2);  // [B, H, L, D]
+    const Tensor k = test::random_tensor({B, L, H, D}, dtype, 52).transpose(1, 2);
+    const Tensor shared = test::random_tensor({H, D, 7}, dtype, 53);  // broadcast over B
+    const Tensor stepped = test::random_tensor({B, H, 2 * L, 3 * D}, dtype, 54)
+                               .slice(2, 0, 2 * L, 2)
+                               .slice(3, 0, 3 * D, 3);  // no unit stride: copied
+    for (const bool tb : {false, true}) {
+      const Tensor kk = tb ? k : k.transpose(2, 3);  // [B, H, D, L] as a view, or k passed tb
+      reset_peak_memory(Device::cpu());
+      const int64_t before = memory_stats(Device::cpu()).current_bytes;
+      const Tensor out = matmul(q, kk, false, tb);  // [B, H, L, L]
+      CHECK(memory_stats(Device::cpu()).peak_bytes - before ==
+            out.numel() * static_cast<int64_t>(dtype_size(dtype)));
+      CHECK(test::same_bits(out, matmul(q.contiguous(), kk.contiguous(), false, tb)));
+      CHECK_CLOSE(out, naive_matmul(q.contiguous(), kk.contiguous(), false, tb), tol(dtype),
+                  tol(dtype));
+    }
+    CHECK(test::same_bits(matmul(q, shared), matmul(q.contiguous(), shared)));
+    CHECK(test::same_bits(matmul(q, k, true, false),  // qᵀ k: [B, H, D, D]
+                          matmul(q.contiguous(), k.contiguous(), true, false)));
+    CHECK_CLOSE(matmul(stepped, k, false, true),
+                naive_matmul(stepped.contiguous(), k.contiguous(), false, true), tol(dtype),
+                tol(dtype));
+  }
+}
+
 TEST_CASE("matmul: K = 0 gives zeros; M, N or batch = 0 give empty outputs") {
   for (DType dtype : kFloating) {
     const Tensor z = matmul(zeros({2, 3, 0}, dtype), zeros({2, 0, 4}, dtype));
