@@ -5,8 +5,15 @@
 # and prints a summary table last. Full logs go to OUT_DIR.
 #   tools/gpu-check.sh OUT_DIR [--skip-bench] [--skip-sanitizer]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
+for arg in "$@"; do
+  if [[ $arg == -h || $arg == --help ]]; then sed -n '2,6p' "$0"; exit 0; fi
+done
 out=${1:?usage: tools/gpu-check.sh OUT_DIR [--skip-bench] [--skip-sanitizer]}
+if [[ $out == -* ]]; then
+  echo "gpu-check.sh: the first argument is OUT_DIR, got '$out' (see --help)" >&2
+  exit 2
+fi
 shift
 skip_bench=0 skip_sanitizer=0
 for arg in "$@"; do

@@ -2,7 +2,8 @@
 # The standalone benchmark programs (tools/bench/relpos_bench_*): --help from their CLI11
 # definitions; a bad number, an unknown flag or a missing required one is exit 2 with one line
 # naming the program and the flag; a tiny run prints the JSON lines the run_*_bench.sh scripts
-# read. Timings are never asserted. Usage: test_bench_programs.sh BENCH_BUILD_DIR SOURCE_DIR
+# read; the GPU scripts' --help and their OUT_DIR argument. Timings are never asserted.
+# Usage: test_bench_programs.sh BENCH_BUILD_DIR SOURCE_DIR
 set -uo pipefail
 bin=$1
 source_dir=$2
@@ -62,6 +63,20 @@ expect_status 0 "train_step --profile" -- "$bin/relpos_bench_train_step" \
 grep -q '"impl": "relpos"' "$tmp/out" || fail "train_step --profile: no JSON line: $(cat "$tmp/out")"
 for row in "^profile: 2 updates on cpu" "^matmul " "^encoder.layers.0.attn "; do
   grep -q "$row" "$tmp/err" || fail "train_step --profile: no '$row' on stderr: $(cat "$tmp/err")"
+done
+
+# The GPU scripts take OUT_DIR first: --help anywhere prints their header, and an option where
+# OUT_DIR belongs is refused before anything is made (it once became `mkdir -p --help` and a
+# build of the cuda preset).
+for script in tools/bench/run_gpu_figures.sh tools/gpu-check.sh; do
+  name=$(basename "$script")
+  expect_status 0 "$name --help" -- "$source_dir/$script" --help
+  grep -q "^# .*GPU" "$tmp/out" || fail "$name --help prints no header: $(cat "$tmp/out")"
+  (cd "$tmp" && "$source_dir/$script" --skip-bench x >"$tmp/out" 2>"$tmp/err")
+  [[ $? -eq 2 ]] || fail "$name with an option first: not exit 2"
+  grep -q "the first argument is OUT_DIR, got '--skip-bench'" "$tmp/err" ||
+    fail "$name with an option first: $(cat "$tmp/err")"
+  [[ ! -e "$tmp/x" ]] || fail "$name with an option first made its output folder"
 done
 
 if [[ $failures -gt 0 ]]; then

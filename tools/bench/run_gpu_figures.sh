@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU figures of tools/bench/RESULTS.md's attention and training-step tables, in one command
-# for a lent GPU machine whose time is short: builds what they need (the `cuda` preset's tests and benchmarks), runs the CUDA test
-# cases first (kernels that have run only in the CPU emulator may fail on a real device), then
-# attention against PyTorch's scaled_dot_product_attention (f32 and bf16), the training steps
-# against their PyTorch twins (f32 and bf16; Transformer-XL base with the fused attention and the
-# composed one), and the MNIST demo's wall time when its digits are given. Each part runs under
+# for a lent GPU machine whose time is short: builds what they need (the `cuda` preset's tests
+# and benchmarks), runs the CUDA test cases first (kernels that have run only in the CPU
+# emulator may fail on a real device), then attention against PyTorch's
+# scaled_dot_product_attention (f32 and bf16), the training steps against their PyTorch twins
+# (f32 and bf16; Transformer-XL base with the fused attention and the composed one), and the
+# MNIST demo's wall time when its digits are given. Each part runs under
 # its own time limit and writes its table as it ends, so a part that overruns costs only itself;
 # OUT_DIR/summary.md lists every part with its exit status and seconds. A part's limit is 150 s
 # (120 with --quick), so all of them may need more than one 10-minute call: --parts splits them.
@@ -18,7 +19,14 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root" || exit 2
+for arg in "$@"; do
+  if [[ $arg == -h || $arg == --help ]]; then sed -n '2,18p' "$0"; exit 0; fi
+done
 out=${1:?usage: tools/bench/run_gpu_figures.sh OUT_DIR [--parts LIST] [--mnist-data DIR] [--quick]}
+if [[ $out == -* ]]; then
+  echo "run_gpu_figures.sh: the first argument is OUT_DIR, got '$out' (see --help)" >&2
+  exit 2
+fi
 shift
 parts="tests,attention,steps,lm,demo" mnist_data="" quick=0
 while [[ $# -gt 0 ]]; do
@@ -26,7 +34,6 @@ while [[ $# -gt 0 ]]; do
     --parts) parts=$2; shift 2 ;;
     --mnist-data) mnist_data=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run_gpu_figures.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
