@@ -1,5 +1,6 @@
 // Broadcasting binary ops and the fused activation gradients against plain-loop references:
 // f32 and f64, odd, broadcast and strided inputs, NaN propagation, integer paths and errors.
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -70,6 +71,54 @@ TEST_CASE("binary: add/sub/mul/div/maximum/minimum match the naive formula with 
         CHECK_CLOSE(c.op(test::strided_copy(a), test::strided_copy(b)), want, rtol, atol);
         CHECK(c.op(a, b).dtype() == dt);
       }
+}
+
+TEST_CASE("binary: heads split from [B, L, H*D] (short strided rows) match the naive formula") {
+  // Rows under 64 elements are walked in groups along the next dim (core/cpu/strided_loop.h): a
+  // group longer than a task (8192 / D rows, here L 1100 at D 8) is split, threads take over from
+  // 32768 elements, and the kinds of row are both strided, one broadcast input, and dense.
+  const std::vector<std::array<int64_t, 4>> kHeads = {
+      {2, 5, 3, 7}, {3, 1100, 2, 8}, {4, 50, 4, 16}, {1, 3, 2, 63}};
+  for (const BinaryCase& c : binary_cases())
+    for (DType dt : {DType::f32, DType::f64})
+      for (const auto& [b, l, h, d] : kHeads) {
+        RELPOS_INFO("{} {} B {} L {} H {} D {}", c.name, dtype_name(dt), b, l, h, d);
+        const auto heads = [&](uint64_t seed) {  // [B, H, L, D], a view of [B, L, H*D]
+          return test::random_tensor({b, l, h * d}, dt, seed, -2, 2)
+              .reshape({b, l, h, d})
+              .transpose(1, 2);
+        };
+        const Tensor x = heads(41), y = heads(42);
+        const Tensor per_row = test::random_tensor({b, h, l, 1}, dt, 43, -2, 2);
+        const Tensor per_column = test::random_tensor({d}, dt, 44, -2, 2);
+        const Shape shape = {b, h, l, d};
+        const double rtol = dt == DType::f32 ? 1e-6 : 1e-14, atol = dt == DType::f32 ? 1e-7 : 1e-15;
+        for (const auto& [p, q] : std::vector<std::pair<Tensor, Tensor>>{
+                 {x, y}, {x, per_row}, {per_row, x}, {x, per_column}, {x, x.contiguous()}}) {
+          const Tensor want = Tensor::from_vector(naive_binary(c, p, q, shape), shape);
+          const Tensor got = c.op(p, q);
+          CHECK_CLOSE(got, want, rtol, atol);
+          // One correctly rounded operation: the bits of the same op on contiguous operands.
+          CHECK(test::same_bits(got, c.op(p.contiguous(), q.contiguous())));
+        }
+      }
+}
+
+TEST_CASE("copy and where: short strided rows, into a strided destination too") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Tensor x =
+        test::random_tensor({3, 1100, 16}, dt, 51).reshape({3, 1100, 2, 8}).transpose(1, 2);
+    const Tensor dense = x.contiguous();  // [3, 2, 1100, 8]
+    CHECK(dense.is_contiguous());
+    CHECK(test::same_bits(dense, cast(Tensor::from_vector(x.to_vector<double>(), x.shape()), dt)));
+    // A strided destination: the transposed view of a [3, 1100, 2, 8] buffer.
+    const Tensor target = Tensor::empty({3, 1100, 2, 8}, dt);
+    copy_(target.transpose(1, 2), dense);
+    CHECK(test::same_bits(target.transpose(1, 2).contiguous(), dense));
+    const Tensor cond = test::random_indices({3, 1, 1100, 1}, 2, 52).to(DType::u8);
+    const Tensor y = test::random_tensor({3, 2, 1100, 8}, dt, 53);
+    CHECK(test::same_bits(where(cond, x, y), where(cond, dense, y)));
+  }
 }
 
 TEST_CASE("binary: maximum and minimum propagate NaN from either side") {

@@ -38,6 +38,11 @@ Tensor normal(const Shape& shape, Generator& gen) {
   return randn(shape, gen, 0, 1, DType::f32, g_device);
 }
 
+// [B, L, H*16] -> the view [B, H, L, 16] (no copy).
+Tensor head_view(const Tensor& x) {
+  return x.reshape({x.size(0), x.size(1), x.size(2) / 16, 16}).transpose(1, 2);
+}
+
 // The activation cases, in f32 and in bf16 storage computed in f32 (the activations of
 // train.precision: bf16), and the casts between them.
 std::vector<Case> activation_cases() {
@@ -67,6 +72,29 @@ std::vector<Case> activation_cases() {
        [](Generator& g) {
          const Tensor x = cast(normal({4096, 4096}, g), DType::bf16);
          return Call([=] { return cast(x, DType::f32); });
+       }},
+  };
+}
+
+// Heads split from a [32, 64, 64] projection: rows of 16 elements with strides, the layout of
+// q and k in the attention layers.
+std::vector<Case> head_view_cases() {
+  return {
+      {"copy", "[32, 4, 64, 16] head view, contiguous",
+       [](Generator& g) {
+         const Tensor x = head_view(normal({32, 64, 64}, g));
+         return Call([=] { return x.contiguous(); });
+       }},
+      {"sub", "[32, 4, 64, 16] head view - [32, 4, 64, 1]",
+       [](Generator& g) {
+         const Tensor x = head_view(normal({32, 64, 64}, g)), c = normal({32, 4, 64, 1}, g);
+         return Call([=] { return sub(x, c); });
+       }},
+      {"add", "[32, 4, 64, 16] head view + [32, 4, 64, 16] head view",
+       [](Generator& g) {
+         const Tensor a = head_view(normal({32, 64, 64}, g));
+         const Tensor b = head_view(normal({32, 64, 64}, g));
+         return Call([=] { return add(a, b); });
        }},
   };
 }
@@ -138,8 +166,8 @@ const std::vector<Case>& cases() {
   };
   static const std::vector<Case> all = [] {
     std::vector<Case> t = table;
-    const std::vector<Case> activations = activation_cases();
-    t.insert(t.end(), activations.begin(), activations.end());
+    for (const std::vector<Case>& more : {head_view_cases(), activation_cases()})
+      t.insert(t.end(), more.begin(), more.end());
     return t;
   }();
   return all;

@@ -63,6 +63,11 @@ def unary(fn, shape, dtype=torch.float32):
     return make
 
 
+def head_view(x):
+    """[B, L, H*16] -> the view [B, H, L, 16] (no copy), as bench_ops.cpp's head_view."""
+    return x.reshape(x.shape[0], x.shape[1], x.shape[2] // 16, 16).transpose(1, 2)
+
+
 # (op, shape string, make) in the order of bench_ops.cpp; shape strings must match it exactly.
 CASES = [
     ("matmul", "[1024, 1024] x [1024, 1024]", binary(torch.matmul, (1024, 1024), (1024, 1024))),
@@ -77,6 +82,12 @@ CASES = [
     ("add", "[4096, 4096] + [4096, 4096]", binary(torch.add, (4096, 4096), (4096, 4096))),
     ("sum", "[4096, 4096], all dims", unary(torch.sum, (4096, 4096))),
     ("sum", "[64, 1024, 256], dim -1", unary(lambda x: torch.sum(x, -1), (64, 1024, 256))),
+    ("copy", "[32, 4, 64, 16] head view, contiguous",
+     unary(lambda x: head_view(x).contiguous(), (32, 64, 64))),
+    ("sub", "[32, 4, 64, 16] head view - [32, 4, 64, 1]",
+     binary(lambda x, c: head_view(x) - c, (32, 64, 64), (32, 4, 64, 1))),
+    ("add", "[32, 4, 64, 16] head view + [32, 4, 64, 16] head view",
+     binary(lambda a, b: head_view(a) + head_view(b), (32, 64, 64), (32, 64, 64))),
     ("gelu", "[4096, 4096]", unary(F.gelu, (4096, 4096))),
     ("gelu", "[4096, 4096] bf16", unary(lambda x: F.gelu(x), (4096, 4096), torch.bfloat16)),
     ("add", "[4096, 4096] + [4096, 4096] bf16",
