@@ -5,6 +5,16 @@
 
 #include <doctest/doctest.h>
 
+// doctest prints a `const char*` (e.g. INFO("dtype " << dtype_name(dt))) as its address; these
+// print the text. (DOCTEST_CONFIG_TREAT_CHAR_STAR_AS_STRING would, but it does not compile in
+// doctest 2.4.9.) Every test includes doctest through this header, so all see the same maker.
+template <>
+struct doctest::StringMaker<const char*> {
+  static String convert(const char* text) { return text == nullptr ? "nullptr" : text; }
+};
+template <>
+struct doctest::StringMaker<char*> : doctest::StringMaker<const char*> {};
+
 #include <filesystem>
 #include <functional>
 #include <string>

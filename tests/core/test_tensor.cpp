@@ -1,4 +1,6 @@
 // Tensor views and layout: reshape/view, transpose, permute, slice, expand, diagonal, as_strided.
+#include <string>
+
 #include "core/cpu/available_memory.h"
 #include "tests/harness.h"
 
@@ -112,6 +114,15 @@ TEST_CASE("tensor: strided_copy holds the same values with non-unit strides") {
   const Tensor s = test::strided_copy(x);
   CHECK_FALSE(s.is_contiguous());
   CHECK(s.to_vector<float>() == x.to_vector<float>());
+}
+
+TEST_CASE("test messages print a const char* as its text (tests/harness.h)") {
+  // INFO("dtype " << dtype_name(dt)) must name the dtype when a check fails, not an address.
+  const char* name = dtype_name(DType::f32);
+  CHECK(std::string(doctest::toString(name).c_str()) == "f32");
+  char text[] = "text";
+  CHECK(std::string(doctest::toString(static_cast<char*>(text)).c_str()) == "text");
+  CHECK(std::string(doctest::toString(static_cast<const char*>(nullptr)).c_str()) == "nullptr");
 }
 
 TEST_CASE("cpu allocator: buffers from 32 MiB are cached by size and reused; counts stay exact") {
