@@ -3,7 +3,13 @@
 #include <omp.h>
 
 #include <array>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <type_traits>
+#include <vector>
 
+#include "core/cpu/blas.h"
 #include "tests/harness.h"
 
 using namespace relpos;
@@ -168,6 +174,41 @@ TEST_CASE("matmul: two batch dims that do not fold reach BLAS without a copy, sa
                 naive_matmul(stepped.contiguous(), k.contiguous(), false, true), tol(dtype),
                 tol(dtype));
   }
+}
+
+TEST_CASE("cpu gemm with beta 0: the bits of OpenBLAS's own beta 0, over NaN and strided rows") {
+  // cpu::gemm clears c itself and accumulates with beta 1 (core/cpu/blas.h); the result must be
+  // OpenBLAS's beta-0 product bit for bit, signed zeros included, whatever c held before.
+  std::mt19937 rng(7);
+  const auto check = [&]<typename T>(T) {
+    for (int trial = 0; trial < 300; ++trial) {
+      const bool tiny = trial % 4 == 0;
+      const int m = 1 + static_cast<int>(rng() % (tiny ? 6 : 150));
+      const int n = 1 + static_cast<int>(rng() % (tiny ? 6 : 150));
+      const int k = static_cast<int>(rng() % (tiny ? 6 : 200));
+      const bool ta = rng() % 2 != 0, tb = rng() % 2 != 0;
+      const int ldc = n + static_cast<int>(rng() % 3);  // rows of c with a gap, sometimes
+      std::uniform_real_distribution<T> value(-1, 1);
+      std::vector<T> a(static_cast<size_t>(m) * k + 1), b(static_cast<size_t>(k) * n + 1);
+      for (T& x : a) x = rng() % 5 == 0 ? T(0) : value(rng);
+      for (T& x : b) x = rng() % 5 == 0 ? T(-0.0) : value(rng);
+      std::vector<T> ours(static_cast<size_t>(m) * ldc, std::numeric_limits<T>::quiet_NaN());
+      std::vector<T> blas = ours;
+      const int lda = ta ? m : k, ldb = tb ? k : n;
+      cpu::gemm(ta, tb, m, n, k, T(1), a.data(), lda, b.data(), ldb, T(0), ours.data(), ldc);
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, blas.data(), ldc);
+      else
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m, n, k, 1.0, a.data(), lda, b.data(), ldb, 0.0, blas.data(), ldc);
+      RELPOS_INFO("m {} n {} k {} ta {} tb {} ldc {}", m, n, k, ta, tb, ldc);
+      // The gaps between rows are not c's: both leave their NaN.
+      CHECK(std::memcmp(ours.data(), blas.data(), sizeof(T) * ours.size()) == 0);
+    }
+  };
+  check(1.0f);
+  check(1.0);
 }
 
 TEST_CASE("matmul: K = 0 gives zeros; M, N or batch = 0 give empty outputs") {
