@@ -81,7 +81,8 @@ TEST_CASE("binary: heads split from [B, L, H*D] (short strided rows) match the n
       {2, 5, 3, 7}, {3, 1100, 2, 8}, {4, 50, 4, 16}, {1, 3, 2, 63}};
   for (const BinaryCase& c : binary_cases())
     for (DType dt : {DType::f32, DType::f64})
-      for (const auto& [b, l, h, d] : kHeads) {
+      for (const std::array<int64_t, 4>& sizes : kHeads) {                     // B, L, H, D
+        const int64_t b = sizes[0], l = sizes[1], h = sizes[2], d = sizes[3];  // for the lambda
         RELPOS_INFO("{} {} B {} L {} H {} D {}", c.name, dtype_name(dt), b, l, h, d);
         const auto heads = [&](uint64_t seed) {  // [B, H, L, D], a view of [B, L, H*D]
           return test::random_tensor({b, l, h * d}, dt, seed, -2, 2)
