@@ -32,20 +32,25 @@ void for_each_dense_block(int64_t n, Fn&& fn) {
 // run's first element of operand k and steps[k] is its stride in elements. Runs never overlap
 // in the output, so inner may write without synchronisation. Threads are used once the work,
 // elements x cost_per_element (e.g. the scan length when each element starts a scan), is large.
-// A run has at most run_block elements (a longer row is split into tasks of that size).
 template <size_t N, typename Inner>
-void for_each_run(const StridedLayout<N>& L, Inner&& inner, int64_t cost_per_element = 1,
-                  int64_t run_block = 8192) {
+void for_each_run(const StridedLayout<N>& L, Inner&& inner, int64_t cost_per_element = 1) {
   const int nd = static_cast<int>(L.shape.size());
   const int64_t row_len = L.shape.back();
   int64_t rows = 1;
   for (int d = 0; d + 1 < nd; ++d) rows *= L.shape[d];
   if (rows == 0 || row_len == 0) return;
 
-  const int64_t blocks_per_row = (row_len + run_block - 1) / run_block;
+  constexpr int64_t kBlock = 8192;  // elements per task when a row is long
+  const int64_t blocks_per_row = (row_len + kBlock - 1) / kBlock;
   const int64_t tasks = rows * blocks_per_row;
   std::array<int64_t, N> steps;
   for (size_t k = 0; k < N; ++k) steps[k] = L.strides[k].back();
+  // The odometer's common step, to the next row along dim nd-2, in bytes per operand: taken
+  // without reading the layout's vectors, which costs as much as a short row.
+  const int64_t inner_rows = nd >= 2 ? L.shape[nd - 2] : 1;
+  std::array<int64_t, N> next_row{};
+  if (nd >= 2)
+    for (size_t k = 0; k < N; ++k) next_row[k] = L.strides[k][nd - 2] * L.elem_size[k];
 
   // Tasks [begin, end) in order: the first task's row is found by division, each next row by an
   // odometer step (rows are often short, e.g. 8 elements, so a division chain per row would cost
@@ -61,13 +66,24 @@ void for_each_run(const StridedLayout<N>& L, Inner&& inner, int64_t cost_per_ele
       for (size_t k = 0; k < N; ++k) row_ptrs[k] += index[d] * L.strides[k][d] * L.elem_size[k];
     }
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t start = block * run_block;
-      std::array<char*, N> ptrs;
-      for (size_t k = 0; k < N; ++k) ptrs[k] = row_ptrs[k] + start * steps[k] * L.elem_size[k];
-      inner(ptrs, std::min(run_block, row_len - start), steps);
-      if (++block < blocks_per_row) continue;
-      block = 0;
-      for (int d = nd - 2; d >= 0; --d) {  // the next row
+      std::array<char*, N> ptrs = row_ptrs;
+      int64_t n = row_len;
+      if (blocks_per_row > 1) {  // a block of a long row
+        const int64_t start = block * kBlock;
+        for (size_t k = 0; k < N; ++k) ptrs[k] += start * steps[k] * L.elem_size[k];
+        n = std::min(kBlock, row_len - start);
+      }
+      inner(ptrs, n, steps);
+      if (blocks_per_row > 1) {
+        if (++block < blocks_per_row) continue;
+        block = 0;
+      }
+      if (nd < 2) continue;
+      for (size_t k = 0; k < N; ++k) row_ptrs[k] += next_row[k];  // the next row
+      if (++index[nd - 2] < inner_rows) continue;
+      for (size_t k = 0; k < N; ++k) row_ptrs[k] -= inner_rows * next_row[k];
+      index[nd - 2] = 0;
+      for (int d = nd - 3; d >= 0; --d) {  // carried into the outer dims
         for (size_t k = 0; k < N; ++k) row_ptrs[k] += L.strides[k][d] * L.elem_size[k];
         if (++index[d] < L.shape[d]) break;
         for (size_t k = 0; k < N; ++k) row_ptrs[k] -= L.shape[d] * L.strides[k][d] * L.elem_size[k];
@@ -100,12 +116,9 @@ inline auto input_at(const Ins& ins, const V& held, int64_t i) {
 
 // Elementwise map over same-shape operands: out = f(in...). Typed pointers per operand.
 //   map_elementwise<float, float, float>(out, {&a, &b}, [](float x, float y) { return x + y; });
-// Rows (the innermost merged dim) with unit strides, and rows where one input is broadcast
-// (stride 0) and the rest have unit strides (a bias, a per-row scale), are loops the compiler
-// vectorizes; others are strided. The kind is the same for every row, so it is decided once.
-// Short rows (e.g. heads of 16 split from [B, L, H*16]) are handed out in groups: each call of
-// for_each_run walks consecutive rows along the next dim with one pointer step, instead of an
-// index update per row.
+// Runs with unit strides, and runs where one input is broadcast (stride 0) and the rest have
+// unit strides (a bias, a per-row scale), are loops the compiler vectorizes; others are strided.
+// Every run has the same strides, so its kind is decided once, not per run.
 template <typename TOut, typename... TIn, typename F>
 void map_elementwise(const Tensor& out, const std::array<const Tensor*, sizeof...(TIn)>& in, F f) {
   constexpr size_t N = sizeof...(TIn) + 1;
@@ -113,9 +126,7 @@ void map_elementwise(const Tensor& out, const std::array<const Tensor*, sizeof..
   ops[0] = &out;
   for (size_t k = 0; k + 1 < N; ++k) ops[k + 1] = in[k];
   const StridedLayout<N> L = make_layout<N>(out.shape(), ops);
-  const int64_t row_len = L.shape.back();
-  if (row_len == 0) return;  // an empty tensor
-  std::array<int64_t, N> s;  // element strides along a row
+  std::array<int64_t, N> s;  // element strides along a run: the same for every run
   for (size_t k = 0; k < N; ++k) s[k] = L.strides[k].back();
   int units = 0, held = -1;  // inputs with stride 1; the one input with stride 0
   for (size_t k = 1; k < N; ++k) {
@@ -124,53 +135,28 @@ void map_elementwise(const Tensor& out, const std::array<const Tensor*, sizeof..
   }
   const bool dense = s[0] == 1 && units == static_cast<int>(N) - 1;
   const bool one_held = s[0] == 1 && held >= 0 && units == static_cast<int>(N) - 2;
-
-  // m rows of n elements; row r of operand k starts at p[k] + r * row_bytes[k].
-  auto rows = [&](std::array<char*, N> p, int64_t m, const std::array<int64_t, N>& row_bytes,
-                  int64_t n) {
+  for_each_run<N>(L, [&](const std::array<char*, N>& p, int64_t n, const std::array<int64_t, N>&) {
+    TOut* o = reinterpret_cast<TOut*>(p[0]);
     [&]<size_t... I>(std::index_sequence<I...>) {
-      for (int64_t r = 0; r < m; ++r) {
-        TOut* o = reinterpret_cast<TOut*>(p[0]);
-        std::tuple<TIn*...> ins{reinterpret_cast<TIn*>(p[I + 1])...};
-        for (size_t k = 0; k < N; ++k) p[k] += row_bytes[k];
-        if (dense) {  // a loop the compiler vectorizes
-          for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ins)[i]...);
-          continue;
-        }
-        if constexpr (N >= 2) {  // one input broadcast along the row, the others unit
-          if (one_held) {
-            const auto with_held = [&]<size_t J>(std::integral_constant<size_t, J>) {
-              if (held != static_cast<int>(J)) return;
-              const auto value = std::get<J>(ins)[0];
-              for (int64_t i = 0; i < n; ++i) o[i] = f(input_at<I, J>(ins, value, i)...);
-            };
-            (with_held(std::integral_constant<size_t, I>{}), ...);
-            continue;
-          }
-        }
-        for (int64_t i = 0; i < n; ++i) o[i * s[0]] = f(std::get<I>(ins)[i * s[I + 1]]...);
+      std::tuple<TIn*...> ins{reinterpret_cast<TIn*>(p[I + 1])...};
+      if (dense) {  // a loop the compiler vectorizes
+        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ins)[i]...);
+        return;
       }
+      if constexpr (N >= 2) {  // one input broadcast along the run, the others unit
+        if (one_held) {
+          const auto with_held = [&]<size_t J>(std::integral_constant<size_t, J>) {
+            if (held != static_cast<int>(J)) return;
+            const auto value = std::get<J>(ins)[0];
+            for (int64_t i = 0; i < n; ++i) o[i] = f(input_at<I, J>(ins, value, i)...);
+          };
+          (with_held(std::integral_constant<size_t, I>{}), ...);
+          return;
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) o[i * s[0]] = f(std::get<I>(ins)[i * s[I + 1]]...);
     }
     (std::index_sequence_for<TIn...>{});
-  };
-
-  constexpr int64_t kShortRow = 64, kGroupElements = 8192;
-  if (L.shape.size() >= 2 && row_len < kShortRow) {
-    StridedLayout<N> outer = L;  // the rows, as elements of the dims before the innermost
-    outer.shape.pop_back();
-    for (size_t k = 0; k < N; ++k) outer.strides[k].pop_back();
-    for_each_run<N>(
-        outer,
-        [&](const std::array<char*, N>& p, int64_t m, const std::array<int64_t, N>& t) {
-          std::array<int64_t, N> row_bytes;
-          for (size_t k = 0; k < N; ++k) row_bytes[k] = t[k] * L.elem_size[k];
-          rows(p, m, row_bytes, row_len);
-        },
-        row_len, std::max<int64_t>(1, kGroupElements / row_len));
-    return;
-  }
-  for_each_run<N>(L, [&](const std::array<char*, N>& p, int64_t n, const std::array<int64_t, N>&) {
-    rows(p, 1, {}, n);
   });
 }
 

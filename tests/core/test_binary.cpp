@@ -74,9 +74,10 @@ TEST_CASE("binary: add/sub/mul/div/maximum/minimum match the naive formula with 
 }
 
 TEST_CASE("binary: heads split from [B, L, H*D] (short strided rows) match the naive formula") {
-  // Rows under 64 elements are walked in groups along the next dim (core/cpu/strided_loop.h): a
-  // group longer than a task (8192 / D rows, here L 1100 at D 8) is split, threads take over from
-  // 32768 elements, and the kinds of row are both strided, one broadcast input, and dense.
+  // Each run is one head's D elements; the next run is one pointer step along L, carried into H
+  // and B at L's end (core/cpu/strided_loop.h). [3, 2, 1100, 8] passes the 32768 elements from
+  // which threads share the runs, so a thread starts inside the odometer; the kinds of run are
+  // strided, one broadcast input, and dense.
   const std::vector<std::array<int64_t, 4>> kHeads = {
       {2, 5, 3, 7}, {3, 1100, 2, 8}, {4, 50, 4, 16}, {1, 3, 2, 63}};
   for (const BinaryCase& c : binary_cases())
