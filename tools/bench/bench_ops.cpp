@@ -99,8 +99,8 @@ std::vector<Case> head_view_cases() {
   };
 }
 
-// One row per case. Inputs are contiguous f32 drawn from N(0, 1) (rounded to bf16 where the
-// shape says bf16).
+// One row per case. Inputs are f32 drawn from N(0, 1), contiguous but for the head views
+// (rounded to bf16 where the shape says bf16).
 const std::vector<Case>& cases() {
   static const std::vector<Case> table = {
       {"matmul", "[1024, 1024] x [1024, 1024]",
