@@ -54,12 +54,15 @@ int64_t folded_row_stride(const Tensor& a) {
   return row_stride < 0 ? a.stride(-2) : row_stride;  // one row: any stride will do
 }
 
-// a3: [B, M, K] (or [B, K, M]), b3: [B, K, N] (or [B, N, K]) -> [B, M, N].
+// a3: [B, M, K] (or [B, K, M]), b3: [B, K, N] (or [B, N, K]) -> [B, M, N]. On the CPU, a3 and b3
+// may also be [B1, B2, ., .] with B = B1 B2 (core/gemm_operand.h).
 Tensor batched_matmul(const Tensor& a3, const Tensor& b3, bool trans_a, bool trans_b,
                       DType out_dtype) {
-  const int64_t m = trans_a ? a3.size(2) : a3.size(1);
-  const int64_t n = trans_b ? b3.size(1) : b3.size(2);
-  Tensor out = Tensor::empty({a3.size(0), m, n}, out_dtype, a3.device());
+  const int64_t m = trans_a ? a3.size(-1) : a3.size(-2);
+  const int64_t n = trans_b ? b3.size(-2) : b3.size(-1);
+  int64_t batch = 1;
+  for (int64_t d = 0; d + 2 < a3.dim(); ++d) batch *= a3.size(d);
+  Tensor out = Tensor::empty({batch, m, n}, out_dtype, a3.device());
   if (a3.device().is_cpu())
     cpu::matmul(a3, b3, trans_a, trans_b, out);
   else
@@ -106,9 +109,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DTyp
     const auto four_d = [&](const Tensor& x) {
       return x.expand({batch_shape[0], batch_shape[1], x.size(-2), x.size(-1)});
     };
-    Tensor out = Tensor::empty({batch, m, n}, out_dtype, a.device());
-    cpu::matmul(four_d(a), four_d(b), trans_a, trans_b, out);
-    return out.view(out_shape);
+    return batched_matmul(four_d(a), four_d(b), trans_a, trans_b, out_dtype).view(out_shape);
   }
   return batched_matmul(as_batched(a, batch_shape), as_batched(b, batch_shape), trans_a, trans_b,
                         out_dtype)
